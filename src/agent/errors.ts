@@ -1,0 +1,63 @@
+export type AgentOperation = 'sendMessage' | 'listSessions' | 'createSession' | 'deleteSession';
+
+export type AgentErrorKind = 'unavailable' | 'timeout' | 'rejected' | 'session_not_found' | 'bad_response';
+
+export interface AgentServiceErrorDetails {
+  kind: AgentErrorKind;
+  operation: AgentOperation;
+  httpStatus?: number;
+  serviceMessage?: string;
+  notDelivered?: boolean;
+  retryAfterMs?: number;
+  /** Short technical context (e.g. a socket error code). Must never hold secrets or request config. */
+  detail?: string;
+}
+
+const KIND_TEXT: Record<AgentErrorKind, string> = {
+  unavailable: 'service unavailable',
+  timeout: 'timed out',
+  rejected: 'request rejected',
+  session_not_found: 'session not found',
+  bad_response: 'unexpected response',
+};
+
+const MAX_QUOTED_CHARS = 200;
+
+function clip(text: string): string {
+  const oneLine = text.replace(/\s+/g, ' ').trim();
+  return oneLine.length > MAX_QUOTED_CHARS ? `${oneLine.slice(0, MAX_QUOTED_CHARS)}…` : oneLine;
+}
+
+/**
+ * The only error type the agent client rejects with (besides an abort reason). Fields are plain data so
+ * structured loggers can serialise it safely; no request config, headers or raw transport error is kept.
+ */
+export class AgentServiceError extends Error {
+  override readonly name = 'AgentServiceError';
+  readonly kind: AgentErrorKind;
+  readonly operation: AgentOperation;
+  readonly httpStatus?: number;
+  readonly serviceMessage?: string;
+  /** True only when the request certainly never reached the service (refused / DNS before connect). */
+  readonly notDelivered: boolean;
+  readonly retryAfterMs?: number;
+
+  constructor(details: AgentServiceErrorDetails) {
+    const parts = [`agent service ${details.operation}: ${KIND_TEXT[details.kind]}`];
+    if (details.httpStatus !== undefined) parts.push(`(HTTP ${details.httpStatus})`);
+    if (details.detail) parts.push(`[${clip(details.detail)}]`);
+    if (details.serviceMessage) parts.push(`- "${clip(details.serviceMessage)}"`);
+    super(parts.join(' '));
+    this.kind = details.kind;
+    this.operation = details.operation;
+    this.notDelivered = details.notDelivered ?? false;
+    // Only set optional fields that exist, so logs and equality checks stay tidy.
+    if (details.httpStatus !== undefined) this.httpStatus = details.httpStatus;
+    if (details.serviceMessage !== undefined) this.serviceMessage = details.serviceMessage;
+    if (details.retryAfterMs !== undefined) this.retryAfterMs = details.retryAfterMs;
+  }
+}
+
+export function isAgentServiceError(value: unknown): value is AgentServiceError {
+  return value instanceof AgentServiceError;
+}

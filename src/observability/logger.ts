@@ -1,0 +1,116 @@
+import type { Logger as SlackLogger } from '@slack/bolt';
+import { LogLevel as SlackLogLevel } from '@slack/bolt';
+import { type DestinationStream, type Logger, pino } from 'pino';
+import type { LogLevel } from '../config.js';
+
+export type { Logger };
+
+const REDACTED = '[redacted]';
+
+export interface LoggerOptions {
+  level: LogLevel;
+  /** Literal secret values scrubbed from every line, whatever field or message they hide in. */
+  secrets: readonly string[];
+  destination?: DestinationStream;
+  /** Human-readable lines (pino-pretty) instead of JSON; for a terminal. */
+  pretty?: boolean;
+}
+
+export function createLogger({ level, secrets, destination, pretty }: LoggerOptions): Logger {
+  const scrub = secretScrubber(secrets);
+  // The scrubber runs on the serialized line before it reaches any stream, pretty-printer included.
+  const output =
+    destination ??
+    (pretty
+      ? pino.transport({
+          target: 'pino-pretty',
+          options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l' },
+        })
+      : undefined);
+  return pino(
+    {
+      level,
+      base: { service: 'slack-agent-bridge' },
+      // Known secret-bearing fields are removed by path; the scrubber below catches values anywhere else.
+      redact: {
+        paths: [
+          'token',
+          '*.token',
+          'headers.authorization',
+          '*.headers.authorization',
+          'headers.private_key',
+          '*.headers.private_key',
+          'private_key',
+          '*.private_key',
+          'config.headers',
+          '*.config.headers',
+        ],
+        censor: REDACTED,
+      },
+      hooks: { streamWrite: scrub },
+    },
+    output,
+  );
+}
+
+/** Replaces every occurrence of a secret (and of Slack-token-shaped strings) in a serialized log line. */
+export function secretScrubber(secrets: readonly string[]): (line: string) => string {
+  const literals = [...new Set(secrets)]
+    .filter((secret) => secret.length > 0)
+    .sort((a, b) => b.length - a.length);
+  const slackTokenPattern = /xox[abposr]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+/g;
+  return (line) => {
+    let scrubbed = line;
+    for (const secret of literals) {
+      if (scrubbed.includes(secret)) scrubbed = scrubbed.split(secret).join(REDACTED);
+      // JSON serialization escapes some characters; catch the escaped form too.
+      const escaped = JSON.stringify(secret).slice(1, -1);
+      if (escaped !== secret && scrubbed.includes(escaped)) scrubbed = scrubbed.split(escaped).join(REDACTED);
+    }
+    return scrubbed.replace(slackTokenPattern, REDACTED);
+  };
+}
+
+const fromPino: Partial<Record<string, SlackLogLevel>> = {
+  trace: SlackLogLevel.DEBUG,
+  debug: SlackLogLevel.DEBUG,
+  info: SlackLogLevel.INFO,
+  warn: SlackLogLevel.WARN,
+  error: SlackLogLevel.ERROR,
+  fatal: SlackLogLevel.ERROR,
+};
+
+/** Bolt's logger interface on top of pino, so Bolt's own lines share format and redaction. */
+export function boltLogger(logger: Logger): SlackLogger {
+  const child = logger.child({ component: 'bolt' });
+  const write =
+    (level: 'debug' | 'info' | 'warn' | 'error') =>
+    (...parts: unknown[]) => {
+      const error = parts.find((part): part is Error => part instanceof Error);
+      const text = parts
+        .filter((part) => part !== error)
+        .map((part) => (typeof part === 'string' ? part : safeStringify(part)))
+        .join(' ');
+      if (error) child[level]({ err: error }, text);
+      else child[level](text);
+    };
+  return {
+    debug: write('debug'),
+    info: write('info'),
+    warn: write('warn'),
+    error: write('error'),
+    setLevel: () => {
+      // The level is owned by LOG_LEVEL; Bolt's requests to change it are ignored on purpose.
+    },
+    getLevel: () => fromPino[child.level] ?? SlackLogLevel.ERROR,
+    setName: () => {},
+  };
+}
+
+function safeStringify(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
