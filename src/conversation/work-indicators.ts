@@ -1,0 +1,117 @@
+import type { WebClient } from '@slack/web-api';
+import type { Logger } from '../observability/logger.js';
+
+export const QUEUED_REACTION = 'hourglass_flowing_sand';
+export const WORKING_REACTION = 'eyes';
+
+export const SLOW_NOTICE =
+  ':hourglass: The agent is taking a while on this one. I will post the answer here when it is ready.';
+
+/** The user message an indicator is attached to, and where replies to it go. */
+export interface IndicatorTarget {
+  channelId: string;
+  ts: string;
+  /** Thread of the reply, or undefined for a top-level DM conversation. */
+  replyThreadTs?: string;
+}
+
+export interface WorkingOptions {
+  /** A slow notice an earlier owner of this job already posted (after a crash), to clear at the end. */
+  slowNoticeTs?: string;
+  /** Persists the slow notice's ts, so whoever finishes the job can delete it. */
+  onSlowNotice?: (ts: string) => Promise<void>;
+}
+
+/**
+ * Shows users that their message is queued or being worked on (reactions on their message, and a
+ * notice when the agent is slow), and clears them again. Every Slack call here is best effort: an
+ * indicator that cannot be shown or cleared must never fail the answer.
+ */
+export class WorkIndicators {
+  constructor(
+    private readonly slack: WebClient,
+    private readonly logger: Logger,
+    private readonly slowNoticeMs: number,
+  ) {}
+
+  async showQueued(target: IndicatorTarget): Promise<void> {
+    await this.addReaction(target, QUEUED_REACTION);
+  }
+
+  async clearQueued(target: IndicatorTarget): Promise<void> {
+    await this.removeReaction(target, QUEUED_REACTION);
+  }
+
+  /** Marks the message as being worked on; call the returned function on every ending. */
+  showWorking(target: IndicatorTarget, options: WorkingOptions = {}): () => Promise<void> {
+    // Not awaited: the reaction shows up while the prompt is already on its way (it is awaited before removal).
+    const adding = this.addReaction(target, WORKING_REACTION);
+    let slowNoticeTs = options.slowNoticeTs;
+    let slowNoticePosting: Promise<void> | undefined;
+    const timer =
+      this.slowNoticeMs > 0 && !slowNoticeTs
+        ? setTimeout(() => {
+            slowNoticePosting = this.postSlowNotice(target).then(async (ts) => {
+              slowNoticeTs = ts;
+              if (ts) await options.onSlowNotice?.(ts).catch(() => {});
+            });
+          }, this.slowNoticeMs)
+        : undefined;
+    timer?.unref();
+    return async () => {
+      clearTimeout(timer);
+      await adding;
+      await slowNoticePosting;
+      await this.removeReaction(target, WORKING_REACTION);
+      if (slowNoticeTs) await this.deleteNotice(target, slowNoticeTs);
+    };
+  }
+
+  private async addReaction(target: IndicatorTarget, name: string): Promise<void> {
+    try {
+      await this.slack.reactions.add({ channel: target.channelId, timestamp: target.ts, name });
+    } catch (error) {
+      if (slackError(error) !== 'already_reacted')
+        this.logger.warn({ err: error, name }, 'could not show indicator');
+    }
+  }
+
+  private async removeReaction(target: IndicatorTarget, name: string): Promise<void> {
+    try {
+      await this.slack.reactions.remove({ channel: target.channelId, timestamp: target.ts, name });
+    } catch (error) {
+      const code = slackError(error);
+      if (code !== 'no_reaction' && code !== 'message_not_found') {
+        this.logger.warn({ err: error, name }, 'could not clear indicator');
+      }
+    }
+  }
+
+  private async postSlowNotice(target: IndicatorTarget): Promise<string | undefined> {
+    try {
+      const posted = await this.slack.chat.postMessage({
+        channel: target.channelId,
+        thread_ts: target.replyThreadTs,
+        text: SLOW_NOTICE,
+      });
+      return posted.ts;
+    } catch (error) {
+      this.logger.warn({ err: error }, 'could not post the slow-agent notice');
+      return undefined;
+    }
+  }
+
+  private async deleteNotice(target: IndicatorTarget, noticeTs: string): Promise<void> {
+    try {
+      await this.slack.chat.delete({ channel: target.channelId, ts: noticeTs });
+    } catch (error) {
+      if (slackError(error) !== 'message_not_found') {
+        this.logger.warn({ err: error }, 'could not delete the slow-agent notice');
+      }
+    }
+  }
+}
+
+export function slackError(error: unknown): string | undefined {
+  return (error as { data?: { error?: string } } | undefined)?.data?.error;
+}

@@ -1,0 +1,168 @@
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import pg from 'pg';
+import type { StoreConfig } from '../config.js';
+
+/** The one SQL handle a process uses: real PostgreSQL, or PGlite (PostgreSQL in WebAssembly) on local disk. */
+export interface SqlDatabase {
+  readonly kind: 'postgres' | 'embedded';
+  query<Row extends object = Record<string, unknown>>(
+    sql: string,
+    params?: readonly unknown[],
+  ): Promise<Row[]>;
+  /** Runs `work` in one transaction on one connection; rolls back if it throws. */
+  transaction<T>(work: (query: SqlQuery) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export type SqlQuery = <Row extends object = Record<string, unknown>>(
+  sql: string,
+  params?: readonly unknown[],
+) => Promise<Row[]>;
+
+/** Any failure to reach or use the store; never to be confused with "no record". */
+export class StoreError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreError';
+  }
+}
+
+export async function openDatabase(config: StoreConfig): Promise<SqlDatabase> {
+  return config.kind === 'postgres' ? openPostgres(config.databaseUrl) : openEmbedded(config.dataDir);
+}
+
+function openPostgres(databaseUrl: string): SqlDatabase {
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    // Intake (before the Slack ack) and workers share it; a roomy pool keeps acks from queueing.
+    max: 40,
+    connectionTimeoutMillis: 5_000,
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle client losing its connection must not crash the process; the next query reports the failure.
+  pool.on('error', () => {});
+  return {
+    kind: 'postgres',
+    async query<Row extends object>(sql: string, params?: readonly unknown[]) {
+      try {
+        const result = await pool.query(sql, params ? [...params] : undefined);
+        return result.rows as Row[];
+      } catch (error) {
+        throw asStoreError(error);
+      }
+    },
+    async transaction<T>(work: (query: SqlQuery) => Promise<T>): Promise<T> {
+      let client: pg.PoolClient;
+      try {
+        client = await pool.connect();
+      } catch (error) {
+        throw asStoreError(error);
+      }
+      const query: SqlQuery = async <Row extends object>(sql: string, params?: readonly unknown[]) => {
+        try {
+          return (await client.query(sql, params ? [...params] : undefined)).rows as Row[];
+        } catch (error) {
+          throw asStoreError(error);
+        }
+      };
+      try {
+        await query('BEGIN');
+        const result = await work(query);
+        await query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
+    close: () => pool.end(),
+  };
+}
+
+async function openEmbedded(dataDir: string): Promise<SqlDatabase> {
+  // Loaded lazily: deployments on PostgreSQL never pay for the WebAssembly module.
+  const { PGlite } = await import('@electric-sql/pglite');
+  await mkdir(dataDir, { recursive: true });
+  const releaseLock = await lockDataDir(dataDir);
+  let db: InstanceType<typeof PGlite>;
+  try {
+    db = await PGlite.create(`${dataDir}/pglite`);
+  } catch (error) {
+    await releaseLock();
+    throw new StoreError(`cannot open the embedded store under ${dataDir}: ${messageOf(error)}`, {
+      cause: error,
+    });
+  }
+  return {
+    kind: 'embedded',
+    async query<Row extends object>(sql: string, params?: readonly unknown[]) {
+      try {
+        const result = await db.query<Row>(sql, params ? [...params] : undefined);
+        return result.rows;
+      } catch (error) {
+        throw asStoreError(error);
+      }
+    },
+    async transaction<T>(work: (query: SqlQuery) => Promise<T>): Promise<T> {
+      try {
+        return await db.transaction(async (tx) =>
+          work(async <Row extends object>(sql: string, params?: readonly unknown[]) => {
+            return (await tx.query<Row>(sql, params ? [...params] : undefined)).rows;
+          }),
+        );
+      } catch (error) {
+        throw asStoreError(error);
+      }
+    },
+    async close() {
+      await db.close();
+      await releaseLock();
+    },
+  };
+}
+
+/**
+ * PGlite is one process's database: two processes on one DATA_DIR would corrupt it. A lock file with
+ * the owner's pid keeps a second bot (or `npm run sessions`) out; a lock left by a dead process is taken over.
+ */
+async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
+  const lockPath = path.join(dataDir, 'store.lock');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      await writeFile(lockPath, String(process.pid), { flag: 'wx' });
+      return () => rm(lockPath, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const owner = Number((await readFile(lockPath, 'utf8').catch(() => '')).trim());
+      if (Number.isInteger(owner) && owner > 0 && isAlive(owner)) {
+        throw new StoreError(
+          `the embedded store in ${dataDir} is in use by process ${owner}${owner === process.pid ? ' (this one)' : ''}; stop it first, or use DATABASE_URL to share a store`,
+        );
+      }
+      await rm(lockPath, { force: true });
+    }
+  }
+  throw new StoreError(`cannot lock the embedded store in ${dataDir}`);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function asStoreError(error: unknown): StoreError {
+  return error instanceof StoreError
+    ? error
+    : new StoreError(`store query failed: ${messageOf(error)}`, { cause: error });
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
