@@ -1,0 +1,42 @@
+/**
+ * Runs the fake Slack Web API and the agent service emulator on fixed local ports, so `npm start`
+ * can be tried without a Slack workspace or an agent service. Prints the environment to use.
+ */
+import { AgentServiceEmulator } from './agent-service.js';
+import { FakeSlack } from './slack.js';
+
+const slackPort = Number(process.env.FAKE_SLACK_PORT ?? 4100);
+const agentPort = Number(process.env.FAKE_AGENT_PORT ?? 4200);
+
+const slack = await FakeSlack.start({ port: slackPort });
+const agent = await AgentServiceEmulator.start({ port: agentPort, latencyMs: 300 });
+agent.onRequest(({ phase, request }) => {
+  if (phase !== 'end') return;
+  const session = request.sessionId ? ` session=${request.sessionId}` : '';
+  process.stdout.write(
+    `agent: ${request.operation}${session} -> ${request.status} in ${request.durationMs} ms\n`,
+  );
+});
+slack.onCall((call) => {
+  if (call.method !== 'auth.test')
+    process.stdout.write(`slack: ${call.method} ${JSON.stringify(call.args)}\n`);
+});
+
+process.stdout.write(`Fakes are running. Start the bot in another terminal with:
+
+  SLACK_BOT_TOKEN=${slack.botToken} SLACK_SIGNING_SECRET=local-signing-secret \\
+  SLACK_API_URL=${slack.apiUrl} AGENT_BASE_URL=${agent.baseUrl} \\
+  AGENT_API_KEY=${agent.apiKey} AGENT_ID=demo-agent npm start
+
+then send it a signed mention with:
+
+  SLACK_SIGNING_SECRET=local-signing-secret npm run --silent fakes:mention -- "hello agent"
+
+`);
+
+const shutdown = async () => {
+  await Promise.all([slack.stop(), agent.stop()]);
+  process.exit(0);
+};
+process.on('SIGINT', shutdown);
+process.on('SIGTERM', shutdown);

@@ -1,0 +1,1326 @@
+import { randomUUID } from 'node:crypto';
+import {
+  createServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+  STATUS_CODES,
+} from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { type RawData, WebSocket, WebSocketServer } from 'ws';
+import { DEFAULT_APP_ID, nextTs } from '../helpers/slack-events.js';
+
+export type SlackTokenKind = 'bot' | 'app' | 'none' | 'invalid';
+
+export interface SlackApiCall {
+  method: string;
+  /** Request arguments without the token; JSON-encoded form fields (blocks, metadata, ...) are decoded. */
+  args: Record<string, unknown>;
+  at: number;
+  tokenKind: SlackTokenKind;
+}
+
+export interface SlackApiResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+export type SlackCallListener = (call: SlackApiCall, response: SlackApiResponse) => void;
+
+export type SlackFailure =
+  | { type: 'error'; error: string }
+  | { type: 'rate_limited'; retryAfterSeconds: number }
+  | { type: 'http'; status: number };
+
+export interface FakeSlackUser {
+  name: string;
+  realName?: string;
+  isBot?: boolean;
+}
+
+export interface FakeSlackChannel {
+  name?: string;
+  type?: 'channel' | 'group' | 'im' | 'mpim';
+  isArchived?: boolean;
+  /** The other member of an IM. */
+  user?: string;
+}
+
+export interface FakeSlackOptions {
+  port?: number;
+  teamId?: string;
+  teamName?: string;
+  botUserId?: string;
+  botId?: string;
+  appId?: string;
+  botToken?: string;
+  appToken?: string;
+  users?: Record<string, FakeSlackUser>;
+  channels?: Record<string, FakeSlackChannel>;
+  /** Granted bot scopes, reported in the `x-oauth-scopes` response header. */
+  scopes?: string[];
+  /** Artificial response delay per Web API method; the key `*` applies to every method. */
+  latencyMs?: Record<string, number>;
+  /** Interval of server-initiated WebSocket pings, as Slack sends; 0 disables. */
+  socketPingIntervalMs?: number;
+}
+
+export interface SlackReaction {
+  name: string;
+  users: string[];
+  count: number;
+}
+
+/** A message as Slack returns it from conversations.replies / history. */
+export interface SlackMessage {
+  type: 'message';
+  ts: string;
+  text: string;
+  user?: string;
+  bot_id?: string;
+  app_id?: string;
+  team?: string;
+  subtype?: string;
+  hidden?: boolean;
+  thread_ts?: string;
+  parent_user_id?: string;
+  blocks?: unknown[];
+  attachments?: unknown[];
+  metadata?: unknown;
+  edited?: { user: string; ts: string };
+  bot_profile?: Record<string, unknown>;
+  reply_count?: number;
+  reply_users?: string[];
+  reply_users_count?: number;
+  latest_reply?: string;
+  reactions?: SlackReaction[];
+}
+
+export interface SeedMessage {
+  text: string;
+  user?: string;
+  ts?: string;
+  threadTs?: string;
+  botId?: string;
+  subtype?: string;
+  blocks?: unknown[];
+}
+
+export interface EphemeralMessage {
+  channel: string;
+  user: string;
+  messageTs: string;
+  text?: string;
+  blocks?: unknown[];
+  threadTs?: string;
+}
+
+export interface AssistantThreadState {
+  status?: string;
+  loadingMessages?: unknown;
+  title?: string;
+  prompts?: unknown;
+  promptsTitle?: string;
+}
+
+export interface SocketEventOptions {
+  type?: 'events_api' | 'slash_commands' | 'interactive';
+  retryAttempt?: number;
+  retryReason?: string;
+  acceptsResponsePayload?: boolean;
+  /** Slack expects an ack within 3 s. */
+  ackTimeoutMs?: number;
+}
+
+export interface SocketEventResult {
+  envelopeId: string;
+  /** The `payload` of the ack; undefined for a bare ack (the client sends `payload: {}`). */
+  ackPayload?: unknown;
+}
+
+type Args = Record<string, unknown>;
+type ApiBody = { ok: true; [key: string]: unknown } | { ok: false; error: string; [key: string]: unknown };
+type Handler = (args: Args) => ApiBody;
+
+interface StoredMessage {
+  message: SlackMessage;
+  /** Still open via chat.startStream; not part of the wire shape. */
+  streaming: boolean;
+}
+
+interface SocketConnection {
+  ws: WebSocket;
+  host: string;
+}
+
+interface PendingAck {
+  connection: SocketConnection;
+  resolve: (result: SocketEventResult) => void;
+  reject: (error: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+interface FailureSlot {
+  failure: SlackFailure;
+  remaining: number;
+}
+
+const DEFAULT_SCOPES = [
+  'app_mentions:read',
+  'assistant:write',
+  'channels:history',
+  'channels:read',
+  'chat:write',
+  'groups:history',
+  'im:history',
+  'mpim:history',
+  'reactions:read',
+  'reactions:write',
+  'users:read',
+];
+
+/** Free-text fields that must stay strings even if they happen to look like JSON. */
+const TEXT_FIELDS = new Set([
+  'text',
+  'markdown_text',
+  'title',
+  'status',
+  'name',
+  'alt_text',
+  'initial_comment',
+  'username',
+  'query',
+  'channel',
+  'channel_id',
+  'user',
+  'ts',
+  'thread_ts',
+  'timestamp',
+]);
+
+const MAX_BLOCKS = 50;
+const SOCKET_CLOSE_GRACE_MS = 250;
+
+function str(args: Args, key: string): string | undefined {
+  const value = args[key];
+  if (typeof value === 'string' && value !== '') return value;
+  if (typeof value === 'number') return String(value);
+  return undefined;
+}
+
+/** Form encoding turns booleans into strings, so accept both spellings. */
+function flag(args: Args, key: string): boolean {
+  const value = args[key];
+  return value === true || value === 'true' || value === '1' || value === 1;
+}
+
+function int(args: Args, key: string): number | undefined {
+  const value = args[key];
+  const parsed =
+    typeof value === 'number' ? value : typeof value === 'string' ? Number.parseInt(value, 10) : NaN;
+  return Number.isFinite(parsed) ? parsed : undefined;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function decodeFormValue(key: string, value: string): unknown {
+  // WebClient JSON-encodes every non-primitive argument into its form field.
+  if (!TEXT_FIELDS.has(key) && (value.startsWith('[') || value.startsWith('{'))) {
+    try {
+      return JSON.parse(value);
+    } catch {
+      return value;
+    }
+  }
+  return value;
+}
+
+function fail(error: string): ApiBody {
+  return { ok: false, error };
+}
+
+function byTs(a: SlackMessage, b: SlackMessage): number {
+  return Number(a.ts) - Number(b.ts) || a.ts.localeCompare(b.ts);
+}
+
+function encodeCursor(ts: string): string {
+  return Buffer.from(`next_ts:${ts}`).toString('base64');
+}
+
+function decodeCursor(cursor: string | undefined): string | undefined {
+  if (cursor === undefined) return undefined;
+  const decoded = Buffer.from(cursor, 'base64').toString('utf8');
+  return decoded.startsWith('next_ts:') ? decoded.slice('next_ts:'.length) : undefined;
+}
+
+/**
+ * An in-process impersonation of Slack's Web API and Socket Mode gateway on a real HTTP server, so the
+ * real WebClient / SocketModeClient (and therefore Bolt) can be exercised end to end over the wire.
+ */
+export class FakeSlack {
+  readonly teamId: string;
+  readonly teamName: string;
+  readonly botUserId: string;
+  readonly botId: string;
+  readonly appId: string;
+  readonly botToken: string;
+  readonly appToken: string;
+  readonly calls: SlackApiCall[] = [];
+  readonly ephemeralMessages: EphemeralMessage[] = [];
+
+  private readonly server: Server;
+  private readonly wss = new WebSocketServer({ noServer: true });
+  private readonly users: Map<string, FakeSlackUser>;
+  private readonly channelConfig: Map<string, FakeSlackChannel>;
+  private readonly archived = new Set<string>();
+  private readonly scopes: string[];
+  private readonly latency: Map<string, number>;
+  private readonly failures = new Map<string, FailureSlot[]>();
+  private readonly listeners = new Set<SlackCallListener>();
+  private readonly waiters = new Set<() => void>();
+  private readonly messages = new Map<string, Map<string, StoredMessage>>();
+  private readonly deleted = new Set<string>();
+  private readonly reactions = new Map<string, SlackReaction[]>();
+  private readonly assistantThreads = new Map<string, AssistantThreadState>();
+  private readonly tickets = new Set<string>();
+  private readonly sockets = new Set<SocketConnection>();
+  private readonly pendingAcks = new Map<string, PendingAck>();
+  private readonly responseTimers = new Set<NodeJS.Timeout>();
+  private readonly handlers: Map<string, Handler>;
+  private readonly socketPingIntervalMs: number;
+  private pingTimer: NodeJS.Timeout | undefined;
+  private socketCounter = 0;
+  private roundRobin = 0;
+  private stopped = false;
+
+  private constructor(options: FakeSlackOptions) {
+    this.teamId = options.teamId ?? 'T0TEAM';
+    this.teamName = options.teamName ?? 'Fake Team';
+    this.botUserId = options.botUserId ?? 'U0BOT';
+    this.botId = options.botId ?? 'B0BOT';
+    this.appId = options.appId ?? DEFAULT_APP_ID;
+    this.botToken = options.botToken ?? 'xoxb-test-token';
+    this.appToken = options.appToken ?? 'xapp-test-token';
+    this.scopes = options.scopes ?? DEFAULT_SCOPES;
+    this.latency = new Map(Object.entries(options.latencyMs ?? {}));
+    this.socketPingIntervalMs = options.socketPingIntervalMs ?? 5000;
+    this.users = new Map([
+      [this.botUserId, { name: 'bot', realName: 'Bot', isBot: true }],
+      ...Object.entries(options.users ?? {}),
+    ]);
+    this.channelConfig = new Map(Object.entries(options.channels ?? {}));
+    for (const [id, channel] of this.channelConfig) if (channel.isArchived) this.archived.add(id);
+    this.handlers = this.buildHandlers();
+    this.server = createServer((req, res) => {
+      this.handleHttp(req, res).catch((error: unknown) => {
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+        res.end(String(error));
+      });
+    });
+    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
+      this.handleUpgrade(req, socket, head),
+    );
+  }
+
+  static async start(options: FakeSlackOptions = {}): Promise<FakeSlack> {
+    const fake = new FakeSlack(options);
+    await new Promise<void>((resolve, reject) => {
+      fake.server.once('error', reject);
+      fake.server.listen(options.port ?? 0, '127.0.0.1', () => {
+        fake.server.off('error', reject);
+        resolve();
+      });
+    });
+    if (fake.socketPingIntervalMs > 0) {
+      fake.pingTimer = setInterval(() => {
+        for (const { ws } of fake.sockets) if (ws.readyState === WebSocket.OPEN) ws.ping('ping');
+      }, fake.socketPingIntervalMs);
+      fake.pingTimer.unref();
+    }
+    return fake;
+  }
+
+  get port(): number {
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  /** Pass as `slackApiUrl` (WebClient / Bolt `clientOptions`); WebClient appends the method name directly. */
+  get apiUrl(): string {
+    return `http://127.0.0.1:${this.port}/api/`;
+  }
+
+  get socketConnectionCount(): number {
+    return [...this.sockets].filter((c) => c.ws.readyState === WebSocket.OPEN).length;
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    clearInterval(this.pingTimer);
+    for (const timer of this.responseTimers) clearTimeout(timer);
+    this.responseTimers.clear();
+    for (const [id, pending] of this.pendingAcks) {
+      clearTimeout(pending.timer);
+      pending.reject(new Error(`FakeSlack stopped before envelope ${id} was acked`));
+    }
+    this.pendingAcks.clear();
+    await this.closeSockets();
+    this.wss.close();
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      // Keep-alive sockets from fetch's pool would otherwise hold close() open.
+      this.server.closeAllConnections();
+    });
+  }
+
+  /**
+   * Lets close handshakes already under way finish (Bolt's app.stop() does not await its own) and asks
+   * remaining clients to go away; anything still open after a short grace period is cut off.
+   */
+  private async closeSockets(): Promise<void> {
+    const sockets = [...this.sockets].map((c) => c.ws);
+    let timer: NodeJS.Timeout | undefined;
+    const closed = sockets.map(
+      (ws) =>
+        new Promise<void>((resolve) => {
+          if (ws.readyState === WebSocket.CLOSED) return resolve();
+          ws.once('close', () => resolve());
+          if (ws.readyState === WebSocket.OPEN) ws.close(1001, 'server stopping');
+        }),
+    );
+    await Promise.race([
+      Promise.all(closed),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, SOCKET_CLOSE_GRACE_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    for (const ws of sockets) ws.terminate();
+    this.sockets.clear();
+  }
+
+  // ---------------------------------------------------------------- recording
+
+  onCall(listener: SlackCallListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  callsOf(method: string): SlackApiCall[] {
+    return this.calls.filter((c) => c.method === method);
+  }
+
+  clearCalls(): void {
+    this.calls.length = 0;
+  }
+
+  waitForCall(
+    method: string,
+    predicate?: (call: SlackApiCall) => boolean,
+    timeoutMs = 5000,
+  ): Promise<SlackApiCall> {
+    return this.waitForCalls(method, 1, predicate, timeoutMs).then((calls) => calls[0]!);
+  }
+
+  /** Resolves with the first `count` matching calls, counting ones already recorded. */
+  waitForCalls(
+    method: string,
+    count: number,
+    predicate?: (call: SlackApiCall) => boolean,
+    timeoutMs = 5000,
+  ): Promise<SlackApiCall[]> {
+    const matching = () => this.callsOf(method).filter((c) => predicate?.(c) ?? true);
+    return this.waitFor(
+      () => {
+        const found = matching();
+        return found.length >= count ? found.slice(0, count) : undefined;
+      },
+      timeoutMs,
+      () =>
+        `FakeSlack: expected ${count} matching ${method} call(s) within ${timeoutMs}ms, saw ${matching().length}. ` +
+        `Recorded: ${this.calls.map((c) => c.method).join(', ') || '(none)'}`,
+    );
+  }
+
+  waitForSocketConnection(timeoutMs = 5000): Promise<void> {
+    return this.waitFor(
+      () => (this.socketConnectionCount > 0 ? true : undefined),
+      timeoutMs,
+      () => `FakeSlack: no Socket Mode connection within ${timeoutMs}ms`,
+    ).then(() => undefined);
+  }
+
+  // ---------------------------------------------------------------- behaviour control
+
+  failNext(method: string, failure: SlackFailure, times = 1): void {
+    const queue = this.failures.get(method) ?? [];
+    queue.push({ failure, remaining: times });
+    this.failures.set(method, queue);
+  }
+
+  setLatency(method: string, ms: number | undefined): void {
+    if (ms === undefined) this.latency.delete(method);
+    else this.latency.set(method, ms);
+  }
+
+  archiveChannel(channel: string, archived = true): void {
+    if (archived) this.archived.add(channel);
+    else this.archived.delete(channel);
+  }
+
+  // ---------------------------------------------------------------- message model
+
+  /** The thread as conversations.replies would return it now: parent first, then replies by ts. */
+  threadMessages(channel: string, threadTs: string): SlackMessage[] {
+    return this.thread(channel, threadTs).map((m) => this.view(channel, m, true));
+  }
+
+  /** Every visible message in a channel (top level and replies) in ts order. */
+  channelMessages(channel: string): SlackMessage[] {
+    return this.sortedMessages(channel).map((m) => this.view(channel, m, true));
+  }
+
+  reactionsOn(channel: string, ts: string): SlackReaction[] {
+    return (this.reactions.get(`${channel}:${ts}`) ?? []).map((r) => ({ ...r, users: [...r.users] }));
+  }
+
+  assistantThread(channel: string, threadTs: string): AssistantThreadState | undefined {
+    const state = this.assistantThreads.get(`${channel}:${threadTs}`);
+    return state && { ...state };
+  }
+
+  /** Puts a message into history as if a person (or another app) had posted it. Returns its ts. */
+  seedMessage(channel: string, seed: SeedMessage): string {
+    const ts = seed.ts ?? nextTs();
+    const message: SlackMessage = { type: 'message', ts, text: seed.text, team: this.teamId };
+    if (seed.user !== undefined) message.user = seed.user;
+    if (seed.botId !== undefined) message.bot_id = seed.botId;
+    if (seed.subtype !== undefined) message.subtype = seed.subtype;
+    if (seed.blocks !== undefined) message.blocks = seed.blocks;
+    this.insertMessage(channel, message, seed.threadTs);
+    return ts;
+  }
+
+  /**
+   * Mirrors what an Events API body implies about workspace state (new, edited, deleted messages;
+   * archived channels) so later conversations.replies calls see it. sendSocketEvent does this itself;
+   * call it for bodies delivered over HTTP.
+   */
+  ingestEvent(body: unknown): void {
+    if (!isRecord(body)) return;
+    const event = body.type === 'event_callback' && isRecord(body.event) ? body.event : body;
+    const channel = typeof event.channel === 'string' ? event.channel : undefined;
+    if (event.type === 'channel_archive' && channel) this.archived.add(channel);
+    if (event.type === 'channel_unarchive' && channel) this.archived.delete(channel);
+    if ((event.type !== 'message' && event.type !== 'app_mention') || !channel) return;
+    const subtype = typeof event.subtype === 'string' ? event.subtype : undefined;
+    if (subtype === 'message_changed' && isRecord(event.message)) {
+      const stored = this.find(channel, String(event.message.ts));
+      if (stored && typeof event.message.text === 'string') stored.message.text = event.message.text;
+      return;
+    }
+    if (subtype === 'message_deleted') {
+      this.removeMessage(channel, String(event.deleted_ts));
+      return;
+    }
+    const ts = typeof event.ts === 'string' ? event.ts : undefined;
+    // app_mention and message events describe the same message; keep the first.
+    if (!ts || this.find(channel, ts)) return;
+    this.seedMessage(channel, {
+      ts,
+      text: typeof event.text === 'string' ? event.text : '',
+      user: typeof event.user === 'string' ? event.user : undefined,
+      botId: typeof event.bot_id === 'string' ? event.bot_id : undefined,
+      subtype,
+      threadTs: typeof event.thread_ts === 'string' ? event.thread_ts : undefined,
+      blocks: Array.isArray(event.blocks) ? event.blocks : undefined,
+    });
+  }
+
+  // ---------------------------------------------------------------- Socket Mode
+
+  /** Delivers an envelope to a connected client (round-robin) and resolves on its ack. */
+  sendSocketEvent(body: unknown, options: SocketEventOptions = {}): Promise<SocketEventResult> {
+    const open = [...this.sockets].filter((c) => c.ws.readyState === WebSocket.OPEN);
+    const connection = open[this.roundRobin++ % Math.max(open.length, 1)];
+    if (!connection) return Promise.reject(new Error('FakeSlack: no Socket Mode client is connected'));
+    const type = options.type ?? 'events_api';
+    const envelopeId = randomUUID();
+    const acceptsDefault =
+      type === 'slash_commands' ||
+      (type === 'interactive' &&
+        isRecord(body) &&
+        (body.type === 'view_submission' || body.type === 'block_suggestion'));
+    const envelope: Record<string, unknown> = {
+      envelope_id: envelopeId,
+      payload: body,
+      type,
+      accepts_response_payload: options.acceptsResponsePayload ?? acceptsDefault,
+    };
+    // Only Events API deliveries are retried by Slack, so only they carry retry fields.
+    if (type === 'events_api' || options.retryAttempt !== undefined) {
+      envelope.retry_attempt = options.retryAttempt ?? 0;
+      envelope.retry_reason = options.retryReason ?? '';
+    }
+    if (type === 'events_api') this.ingestEvent(body);
+    const ackTimeoutMs = options.ackTimeoutMs ?? 3000;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pendingAcks.delete(envelopeId);
+        reject(
+          new Error(`FakeSlack: envelope ${envelopeId} (${type}) was not acked within ${ackTimeoutMs}ms`),
+        );
+      }, ackTimeoutMs);
+      this.pendingAcks.set(envelopeId, { connection, resolve, reject, timer });
+      connection.ws.send(JSON.stringify(envelope));
+    });
+  }
+
+  /** Sends Slack's `disconnect` message; the client closes and reconnects via apps.connections.open. */
+  requestSocketReconnect(
+    reason: 'warning' | 'refresh_requested' | 'link_disabled' = 'refresh_requested',
+  ): void {
+    for (const { ws, host } of this.sockets) {
+      if (ws.readyState === WebSocket.OPEN) {
+        ws.send(JSON.stringify({ type: 'disconnect', reason, debug_info: { host } }));
+      }
+    }
+  }
+
+  /** Drops every WebSocket without a close frame, like a network failure. */
+  dropSocketConnections(): void {
+    for (const { ws } of this.sockets) ws.terminate();
+  }
+
+  // ---------------------------------------------------------------- internals: waiting
+
+  private waitFor<T>(check: () => T | undefined, timeoutMs: number, describe: () => string): Promise<T> {
+    const immediate = check();
+    if (immediate !== undefined) return Promise.resolve(immediate);
+    return new Promise<T>((resolve, reject) => {
+      const poke = () => {
+        try {
+          const value = check();
+          if (value === undefined) return;
+          cleanup();
+          resolve(value);
+        } catch (error) {
+          cleanup();
+          reject(error);
+        }
+      };
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(new Error(describe()));
+      }, timeoutMs);
+      const cleanup = () => {
+        clearTimeout(timer);
+        this.waiters.delete(poke);
+      };
+      this.waiters.add(poke);
+    });
+  }
+
+  private pokeWaiters(): void {
+    for (const poke of [...this.waiters]) poke();
+  }
+
+  // ---------------------------------------------------------------- internals: HTTP
+
+  private async handleHttp(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    if (url.pathname.startsWith('/response/') && req.method === 'POST') {
+      await this.handleResponseUrl(req, res, url);
+      return;
+    }
+    if (!url.pathname.startsWith('/api/')) {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('Not Found');
+      return;
+    }
+    const method = decodeURIComponent(url.pathname.slice('/api/'.length));
+    const args = await this.readArgs(req, url);
+    const bearer = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
+    const token = bearer ?? (typeof args.token === 'string' ? args.token : undefined);
+    delete args.token;
+    const call: SlackApiCall = { method, args, at: Date.now(), tokenKind: this.classifyToken(token) };
+    const response = this.respond(call);
+    this.calls.push(call);
+    for (const listener of this.listeners) {
+      try {
+        listener(call, response);
+      } catch (error) {
+        // A faulty observer (e.g. the demo UI) must not break the API for the bot under test.
+        process.emitWarning(`FakeSlack onCall listener threw: ${String(error)}`);
+      }
+    }
+    this.pokeWaiters();
+
+    const send = () => {
+      if (res.destroyed) return;
+      const payload = typeof response.body === 'string' ? response.body : JSON.stringify(response.body);
+      res.writeHead(response.status, response.headers).end(payload);
+    };
+    const delay = this.latency.get(method) ?? this.latency.get('*') ?? 0;
+    if (delay <= 0) {
+      send();
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.responseTimers.delete(timer);
+      send();
+    }, delay);
+    this.responseTimers.add(timer);
+  }
+
+  /**
+   * Slash commands and shortcuts carry a `response_url`; apps POST JSON there to answer. Recorded as
+   * calls of the pseudo-method `response_url`, with `responseId` naming which request it answers.
+   */
+  private async handleResponseUrl(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    const args = await this.readArgs(req, url);
+    args.responseId = decodeURIComponent(url.pathname.slice('/response/'.length));
+    const call: SlackApiCall = { method: 'response_url', args, at: Date.now(), tokenKind: 'none' };
+    const response: SlackApiResponse = { status: 200, headers: { 'content-type': 'text/plain' }, body: 'ok' };
+    this.calls.push(call);
+    for (const listener of this.listeners) {
+      try {
+        listener(call, response);
+      } catch (error) {
+        process.emitWarning(`FakeSlack onCall listener threw: ${String(error)}`);
+      }
+    }
+    this.pokeWaiters();
+    res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+  }
+
+  /** A response_url for a slash command or shortcut payload sent to the bot; answers are recorded. */
+  responseUrl(id: string): string {
+    return `http://127.0.0.1:${this.port}/response/${encodeURIComponent(id)}`;
+  }
+
+  private async readArgs(req: IncomingMessage, url: URL): Promise<Args> {
+    const args: Args = {};
+    for (const [key, value] of url.searchParams) args[key] = decodeFormValue(key, value);
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks);
+    if (raw.length === 0) return args;
+    const contentType = (req.headers['content-type'] ?? '').toLowerCase();
+    if (contentType.startsWith('application/json')) {
+      try {
+        const parsed: unknown = JSON.parse(raw.toString('utf8'));
+        if (isRecord(parsed)) Object.assign(args, parsed);
+      } catch {
+        // Slack answers malformed JSON with invalid_json-style errors; here the method just sees no args.
+      }
+    } else if (contentType.startsWith('multipart/form-data')) {
+      // WebClient switches to multipart when an argument is a Buffer (file uploads).
+      const form = await new Response(raw, { headers: { 'content-type': contentType } }).formData();
+      for (const [key, value] of form) {
+        args[key] =
+          typeof value === 'string'
+            ? decodeFormValue(key, value)
+            : { filename: value.name, size: value.size };
+      }
+    } else {
+      for (const [key, value] of new URLSearchParams(raw.toString('utf8'))) {
+        args[key] = decodeFormValue(key, value);
+      }
+    }
+    return args;
+  }
+
+  private classifyToken(token: string | undefined): SlackTokenKind {
+    if (token === undefined || token === '') return 'none';
+    if (token === this.botToken) return 'bot';
+    if (token === this.appToken) return 'app';
+    return 'invalid';
+  }
+
+  private respond(call: SlackApiCall): SlackApiResponse {
+    const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
+    const failure = this.takeFailure(call.method);
+    if (failure) {
+      switch (failure.type) {
+        case 'error':
+          return { status: 200, headers, body: fail(failure.error) };
+        case 'rate_limited':
+          return {
+            status: 429,
+            headers: { ...headers, 'retry-after': String(failure.retryAfterSeconds) },
+            body: fail('ratelimited'),
+          };
+        case 'http':
+          return {
+            status: failure.status,
+            headers: { 'content-type': 'text/plain' },
+            body: STATUS_CODES[failure.status] ?? 'Error',
+          };
+      }
+    }
+    const handler = this.handlers.get(call.method);
+    if (!handler)
+      return { status: 200, headers, body: { ...fail('unknown_method'), req_method: call.method } };
+    const required: SlackTokenKind = call.method === 'apps.connections.open' ? 'app' : 'bot';
+    if (call.tokenKind === 'none') return { status: 200, headers, body: fail('not_authed') };
+    if (call.tokenKind === 'invalid') return { status: 200, headers, body: fail('invalid_auth') };
+    if (call.tokenKind !== required) return { status: 200, headers, body: fail('not_allowed_token_type') };
+    // Slack reports the token's granted scopes on every authenticated response.
+    headers['x-oauth-scopes'] = call.tokenKind === 'app' ? 'connections:write' : this.scopes.join(',');
+    return { status: 200, headers, body: handler(call.args) };
+  }
+
+  private takeFailure(method: string): SlackFailure | undefined {
+    const queue = this.failures.get(method);
+    const slot = queue?.[0];
+    if (!queue || !slot) return undefined;
+    slot.remaining -= 1;
+    if (slot.remaining <= 0) queue.shift();
+    return slot.failure;
+  }
+
+  // ---------------------------------------------------------------- internals: Socket Mode
+
+  private handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const ticket = url.searchParams.get('ticket');
+    // Tickets from apps.connections.open are single use, so every reconnect must fetch a fresh URL.
+    if (this.stopped || !url.pathname.startsWith('/link') || !ticket || !this.tickets.delete(ticket)) {
+      socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.acceptSocket(ws));
+  }
+
+  private acceptSocket(ws: WebSocket): void {
+    this.socketCounter += 1;
+    const connection: SocketConnection = { ws, host: `applink-fake-${this.socketCounter}` };
+    this.sockets.add(connection);
+    ws.on('error', () => {
+      // Client-side resets surface here; the close handler does the bookkeeping.
+    });
+    ws.on('message', (data: RawData, isBinary: boolean) => this.handleSocketMessage(data, isBinary));
+    ws.on('close', () => {
+      this.sockets.delete(connection);
+      for (const [id, pending] of this.pendingAcks) {
+        if (pending.connection !== connection) continue;
+        clearTimeout(pending.timer);
+        this.pendingAcks.delete(id);
+        pending.reject(new Error(`FakeSlack: socket closed before envelope ${id} was acked`));
+      }
+      this.pokeWaiters();
+    });
+    // SocketModeClient only resolves start() (emits "connected") once it sees this hello.
+    ws.send(
+      JSON.stringify({
+        type: 'hello',
+        num_connections: this.socketConnectionCount,
+        debug_info: { host: connection.host, build_number: 1, approximate_connection_time: 18060 },
+        connection_info: { app_id: this.appId },
+      }),
+    );
+    this.pokeWaiters();
+  }
+
+  private handleSocketMessage(data: RawData, isBinary: boolean): void {
+    if (isBinary) return;
+    let message: unknown;
+    try {
+      message = JSON.parse(Buffer.isBuffer(data) ? data.toString('utf8') : String(data));
+    } catch {
+      return;
+    }
+    if (!isRecord(message) || typeof message.envelope_id !== 'string') return;
+    const pending = this.pendingAcks.get(message.envelope_id);
+    if (!pending) return;
+    clearTimeout(pending.timer);
+    this.pendingAcks.delete(message.envelope_id);
+    const payload = message.payload;
+    const bare = payload === undefined || (isRecord(payload) && Object.keys(payload).length === 0);
+    pending.resolve({ envelopeId: message.envelope_id, ackPayload: bare ? undefined : payload });
+  }
+
+  // ---------------------------------------------------------------- internals: message model
+
+  private channelMap(channel: string): Map<string, StoredMessage> {
+    let map = this.messages.get(channel);
+    if (!map) {
+      map = new Map();
+      this.messages.set(channel, map);
+    }
+    return map;
+  }
+
+  private find(channel: string, ts: string): StoredMessage | undefined {
+    return this.messages.get(channel)?.get(ts);
+  }
+
+  private insertMessage(channel: string, message: SlackMessage, threadTs?: string, streaming = false): void {
+    if (threadTs !== undefined && threadTs !== message.ts) {
+      message.thread_ts = threadTs;
+      const parentUser = this.find(channel, threadTs)?.message.user;
+      if (parentUser !== undefined) message.parent_user_id = parentUser;
+    }
+    this.channelMap(channel).set(message.ts, { message, streaming });
+  }
+
+  private sortedMessages(channel: string): SlackMessage[] {
+    return [...(this.messages.get(channel)?.values() ?? [])].map((s) => s.message).sort(byTs);
+  }
+
+  private replies(channel: string, rootTs: string): SlackMessage[] {
+    return this.sortedMessages(channel).filter((m) => m.thread_ts === rootTs && m.ts !== rootTs);
+  }
+
+  /** Slack resolves any ts inside a thread to the whole thread. */
+  private thread(channel: string, ts: string): SlackMessage[] {
+    const found = this.find(channel, ts)?.message;
+    if (!found) return [];
+    const rootTs = found.thread_ts ?? found.ts;
+    const root = this.find(channel, rootTs)?.message;
+    return [...(root ? [root] : []), ...this.replies(channel, rootTs)];
+  }
+
+  private removeMessage(channel: string, ts: string): void {
+    const map = this.messages.get(channel);
+    const stored = map?.get(ts);
+    if (!map || !stored) return;
+    this.deleted.add(`${channel}:${ts}`);
+    const isRoot = stored.message.thread_ts === undefined || stored.message.thread_ts === ts;
+    if (isRoot && this.replies(channel, ts).length > 0) {
+      // A deleted parent with replies stays behind as a tombstone, as in the Slack client.
+      map.set(ts, {
+        streaming: false,
+        message: {
+          type: 'message',
+          subtype: 'tombstone',
+          hidden: true,
+          user: 'USLACKBOT',
+          text: 'This message was deleted.',
+          ts,
+          thread_ts: ts,
+        },
+      });
+    } else {
+      map.delete(ts);
+    }
+  }
+
+  /** The wire shape of a stored message: thread summary and reactions are derived at read time. */
+  private view(channel: string, message: SlackMessage, includeMetadata: boolean): SlackMessage {
+    const out: SlackMessage = structuredClone(message);
+    if (!includeMetadata) delete out.metadata;
+    if (out.thread_ts === undefined || out.thread_ts === out.ts) {
+      const replies = this.replies(channel, out.ts);
+      if (replies.length > 0) {
+        const replyUsers = [...new Set(replies.map((r) => r.user).filter((u) => u !== undefined))];
+        out.thread_ts = out.ts;
+        out.reply_count = replies.length;
+        out.reply_users = replyUsers;
+        out.reply_users_count = replyUsers.length;
+        out.latest_reply = replies[replies.length - 1]!.ts;
+      }
+    }
+    const reactions = this.reactions.get(`${channel}:${out.ts}`);
+    if (reactions && reactions.length > 0) out.reactions = structuredClone(reactions);
+    return out;
+  }
+
+  private botProfile(): Record<string, unknown> {
+    return {
+      id: this.botId,
+      app_id: this.appId,
+      name: this.users.get(this.botUserId)?.name ?? 'bot',
+      deleted: false,
+      team_id: this.teamId,
+      icons: {},
+      updated: 1700000000,
+    };
+  }
+
+  private botMessage(ts: string, text: string): SlackMessage {
+    return {
+      type: 'message',
+      ts,
+      text,
+      user: this.botUserId,
+      bot_id: this.botId,
+      app_id: this.appId,
+      team: this.teamId,
+      bot_profile: this.botProfile(),
+    };
+  }
+
+  /** Checks shared by methods that write into a channel. */
+  private writableChannel(args: Args, key = 'channel'): string | ApiBody {
+    const channel = str(args, key);
+    if (!channel) return fail('channel_not_found');
+    if (this.archived.has(channel)) return fail('is_archived');
+    return channel;
+  }
+
+  private checkContent(args: Args): ApiBody | undefined {
+    const blocks = args.blocks;
+    if (blocks !== undefined && (!Array.isArray(blocks) || blocks.length > MAX_BLOCKS)) {
+      return fail('invalid_blocks');
+    }
+    if (args.attachments !== undefined && !Array.isArray(args.attachments))
+      return fail('invalid_attachments');
+    return undefined;
+  }
+
+  private applyContent(message: SlackMessage, args: Args): void {
+    const text = typeof args.text === 'string' ? args.text : str(args, 'markdown_text');
+    if (text !== undefined) message.text = text;
+    // Omitted blocks/attachments are retained on update; an empty array clears them.
+    for (const key of ['blocks', 'attachments'] as const) {
+      const value = args[key];
+      if (!Array.isArray(value)) continue;
+      if (value.length > 0) message[key] = value;
+      else delete message[key];
+    }
+    if (isRecord(args.metadata)) message.metadata = args.metadata;
+  }
+
+  private streamText(args: Args): string {
+    let text = str(args, 'markdown_text') ?? '';
+    if (Array.isArray(args.chunks)) {
+      for (const chunk of args.chunks) {
+        if (isRecord(chunk) && chunk.type === 'markdown_text' && typeof chunk.text === 'string')
+          text += chunk.text;
+      }
+    }
+    return text;
+  }
+
+  private userObject(id: string, user: FakeSlackUser): Record<string, unknown> {
+    const realName = user.realName ?? user.name;
+    return {
+      id,
+      team_id: this.teamId,
+      name: user.name,
+      deleted: false,
+      real_name: realName,
+      tz: 'Europe/London',
+      tz_label: 'Greenwich Mean Time',
+      tz_offset: 0,
+      is_admin: false,
+      is_owner: false,
+      is_bot: user.isBot ?? false,
+      is_app_user: false,
+      updated: 1700000000,
+      profile: {
+        real_name: realName,
+        real_name_normalized: realName,
+        display_name: user.name,
+        display_name_normalized: user.name,
+        team: this.teamId,
+        ...(id === this.botUserId ? { bot_id: this.botId } : {}),
+      },
+    };
+  }
+
+  private channelObject(id: string): Record<string, unknown> {
+    const config = this.channelConfig.get(id) ?? {};
+    const type = config.type ?? (id.startsWith('D') ? 'im' : id.startsWith('G') ? 'group' : 'channel');
+    const base = {
+      id,
+      created: 1700000000,
+      is_archived: this.archived.has(id),
+      is_org_shared: false,
+      context_team_id: this.teamId,
+    };
+    if (type === 'im') {
+      return { ...base, is_im: true, user: config.user ?? 'U0UNKNOWN', is_user_deleted: false, priority: 0 };
+    }
+    const name = config.name ?? id.toLowerCase();
+    return {
+      ...base,
+      name,
+      name_normalized: name,
+      is_channel: type === 'channel',
+      is_group: type === 'group',
+      is_im: false,
+      is_mpim: type === 'mpim',
+      is_private: type !== 'channel',
+      is_general: false,
+      is_shared: false,
+      is_ext_shared: false,
+      is_member: true,
+      creator: 'U0ADMIN',
+      topic: { value: '', creator: '', last_set: 0 },
+      purpose: { value: '', creator: '', last_set: 0 },
+    };
+  }
+
+  /** Applies oldest/latest/limit/cursor the way Slack's history methods do. */
+  private page(
+    messages: SlackMessage[],
+    args: Args,
+    channel: string,
+    pinned?: SlackMessage,
+  ): { messages: SlackMessage[]; has_more: boolean; response_metadata?: { next_cursor: string } } {
+    const oldest = str(args, 'oldest');
+    const latest = str(args, 'latest');
+    const inclusive = flag(args, 'inclusive');
+    const inRange = (m: SlackMessage) =>
+      (oldest === undefined ||
+        (inclusive ? Number(m.ts) >= Number(oldest) : Number(m.ts) > Number(oldest))) &&
+      (latest === undefined || (inclusive ? Number(m.ts) <= Number(latest) : Number(m.ts) < Number(latest)));
+    let list = messages.filter((m) => m === pinned || inRange(m));
+    const cursorTs = decodeCursor(str(args, 'cursor'));
+    if (cursorTs !== undefined) {
+      const start = list.findIndex((m) => m.ts === cursorTs);
+      list = start >= 0 ? list.slice(start) : [];
+    }
+    const limit = Math.min(Math.max(int(args, 'limit') ?? 100, 1), 1000);
+    const includeMetadata = flag(args, 'include_all_metadata');
+    const pageItems = list.slice(0, limit).map((m) => this.view(channel, m, includeMetadata));
+    const next = list[limit];
+    return next
+      ? { messages: pageItems, has_more: true, response_metadata: { next_cursor: encodeCursor(next.ts) } }
+      : { messages: pageItems, has_more: false };
+  }
+
+  // ---------------------------------------------------------------- Web API methods
+
+  private buildHandlers(): Map<string, Handler> {
+    const h = new Map<string, Handler>();
+
+    h.set('auth.test', () => ({
+      ok: true,
+      url: `https://${this.teamName.toLowerCase().replace(/[^a-z0-9]+/g, '-')}.slack.com/`,
+      team: this.teamName,
+      user: this.users.get(this.botUserId)?.name ?? 'bot',
+      team_id: this.teamId,
+      user_id: this.botUserId,
+      bot_id: this.botId,
+      is_enterprise_install: false,
+    }));
+
+    h.set('apps.connections.open', () => {
+      const ticket = randomUUID();
+      this.tickets.add(ticket);
+      return { ok: true, url: `ws://127.0.0.1:${this.port}/link/?ticket=${ticket}&app_id=${this.appId}` };
+    });
+
+    h.set('chat.postMessage', (args) => {
+      const channel = this.writableChannel(args);
+      if (typeof channel !== 'string') return channel;
+      const invalid = this.checkContent(args);
+      if (invalid) return invalid;
+      if (args.text === undefined && args.markdown_text === undefined && !args.blocks && !args.attachments) {
+        return fail('no_text');
+      }
+      const message = this.botMessage(nextTs(), '');
+      this.applyContent(message, args);
+      if (flag(args, 'reply_broadcast') && str(args, 'thread_ts')) message.subtype = 'thread_broadcast';
+      this.insertMessage(channel, message, str(args, 'thread_ts'));
+      return { ok: true, channel, ts: message.ts, message: this.view(channel, message, true) };
+    });
+
+    h.set('chat.update', (args) => {
+      const channel = this.writableChannel(args);
+      if (typeof channel !== 'string') return channel;
+      const ts = str(args, 'ts');
+      const stored = ts ? this.find(channel, ts) : undefined;
+      if (!ts || !stored) return fail('message_not_found');
+      if (stored.message.user !== this.botUserId) return fail('cant_update_message');
+      const invalid = this.checkContent(args);
+      if (invalid) return invalid;
+      this.applyContent(stored.message, args);
+      stored.message.edited = { user: this.botUserId, ts: nextTs() };
+      const message = this.view(channel, stored.message, true);
+      return { ok: true, channel, ts, text: message.text, message };
+    });
+
+    h.set('chat.delete', (args) => {
+      const channel = str(args, 'channel');
+      if (!channel) return fail('channel_not_found');
+      const ts = str(args, 'ts');
+      const stored = ts ? this.find(channel, ts) : undefined;
+      if (!ts || !stored || stored.message.subtype === 'tombstone') return fail('message_not_found');
+      if (stored.message.user !== this.botUserId) return fail('cant_delete_message');
+      this.removeMessage(channel, ts);
+      return { ok: true, channel, ts };
+    });
+
+    h.set('chat.postEphemeral', (args) => {
+      const channel = this.writableChannel(args);
+      if (typeof channel !== 'string') return channel;
+      const user = str(args, 'user');
+      if (!user) return fail('user_not_in_channel');
+      const invalid = this.checkContent(args);
+      if (invalid) return invalid;
+      if (args.text === undefined && !args.blocks && !args.attachments) return fail('no_text');
+      const messageTs = nextTs();
+      this.ephemeralMessages.push({
+        channel,
+        user,
+        messageTs,
+        text: typeof args.text === 'string' ? args.text : undefined,
+        blocks: Array.isArray(args.blocks) ? args.blocks : undefined,
+        threadTs: str(args, 'thread_ts'),
+      });
+      return { ok: true, message_ts: messageTs };
+    });
+
+    h.set('chat.getPermalink', (args) => {
+      const channel = str(args, 'channel');
+      const ts = str(args, 'message_ts');
+      if (!channel) return fail('channel_not_found');
+      if (!ts || !this.find(channel, ts)) return fail('message_not_found');
+      const base = `https://${this.teamName.toLowerCase().replace(/[^a-z0-9]+/g, '-')}.slack.com`;
+      return { ok: true, channel, permalink: `${base}/archives/${channel}/p${ts.replace('.', '')}` };
+    });
+
+    h.set('chat.startStream', (args) => {
+      const channel = this.writableChannel(args);
+      if (typeof channel !== 'string') return channel;
+      const threadTs = str(args, 'thread_ts');
+      if (!threadTs) return fail('invalid_arguments');
+      const message = this.botMessage(nextTs(), this.streamText(args));
+      this.insertMessage(channel, message, threadTs, true);
+      return { ok: true, channel, ts: message.ts };
+    });
+
+    h.set('chat.appendStream', (args) => {
+      const channel = str(args, 'channel') ?? '';
+      const stored = this.find(channel, str(args, 'ts') ?? '');
+      if (!stored) return fail('message_not_found');
+      if (!stored.streaming) return fail('message_not_in_streaming_state');
+      stored.message.text += this.streamText(args);
+      return { ok: true, channel, ts: stored.message.ts };
+    });
+
+    h.set('chat.stopStream', (args) => {
+      const channel = str(args, 'channel') ?? '';
+      const stored = this.find(channel, str(args, 'ts') ?? '');
+      if (!stored) return fail('message_not_found');
+      if (!stored.streaming) return fail('message_not_in_streaming_state');
+      stored.message.text += this.streamText(args);
+      if (Array.isArray(args.blocks)) stored.message.blocks = args.blocks;
+      if (isRecord(args.metadata)) stored.message.metadata = args.metadata;
+      stored.streaming = false;
+      return { ok: true, channel, ts: stored.message.ts, message: this.view(channel, stored.message, true) };
+    });
+
+    const reactionTarget = (args: Args): { key: string; name: string } | ApiBody => {
+      const channel = this.writableChannel(args);
+      if (typeof channel !== 'string') return channel;
+      const ts = str(args, 'timestamp');
+      if (!ts) return fail('no_item_specified');
+      const name = str(args, 'name');
+      if (!name) return fail('invalid_name');
+      // Unknown ts are accepted (events delivered over HTTP may never have been seeded); deleted ones are not.
+      if (this.deleted.has(`${channel}:${ts}`)) return fail('message_not_found');
+      return { key: `${channel}:${ts}`, name };
+    };
+
+    h.set('reactions.add', (args) => {
+      const target = reactionTarget(args);
+      if ('ok' in target) return target;
+      const list = this.reactions.get(target.key) ?? [];
+      const existing = list.find((r) => r.name === target.name);
+      if (existing?.users.includes(this.botUserId)) return fail('already_reacted');
+      if (existing) {
+        existing.users.push(this.botUserId);
+        existing.count += 1;
+      } else {
+        list.push({ name: target.name, users: [this.botUserId], count: 1 });
+      }
+      this.reactions.set(target.key, list);
+      return { ok: true };
+    });
+
+    h.set('reactions.remove', (args) => {
+      const target = reactionTarget(args);
+      if ('ok' in target) return target;
+      const list = this.reactions.get(target.key) ?? [];
+      const existing = list.find((r) => r.name === target.name);
+      if (!existing?.users.includes(this.botUserId)) return fail('no_reaction');
+      existing.users = existing.users.filter((u) => u !== this.botUserId);
+      existing.count -= 1;
+      this.reactions.set(
+        target.key,
+        list.filter((r) => r.count > 0),
+      );
+      return { ok: true };
+    });
+
+    h.set('users.info', (args) => {
+      const id = str(args, 'user');
+      const user = id ? this.users.get(id) : undefined;
+      if (!id || !user) return fail('user_not_found');
+      return { ok: true, user: this.userObject(id, user) };
+    });
+
+    h.set('conversations.info', (args) => {
+      const id = str(args, 'channel');
+      if (!id) return fail('channel_not_found');
+      return { ok: true, channel: this.channelObject(id) };
+    });
+
+    h.set('conversations.replies', (args) => {
+      const channel = str(args, 'channel');
+      if (!channel) return fail('channel_not_found');
+      const thread = this.thread(channel, str(args, 'ts') ?? '');
+      if (thread.length === 0) return fail('thread_not_found');
+      // The parent leads the first page whatever oldest/latest say, and counts towards limit.
+      const root = thread.find((m) => m.thread_ts === undefined || m.thread_ts === m.ts);
+      return { ok: true, ...this.page(thread, args, channel, root) };
+    });
+
+    h.set('conversations.history', (args) => {
+      const channel = str(args, 'channel');
+      if (!channel) return fail('channel_not_found');
+      const topLevel = this.sortedMessages(channel)
+        .filter((m) => m.thread_ts === undefined || m.thread_ts === m.ts || m.subtype === 'thread_broadcast')
+        .reverse();
+      return { ok: true, ...this.page(topLevel, args, channel), pin_count: 0 };
+    });
+
+    const assistantThread = (args: Args): AssistantThreadState | ApiBody => {
+      const channel = str(args, 'channel_id');
+      const threadTs = str(args, 'thread_ts');
+      if (!channel || !threadTs) return fail('invalid_arguments');
+      const key = `${channel}:${threadTs}`;
+      const state = this.assistantThreads.get(key) ?? {};
+      this.assistantThreads.set(key, state);
+      return state;
+    };
+
+    h.set('assistant.threads.setStatus', (args) => {
+      const state = assistantThread(args);
+      if ('ok' in state) return state;
+      if (typeof args.status !== 'string') return fail('invalid_arguments');
+      state.status = args.status;
+      state.loadingMessages = args.loading_messages;
+      return { ok: true };
+    });
+
+    h.set('assistant.threads.setSuggestedPrompts', (args) => {
+      const state = assistantThread(args);
+      if ('ok' in state) return state;
+      if (!Array.isArray(args.prompts)) return fail('invalid_arguments');
+      state.prompts = args.prompts;
+      state.promptsTitle = str(args, 'title');
+      return { ok: true };
+    });
+
+    h.set('assistant.threads.setTitle', (args) => {
+      const state = assistantThread(args);
+      if ('ok' in state) return state;
+      const title = str(args, 'title');
+      if (!title) return fail('invalid_arguments');
+      state.title = title;
+      return { ok: true };
+    });
+
+    return h;
+  }
+}

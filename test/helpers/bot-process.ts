@@ -1,0 +1,45 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { freePort } from './free-port.js';
+import { type BotSetup, botEnvironment } from './stack.js';
+import { waitFor } from './wait.js';
+
+/** The bot in its own process (`node src/main.ts` via tsx), so tests can SIGKILL or SIGTERM it. */
+export interface BotProcess {
+  child: ChildProcess;
+  port: number;
+  eventsUrl: string;
+  baseUrl: string;
+  output(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export async function spawnBot(options: BotSetup): Promise<BotProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: {
+      PATH: process.env.PATH,
+      ...botEnvironment(
+        { ...options, env: { AGENT_TIMEOUT_MS: '10000', LOG_LEVEL: 'info', ...options.env } },
+        port,
+      ),
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  const baseUrl = `http://127.0.0.1:${port}`;
+  await waitFor(
+    async () => child.exitCode === null && (await fetch(`${baseUrl}/readyz`).catch(() => undefined))?.ok,
+    `bot process ready (output so far: ${output.slice(-500)})`,
+    30_000,
+  );
+  return { child, port, baseUrl, eventsUrl: `${baseUrl}/slack/events`, output: () => output, exited };
+}

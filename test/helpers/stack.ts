@@ -1,0 +1,99 @@
+import { Writable } from 'node:stream';
+import { type Bot, createBot } from '../../src/app.js';
+import { loadConfig, secretsOf } from '../../src/config.js';
+import { createLogger } from '../../src/observability/logger.js';
+import type { AgentServiceEmulator } from '../fakes/agent-service.js';
+import type { FakeSlack } from '../fakes/slack.js';
+import { freePort } from './free-port.js';
+import { appMentionEvent, postSignedEvent, type SignedPostResult } from './slack-events.js';
+
+export const SIGNING_SECRET = 'test-signing-secret-0123456789';
+export const BOT_TOKEN = 'xoxb-test-token';
+export const APP_TOKEN = 'xapp-test-token';
+export const AGENT_ID = 'agent-main';
+
+export type StoreChoice = { kind: 'embedded'; dataDir: string } | { kind: 'postgres'; databaseUrl: string };
+
+/** Captures every log line of a bot, for assertions on what operators would see. */
+export class LogCapture extends Writable {
+  readonly lines: string[] = [];
+  override _write(chunk: Buffer, _encoding: string, callback: () => void): void {
+    this.lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+    callback();
+  }
+  get text(): string {
+    return this.lines.join('\n');
+  }
+}
+
+/** The real bot, built from environment variables, running on a free port. */
+export interface RunningBot {
+  bot: Bot;
+  port: number;
+  eventsUrl: string;
+  baseUrl: string;
+  logs: LogCapture;
+  stop(): Promise<void>;
+}
+
+export interface BotSetup {
+  slack: FakeSlack;
+  agent: AgentServiceEmulator;
+  store: StoreChoice;
+  socketMode?: boolean;
+  env?: Record<string, string>;
+}
+
+/** The environment a bot needs to talk to the fakes and its store; `env` overrides. */
+export function botEnvironment(options: BotSetup, port: number): Record<string, string> {
+  return {
+    SLACK_BOT_TOKEN: BOT_TOKEN,
+    SLACK_SIGNING_SECRET: SIGNING_SECRET,
+    SLACK_API_URL: options.slack.apiUrl,
+    PORT: String(port),
+    AGENT_BASE_URL: options.agent.baseUrl,
+    AGENT_API_KEY: options.agent.apiKey,
+    AGENT_ID,
+    AGENT_TIMEOUT_MS: '5000',
+    LOG_LEVEL: 'debug',
+    // Tests send many messages from one person; the limit has its own test.
+    USER_RATE_LIMIT: '0',
+    ...(options.store.kind === 'embedded'
+      ? { DATA_DIR: options.store.dataDir }
+      : { DATABASE_URL: options.store.databaseUrl }),
+    ...(options.socketMode ? { SLACK_APP_TOKEN: APP_TOKEN } : {}),
+    ...options.env,
+  };
+}
+
+export async function startBot(options: BotSetup): Promise<RunningBot> {
+  const port = await freePort();
+  const env = botEnvironment(options, port);
+  const config = loadConfig(env);
+  const logs = new LogCapture();
+  // Redaction as in production: the secrets of this very configuration.
+  const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config), destination: logs });
+  const bot = await createBot(config, logger);
+  await bot.start();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  return {
+    bot,
+    port,
+    baseUrl,
+    eventsUrl: `${baseUrl}/slack/events`,
+    logs,
+    stop: () => bot.stop(5_000),
+  };
+}
+
+/** Sends an app_mention the way Slack does (signed HTTP POST) and returns the HTTP result. */
+export function mention(
+  bot: RunningBot,
+  fields: { channel: string; user?: string; text: string; ts?: string; threadTs?: string; eventId?: string },
+): Promise<SignedPostResult> {
+  return postSignedEvent(
+    bot.eventsUrl,
+    SIGNING_SECRET,
+    appMentionEvent({ user: 'U0ALICE', ...fields, text: fields.text }),
+  );
+}
