@@ -1,0 +1,442 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type AgentCallInfo, AgentClient, type AgentClientOptions } from '../../src/agent/client.js';
+import { type AgentServiceError, isAgentServiceError } from '../../src/agent/errors.js';
+import { AgentServiceEmulator } from '../fakes/agent-service.js';
+
+const KEY = 'sk-test-SECRET-7f3a9c';
+const AGENT = 'agent-1';
+
+let emu: AgentServiceEmulator;
+const clients: AgentClient[] = [];
+
+function client(overrides: Partial<AgentClientOptions> = {}): AgentClient {
+  const c = new AgentClient({
+    baseUrl: emu.baseUrl,
+    apiKey: KEY,
+    timeoutMs: 2_000,
+    retry: { attempts: 3, baseDelayMs: 5, maxDelayMs: 20 },
+    ...overrides,
+  });
+  clients.push(c);
+  return c;
+}
+
+/** Awaits a rejection and checks it is a well-formed AgentServiceError that leaks no secret. */
+async function failure(promise: Promise<unknown>): Promise<AgentServiceError> {
+  const error = await promise.then(
+    () => {
+      throw new Error('expected the call to fail');
+    },
+    (e: unknown) => e,
+  );
+  if (!isAgentServiceError(error)) throw error;
+  expect(error.message).not.toContain(KEY);
+  expect(String(error.stack)).not.toContain(KEY);
+  expect(JSON.stringify(error)).not.toContain(KEY);
+  expect(error.message.length).toBeLessThan(300);
+  return error;
+}
+
+beforeAll(async () => {
+  emu = await AgentServiceEmulator.start({ apiKey: KEY });
+});
+
+afterAll(async () => {
+  await emu.stop();
+});
+
+beforeEach(() => {
+  emu.reset();
+});
+
+afterEach(() => {
+  for (const c of clients.splice(0)) c.close();
+});
+
+describe('operations', () => {
+  it('creates, lists, sends to and deletes a session', async () => {
+    const c = client();
+    const id = await c.createSession(AGENT);
+    expect(id).toBe(emu.sessionsOf(AGENT)[0]?.uuid);
+
+    await expect(c.sendMessage(AGENT, id, 'hello')).resolves.toEqual({
+      text: `echo[${id}#1]: hello`,
+      innerStatus: 200,
+      message: 'ok',
+    });
+    expect((await c.sendMessage(AGENT, id, 'again')).text).toBe(`echo[${id}#2]: again`);
+
+    const listed = await c.listSessions(AGENT);
+    expect(listed).toHaveLength(1);
+    expect(listed[0]).toMatchObject({
+      uuid: id,
+      sessionName: expect.any(String),
+      createdAt: expect.any(String),
+    });
+
+    await c.deleteSession(AGENT, id);
+    expect(emu.sessionsOf(AGENT)).toEqual([]);
+    expect(emu.requests.map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual([
+      `POST /v1/session/${AGENT} 200`,
+      `POST /v1/chat/${AGENT} 200`,
+      `POST /v1/chat/${AGENT} 200`,
+      `GET /v1/session/${AGENT} 200`,
+      `DELETE /v1/session/${AGENT}/${id} 200`,
+    ]);
+  });
+
+  it('sends the prompt body as JSON and uses a custom reply', async () => {
+    emu.setReplyFn(({ prompt, turn }) => `${prompt.toUpperCase()} (${turn})`);
+    const c = client();
+    const id = await c.createSession(AGENT);
+    expect((await c.sendMessage(AGENT, id, 'ping')).text).toBe('PING (1)');
+    const sent = emu.requestsFor('sendMessage')[0];
+    expect(JSON.parse(sent?.body ?? '')).toEqual({ prompt: 'ping', session_id: id });
+    expect(sent?.headers['content-type']).toMatch(/^application\/json/);
+  });
+
+  it('encodes path segments and accepts a base URL with a trailing slash', async () => {
+    const c = client({ baseUrl: `${emu.baseUrl}/` });
+    const agent = 'team a/b?c';
+    const id = await c.createSession(agent);
+    await c.deleteSession(agent, id);
+    expect(emu.requests.map((r) => r.path)).toEqual([
+      '/v1/session/team%20a%2Fb%3Fc',
+      `/v1/session/team%20a%2Fb%3Fc/${id}`,
+    ]);
+    expect(emu.requests.every((r) => r.agentId === agent)).toBe(true);
+  });
+
+  it('sends the key only as the private_key header', async () => {
+    const c = client();
+    const id = await c.createSession(AGENT);
+    await c.sendMessage(AGENT, id, 'hi');
+    await c.listSessions(AGENT);
+    await c.deleteSession(AGENT, id);
+    expect(emu.requests).toHaveLength(4);
+    for (const r of emu.requests) {
+      expect(r.headers.private_key).toBe(KEY);
+      expect(r.path).not.toContain(KEY);
+      expect(r.body).not.toContain(KEY);
+      const carriers = Object.entries(r.headers).filter(([, v]) => String(v).includes(KEY));
+      expect(carriers.map(([name]) => name)).toEqual(['private_key']);
+    }
+  });
+
+  it('rejects empty ids before any request', async () => {
+    const c = client();
+    await expect(c.deleteSession(AGENT, '')).rejects.toThrow(TypeError);
+    expect(emu.requests).toHaveLength(0);
+  });
+});
+
+describe('response shapes', () => {
+  it('reads create session_id given as a number, and tolerates a missing status', async () => {
+    const c = client();
+    emu.injectFailure('createSession', { type: 'http', status: 200, body: { data: { session_id: 42 } } });
+    await expect(c.createSession(AGENT)).resolves.toBe('42');
+    emu.injectFailure('createSession', { type: 'http', status: 201, body: { status: true, data: {} } });
+    expect((await failure(c.createSession(AGENT))).kind).toBe('bad_response');
+  });
+
+  it('requires data.data to be a string on send', async () => {
+    const calls: AgentCallInfo[] = [];
+    const c = client({ onCall: (info) => calls.push(info) });
+    const id = emu.addSession(AGENT);
+    emu.injectFailure('sendMessage', {
+      type: 'http',
+      status: 200,
+      body: { status: true, data: { data: 7 } },
+    });
+    expect((await failure(c.sendMessage(AGENT, id, 'x'))).kind).toBe('bad_response');
+    emu.injectFailure('sendMessage', { type: 'http', status: 200, body: { status: true, data: 'plain' } });
+    expect((await failure(c.sendMessage(AGENT, id, 'x'))).kind).toBe('bad_response');
+    expect(calls.map((i) => i.outcome)).toEqual(['bad_response', 'bad_response']);
+  });
+
+  it.each(['array', 'single', 'wrapped'] as const)('lists sessions with data as %s', async (shape) => {
+    emu.setListShape(shape);
+    const c = client();
+    const id = await c.createSession(AGENT);
+    await expect(c.listSessions(AGENT)).resolves.toEqual([
+      { uuid: id, sessionName: expect.any(String), createdAt: expect.any(String) },
+    ]);
+  });
+
+  it.each(['array', 'single', 'wrapped'] as const)('follows page hints for %s lists', async (shape) => {
+    emu.setListShape(shape, 2);
+    const c = client();
+    const ids = [];
+    for (let i = 0; i < 5; i++) ids.push(emu.addSession(AGENT));
+    const listed = await c.listSessions(AGENT);
+    expect(listed.map((s) => s.uuid)).toEqual(ids);
+    const pages = shape === 'single' ? 5 : 3;
+    expect(emu.requestsFor('listSessions').map((r) => r.path)).toEqual(
+      Array.from({ length: pages }, (_, i) =>
+        i === 0 ? `/v1/session/${AGENT}` : `/v1/session/${AGENT}?page=${i + 1}`,
+      ),
+    );
+  });
+
+  it('tolerates unknown fields, other wrapper keys and records without a uuid', async () => {
+    const c = client();
+    const records = [
+      { uuid: 'a', session_name: 'A', created_at: '2024-01-01', owner: { id: 1 } },
+      { session_name: 'no uuid' },
+      { uuid: 5 },
+      'junk',
+      { uuid: 'b' },
+    ];
+    emu.injectFailure('listSessions', {
+      type: 'http',
+      status: 200,
+      body: { status: true, total: 2, data: { sessions: records, cursor: null } },
+    });
+    await expect(c.listSessions(AGENT)).resolves.toEqual([
+      { uuid: 'a', sessionName: 'A', createdAt: '2024-01-01' },
+      { uuid: 'b' },
+    ]);
+    emu.injectFailure('listSessions', { type: 'http', status: 200, body: { status: true, data: [] } });
+    await expect(c.listSessions(AGENT)).resolves.toEqual([]);
+    emu.injectFailure('listSessions', { type: 'http', status: 200, body: { status: true, data: 'nope' } });
+    expect((await failure(c.listSessions(AGENT))).kind).toBe('bad_response');
+  });
+
+  it.each([
+    ['html', '<html>oops'],
+    ['JSON array', '[1,2]'],
+    ['JSON string', '"hello"'],
+    ['JSON null', 'null'],
+    ['empty body', ''],
+  ])('maps a 200 with %s to bad_response', async (_label, rawBody) => {
+    emu.injectFailure('createSession', { type: 'http', status: 200, rawBody });
+    const error = await failure(client().createSession(AGENT));
+    expect(error).toMatchObject({ kind: 'bad_response', operation: 'createSession', httpStatus: 200 });
+  });
+
+  it('maps the malformed failure to bad_response', async () => {
+    emu.injectFailure('listSessions', { type: 'malformed' });
+    expect((await failure(client().listSessions(AGENT))).kind).toBe('bad_response');
+  });
+});
+
+describe('failure mapping', () => {
+  it('treats HTTP 200 with status:false as rejected, carrying the message', async () => {
+    emu.injectFailure('createSession', { type: 'status-false', message: 'Quota exceeded' });
+    const error = await failure(client().createSession(AGENT));
+    expect(error).toMatchObject({ kind: 'rejected', httpStatus: 200, serviceMessage: 'Quota exceeded' });
+    expect(error.message).toContain('Quota exceeded');
+    expect(emu.requestsFor('createSession')).toHaveLength(1);
+  });
+
+  it('maps a 4xx with body to rejected', async () => {
+    const id = emu.addSession(AGENT);
+    emu.injectFailure('sendMessage', {
+      type: 'http',
+      status: 400,
+      body: { status: false, message: 'Prompt too long' },
+    });
+    const error = await failure(client().sendMessage(AGENT, id, 'x'));
+    expect(error).toMatchObject({ kind: 'rejected', httpStatus: 400, serviceMessage: 'Prompt too long' });
+    expect(error.notDelivered).toBe(false);
+  });
+
+  it('maps a wrong key to rejected 401 and redacts a key echoed by the service', async () => {
+    const wrong = client({ apiKey: 'not-the-key' });
+    const error = await failure(wrong.createSession(AGENT));
+    expect(error).toMatchObject({ kind: 'rejected', httpStatus: 401, serviceMessage: 'Invalid API key' });
+
+    emu.injectFailure('listSessions', {
+      type: 'http',
+      status: 401,
+      body: { status: false, message: `bad key ${KEY}` },
+    });
+    expect((await failure(client().listSessions(AGENT))).serviceMessage).toBe('bad key [redacted]');
+  });
+
+  it('maps a 500 to rejected and 502/503/504 to unavailable', async () => {
+    const c = client({ retry: { attempts: 1, baseDelayMs: 1, maxDelayMs: 1 } });
+    emu.injectFailure('deleteSession', { type: 'http', status: 500 });
+    expect(await failure(c.deleteSession(AGENT, 's-x'))).toMatchObject({ kind: 'rejected', httpStatus: 500 });
+    for (const status of [502, 503, 504]) {
+      emu.injectFailure('deleteSession', { type: 'http', status, rawBody: '<h1>gateway</h1>' });
+      expect(await failure(c.deleteSession(AGENT, 's-x'))).toMatchObject({
+        kind: 'unavailable',
+        httpStatus: status,
+      });
+    }
+  });
+
+  it('maps an unknown session on send and delete to session_not_found', async () => {
+    const c = client();
+    const send = await failure(c.sendMessage(AGENT, 's-missing', 'x'));
+    expect(send).toMatchObject({
+      kind: 'session_not_found',
+      httpStatus: 404,
+      serviceMessage: 'Session not found',
+    });
+    const del = await failure(c.deleteSession(AGENT, 's-missing'));
+    expect(del).toMatchObject({ kind: 'session_not_found', operation: 'deleteSession' });
+  });
+
+  it('maps a session-expiry message without 404 to session_not_found', async () => {
+    const id = emu.addSession(AGENT);
+    emu.injectFailure('sendMessage', { type: 'status-false', message: 'Session has expired' });
+    expect((await failure(client().sendMessage(AGENT, id, 'x'))).kind).toBe('session_not_found');
+  });
+
+  it('does not read an unknown agent or an HTML 404 as a lost session', async () => {
+    const id = emu.addSession(AGENT);
+    const c = client();
+    emu.injectFailure('sendMessage', {
+      type: 'http',
+      status: 404,
+      body: { status: false, message: 'Agent not found' },
+    });
+    expect((await failure(c.sendMessage(AGENT, id, 'x'))).kind).toBe('rejected');
+    emu.injectFailure('sendMessage', { type: 'http', status: 404, rawBody: '<h1>Not Found</h1>' });
+    expect((await failure(c.sendMessage(AGENT, id, 'x'))).kind).toBe('rejected');
+  });
+
+  it('maps 429 to unavailable with retryAfterMs and does not retry a send', async () => {
+    const id = emu.addSession(AGENT);
+    emu.injectFailure('sendMessage', { type: 'http', status: 429, headers: { 'Retry-After': '2' } });
+    const error = await failure(client().sendMessage(AGENT, id, 'x'));
+    expect(error).toMatchObject({
+      kind: 'unavailable',
+      httpStatus: 429,
+      retryAfterMs: 2_000,
+      notDelivered: false,
+    });
+    expect(emu.requestsFor('sendMessage')).toHaveLength(1);
+  });
+
+  it('times out on a hung request', async () => {
+    const id = emu.addSession(AGENT);
+    emu.injectFailure('sendMessage', { type: 'hang' });
+    const started = Date.now();
+    const error = await failure(client({ timeoutMs: 150 }).sendMessage(AGENT, id, 'x'));
+    expect(error).toMatchObject({ kind: 'timeout', operation: 'sendMessage', notDelivered: false });
+    expect(Date.now() - started).toBeLessThan(1_500);
+  });
+
+  it('does not retry a create that timed out', async () => {
+    emu.injectFailure('createSession', { type: 'hang' });
+    expect((await failure(client({ timeoutMs: 100 }).createSession(AGENT))).kind).toBe('timeout');
+    expect(emu.requestsFor('createSession')).toHaveLength(1);
+  });
+
+  it('reports connection refused as unavailable and notDelivered', async () => {
+    const calls: AgentCallInfo[] = [];
+    const c = client({ onCall: (info) => calls.push(info) });
+    await emu.down();
+    try {
+      const error = await failure(c.createSession(AGENT));
+      expect(error).toMatchObject({ kind: 'unavailable', notDelivered: true });
+      expect(error.message).toBe('agent service createSession: service unavailable [ECONNREFUSED]');
+      expect(error.httpStatus).toBeUndefined();
+      expect(calls.map((i) => [i.attempt, i.outcome])).toEqual([
+        [1, 'unavailable'],
+        [2, 'unavailable'],
+        [3, 'unavailable'],
+      ]);
+    } finally {
+      await emu.up();
+    }
+  });
+
+  it('rejects an aborted send with the signal reason', async () => {
+    const id = emu.addSession(AGENT);
+    emu.injectFailure('sendMessage', { type: 'hang' });
+    const controller = new AbortController();
+    const reason = new Error('thread cancelled');
+    setTimeout(() => controller.abort(reason), 30);
+    await expect(client().sendMessage(AGENT, id, 'x', { signal: controller.signal })).rejects.toBe(reason);
+  });
+
+  it('fails calls after close() without touching the network', async () => {
+    const c = client();
+    c.close();
+    expect(await failure(c.listSessions(AGENT))).toMatchObject({ kind: 'unavailable', notDelivered: true });
+    expect(emu.requests).toHaveLength(0);
+  });
+});
+
+describe('retries', () => {
+  it('retries createSession after 503 and succeeds', async () => {
+    emu.injectFailure('createSession', { type: 'http', status: 503 }, 2);
+    const calls: AgentCallInfo[] = [];
+    const id = await client({ onCall: (info) => calls.push(info) }).createSession(AGENT);
+    expect(emu.sessionsOf(AGENT).map((s) => s.uuid)).toEqual([id]);
+    expect(emu.requestsFor('createSession').map((r) => r.status)).toEqual([503, 503, 200]);
+    expect(calls.map((i) => i.outcome)).toEqual(['unavailable', 'unavailable', 'ok']);
+  });
+
+  it('gives up after the configured attempts', async () => {
+    emu.injectFailure('createSession', { type: 'http', status: 503 }, 10);
+    expect((await failure(client().createSession(AGENT))).kind).toBe('unavailable');
+    expect(emu.requestsFor('createSession')).toHaveLength(3);
+  });
+
+  it('honours Retry-After capped by maxDelayMs', async () => {
+    emu.injectFailure('listSessions', { type: 'http', status: 503, headers: { 'Retry-After': '30' } });
+    const started = Date.now();
+    await client({ retry: { attempts: 2, baseDelayMs: 1, maxDelayMs: 60 } }).listSessions(AGENT);
+    const elapsed = Date.now() - started;
+    expect(elapsed).toBeGreaterThanOrEqual(55);
+    expect(elapsed).toBeLessThan(1_000);
+    expect(emu.requestsFor('listSessions')).toHaveLength(2);
+  });
+
+  it('retries listSessions and deleteSession after a connection reset', async () => {
+    const c = client();
+    const id = emu.addSession(AGENT);
+    emu.injectFailure('listSessions', { type: 'reset' });
+    emu.injectFailure('deleteSession', { type: 'reset' });
+    await expect(c.listSessions(AGENT)).resolves.toHaveLength(1);
+    await c.deleteSession(AGENT, id);
+    expect(emu.requestsFor('listSessions')).toHaveLength(2);
+    expect(emu.requestsFor('deleteSession')).toHaveLength(2);
+  });
+
+  it('does not retry rejected calls', async () => {
+    emu.injectFailure('createSession', { type: 'http', status: 400 }, 3);
+    expect((await failure(client().createSession(AGENT))).kind).toBe('rejected');
+    expect(emu.requestsFor('createSession')).toHaveLength(1);
+  });
+
+  it('does not retry sendMessage after a 502', async () => {
+    const id = emu.addSession(AGENT);
+    emu.injectFailure('sendMessage', { type: 'http', status: 502 }, 3);
+    const error = await failure(client().sendMessage(AGENT, id, 'x'));
+    expect(error).toMatchObject({ kind: 'unavailable', httpStatus: 502, notDelivered: false });
+    expect(emu.requestsFor('sendMessage')).toHaveLength(1);
+  });
+
+  it('does not retry sendMessage after a connection reset', async () => {
+    const id = emu.addSession(AGENT);
+    emu.injectFailure('sendMessage', { type: 'reset' });
+    const error = await failure(client().sendMessage(AGENT, id, 'x'));
+    expect(error).toMatchObject({ kind: 'unavailable', notDelivered: false });
+    expect(emu.requestsFor('sendMessage')).toHaveLength(1);
+    expect(emu.sessionsOf(AGENT)[0]?.turns).toBe(0);
+  });
+
+  it('retries sendMessage while the connection is refused, then delivers once', async () => {
+    const id = emu.addSession(AGENT);
+    // A fresh client holds no pooled socket, so every attempt while down is a refused connect.
+    const calls: AgentCallInfo[] = [];
+    const c = client({
+      retry: { attempts: 8, baseDelayMs: 40, maxDelayMs: 80 },
+      onCall: (i) => calls.push(i),
+    });
+    await emu.down();
+    const upSoon = new Promise<void>((resolve) => setTimeout(() => resolve(emu.up()), 100));
+    const reply = await c.sendMessage(AGENT, id, 'survives');
+    await upSoon;
+    expect(reply.text).toBe(`echo[${id}#1]: survives`);
+    expect(emu.requestsFor('sendMessage')).toHaveLength(1);
+    expect(calls.length).toBeGreaterThan(1);
+    expect(calls.map((i) => i.outcome)).toEqual([...calls.slice(1).map(() => 'unavailable'), 'ok']);
+  });
+});

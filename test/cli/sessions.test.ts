@@ -1,0 +1,157 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AgentClient } from '../../src/agent/client.js';
+import { runSessionsCommand } from '../../src/cli/sessions-command.js';
+import { openDatabase, type SqlDatabase } from '../../src/db/database.js';
+import { createSqlKeyv } from '../../src/db/keyv-sql-store.js';
+import { migrate, SESSIONS_TABLE } from '../../src/db/schema.js';
+import { SessionStore, type ThreadSession } from '../../src/sessions/session-store.js';
+import { AgentServiceEmulator } from '../fakes/agent-service.js';
+import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+
+/** Runs the real entry point in a child process without blocking this process's servers. */
+function run_(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/sessions.ts', ...args], {
+      env: { PATH: process.env.PATH, ...env },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('npm run sessions (orphan prune)', () => {
+  let agent: AgentServiceEmulator;
+  let client: AgentClient;
+  let dir: TempDataDir;
+  let db: SqlDatabase;
+  let store: SessionStore;
+  let output: string[];
+
+  beforeEach(async () => {
+    agent = await AgentServiceEmulator.start();
+    client = new AgentClient({ baseUrl: agent.baseUrl, apiKey: agent.apiKey, timeoutMs: 5_000 });
+    dir = await freshDataDir();
+    db = await openDatabase({ kind: 'embedded', dataDir: dir.path });
+    await migrate(db);
+    store = new SessionStore(
+      createSqlKeyv<ThreadSession>(db, { table: SESSIONS_TABLE, namespace: SessionStore.namespace }),
+      db,
+    );
+    output = [];
+  });
+  afterEach(async () => {
+    client.close();
+    await db.close();
+    await Promise.all([agent.stop(), dir.remove()]);
+  });
+
+  async function mapped(sessionId: string, threadTs: string): Promise<void> {
+    const now = new Date().toISOString();
+    await store.set({
+      teamId: 'T1',
+      channelId: 'C1',
+      threadTs,
+      agentId: 'agent-main',
+      sessionId,
+      startedBy: 'U1',
+      createdAt: now,
+      lastActiveAt: now,
+    });
+  }
+
+  const run = (action: 'list' | 'prune', apply = false, minAgeMs = 0) =>
+    runSessionsCommand(
+      { agent: client, store, agents: ['agent-main'], write: (line) => output.push(line) },
+      { action, apply, minAgeMs },
+    );
+
+  it('lists sessions with their Slack conversation, and prunes only unmapped ones (dry run first)', async () => {
+    const kept = [agent.addSession('agent-main'), agent.addSession('agent-main')];
+    const orphans = [agent.addSession('agent-main'), agent.addSession('agent-main')];
+    await mapped(kept[0]!, '1.1');
+    await mapped(kept[1]!, '1.2');
+
+    expect(await run('list')).toBe(0);
+    expect(output.at(-1)).toBe('4 sessions, 2 mapped to Slack conversations, 2 orphaned.');
+    expect(output.find((line) => line.includes(kept[0]!))).toContain('T1/C1/1.1');
+
+    output = [];
+    expect(await run('prune')).toBe(0);
+    expect(output[0]).toBe('Would delete 2 orphaned sessions (dry run; add --apply to delete):');
+    expect(agent.requestsFor('deleteSession')).toHaveLength(0);
+
+    expect(await run('prune', true)).toBe(0);
+    expect(
+      agent
+        .sessionsOf('agent-main')
+        .map((s) => s.uuid)
+        .sort(),
+    ).toEqual([...kept].sort());
+    expect(
+      agent
+        .requestsFor('deleteSession')
+        .map((r) => r.sessionId)
+        .sort(),
+    ).toEqual([...orphans].sort());
+  });
+
+  it('keeps sessions younger than --min-age: the bot may be about to record them', async () => {
+    agent.addSession('agent-main');
+    expect(await run('prune', true, 10 * 60_000)).toBe(0);
+    expect(output).toEqual(['No orphaned sessions to prune.']);
+    expect(agent.sessionsOf('agent-main')).toHaveLength(1);
+  });
+
+  it('refuses to prune when listed ids cannot be matched to recorded ones', async () => {
+    agent.addSession('agent-main');
+    await mapped('some-other-id-scheme', '1.1');
+    expect(await run('prune', true)).toBe(2);
+    expect(output[0]).toMatch(/^warning: agent-main: none of the 1 listed session ids matches/);
+    expect(agent.requestsFor('deleteSession')).toHaveLength(0);
+  });
+
+  it('runs as a command: usage errors and configuration errors are one clear line', () => {
+    const usage = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/sessions.ts', 'explode'], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH },
+    });
+    expect(usage.status).toBe(2);
+    expect(usage.stderr).toMatch(/^Usage: npm run sessions -- <list\|prune>/);
+    const config = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/sessions.ts', 'list'], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH },
+    });
+    expect(config.status).toBe(2);
+    expect(config.stderr.trim()).toBe(
+      'Configuration error: AGENT_BASE_URL is required (e.g. https://host/v1)',
+    );
+  });
+
+  it('lists through the real entry point with the environment the bot uses', async () => {
+    const session = agent.addSession('agent-main');
+    await db.close();
+    // Asynchronously: the emulator in this process must keep answering while the command runs.
+    const result = await run_(['list'], {
+      AGENT_BASE_URL: agent.baseUrl,
+      AGENT_API_KEY: agent.apiKey,
+      AGENT_ID: 'agent-main',
+      DATA_DIR: dir.path,
+    });
+    db = await openDatabase({ kind: 'embedded', dataDir: dir.path });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(`agent-main\t${session}`);
+    expect(result.stdout).toContain('1 sessions, 0 mapped to Slack conversations, 1 orphaned.');
+  });
+});

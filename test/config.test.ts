@@ -1,0 +1,118 @@
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, secretsOf } from '../src/config.js';
+
+const valid = {
+  SLACK_BOT_TOKEN: 'xoxb-1-abc',
+  SLACK_SIGNING_SECRET: 'shh-signing',
+  AGENT_BASE_URL: 'https://agents.example.com/v1/',
+  AGENT_API_KEY: 'key-123',
+  AGENT_ID: 'agent-1',
+};
+
+function errorFor(env: Record<string, string | undefined>): string {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as Error).message;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('applies the documented defaults', () => {
+    const config = loadConfig(valid);
+    expect(config.port).toBe(3000);
+    expect(config.slack.apiUrl).toBe('https://slack.com/api/');
+    expect(config.slack.connection).toEqual({ mode: 'http', signingSecret: 'shh-signing' });
+    expect(config.agent).toEqual({
+      baseUrl: 'https://agents.example.com/v1',
+      apiKey: 'key-123',
+      agentId: 'agent-1',
+      channelAgents: new Map(),
+      timeoutMs: 90_000,
+    });
+    expect(config.sessions).toEqual({ idleTtlMs: 30 * 86_400_000, deleteRetryMs: 5_000 });
+    expect(config.slashCommand).toBe('/agent');
+    expect(config.conversation).toEqual({ mentionOnly: false, maxPromptChars: 8_000, slowNoticeMs: 20_000 });
+    expect(config.store).toEqual({ kind: 'embedded', dataDir: path.resolve('data') });
+    expect(config.logLevel).toBe('info');
+  });
+
+  it('uses Socket Mode when SLACK_APP_TOKEN is set, without needing the signing secret', () => {
+    const config = loadConfig({ ...valid, SLACK_SIGNING_SECRET: undefined, SLACK_APP_TOKEN: 'xapp-1-x' });
+    expect(config.slack.connection).toMatchObject({ mode: 'socket', appToken: 'xapp-1-x' });
+  });
+
+  it('prefers PostgreSQL when both DATABASE_URL and DATA_DIR are set', () => {
+    const config = loadConfig({ ...valid, DATABASE_URL: 'postgres://u:p@db/x', DATA_DIR: '/tmp/x' });
+    expect(config.store).toEqual({ kind: 'postgres', databaseUrl: 'postgres://u:p@db/x' });
+    const withPassword = loadConfig({ ...valid, DATABASE_URL: 'postgres://u:longpassword@db/x' });
+    expect(secretsOf(withPassword)).toContain('longpassword');
+  });
+
+  it('reads per-channel agent routes and durations', () => {
+    const config = loadConfig({
+      ...valid,
+      AGENT_ROUTES: 'C01=agent-b, C02 = agent-c',
+      SESSION_IDLE_TTL: '12h',
+    });
+    expect([...config.agent.channelAgents]).toEqual([
+      ['C01', 'agent-b'],
+      ['C02', 'agent-c'],
+    ]);
+    expect(config.sessions.idleTtlMs).toBe(12 * 3_600_000);
+    expect(loadConfig({ ...valid, SESSION_IDLE_TTL: '0' }).sessions.idleTtlMs).toBe(0);
+  });
+
+  it('adds the trailing slash WebClient needs to SLACK_API_URL', () => {
+    expect(loadConfig({ ...valid, SLACK_API_URL: 'http://127.0.0.1:9/api' }).slack.apiUrl).toBe(
+      'http://127.0.0.1:9/api/',
+    );
+  });
+
+  it.each([
+    [{ SLACK_BOT_TOKEN: undefined }, /^SLACK_BOT_TOKEN is required/],
+    [{ SLACK_BOT_TOKEN: 'xapp-oops' }, /^SLACK_BOT_TOKEN must be a bot token/],
+    [{ SLACK_SIGNING_SECRET: '' }, /^SLACK_SIGNING_SECRET is required/],
+    [{ SLACK_APP_TOKEN: 'xoxb-wrong' }, /^SLACK_APP_TOKEN must be/],
+    [{ PORT: 'eighty' }, /^PORT must be a whole number from 1 to 65535 \(got "eighty"\)/],
+    [{ PORT: '70000' }, /^PORT must be/],
+    [{ AGENT_BASE_URL: 'ftp://x' }, /^AGENT_BASE_URL must be an http\(s\) URL/],
+    [{ AGENT_API_KEY: undefined }, /^AGENT_API_KEY is required/],
+    [{ AGENT_ID: ' ' }, /^AGENT_ID is required/],
+    [{ AGENT_TIMEOUT_MS: '-1' }, /^AGENT_TIMEOUT_MS must be/],
+    [{ DATABASE_URL: 'mysql://x' }, /^DATABASE_URL must be a postgres/],
+    [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of/],
+    [{ SLACK_API_URL: 'not a url' }, /^SLACK_API_URL must be an http\(s\) URL/],
+    [{ AGENT_ROUTES: 'C01:agent-b' }, /^AGENT_ROUTES must be a comma-separated list of CHANNEL_ID=AGENT_ID/],
+    [{ SESSION_IDLE_TTL: '30 days' }, /^SESSION_IDLE_TTL must be a duration like 30d/],
+    [{ SLASH_COMMAND: 'agent' }, /^SLASH_COMMAND must look like \/agent/],
+    [{ MENTION_ONLY: 'maybe' }, /^MENTION_ONLY must be true or false/],
+    [{ MAX_PROMPT_CHARS: '0' }, /^MAX_PROMPT_CHARS must be/],
+  ])('rejects %o with a message naming the variable', (override, expected) => {
+    expect(errorFor({ ...valid, ...override })).toMatch(expected);
+  });
+
+  it('never echoes a secret value in its message', () => {
+    expect(errorFor({ ...valid, SLACK_BOT_TOKEN: 'secret-looking-value' })).not.toContain(
+      'secret-looking-value',
+    );
+  });
+});
+
+describe('start-up with bad configuration', () => {
+  it('prints one line naming the variable and exits non-zero, without a stack trace', () => {
+    const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      env: { PATH: process.env.PATH, ...valid, PORT: 'abc' },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(result.status).toBe(1);
+    const lines = result.stderr.trim().split('\n');
+    expect(lines).toEqual(['Configuration error: PORT must be a whole number from 1 to 65535 (got "abc")']);
+    expect(result.stdout).toBe('');
+  });
+});

@@ -1,0 +1,751 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AgentServiceEmulator } from '../fakes/agent-service.js';
+import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
+import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import { appMentionEvent, messageEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
+import { AGENT_ID, mention, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+
+const CHANNEL = 'C0CONVO';
+
+/** One fake Slack, one agent emulator and one bot for a group of tests; each test uses its own threads. */
+function useStack(env: Record<string, string> = {}) {
+  const stack = {} as {
+    slack: FakeSlack;
+    agent: AgentServiceEmulator;
+    bot: RunningBot;
+    dataDir: TempDataDir;
+  };
+  beforeAll(async () => {
+    stack.dataDir = await freshDataDir();
+    stack.slack = await FakeSlack.start({
+      users: { U0ALICE: { name: 'alice', realName: 'Alice Liddell' }, U0BOB: { name: 'bob' } },
+    });
+    stack.agent = await AgentServiceEmulator.start();
+    stack.bot = await startBot({
+      slack: stack.slack,
+      agent: stack.agent,
+      store: { kind: 'embedded', dataDir: stack.dataDir.path },
+      env,
+    });
+  });
+  afterAll(async () => {
+    await stack.bot.stop();
+    await Promise.all([stack.slack.stop(), stack.agent.stop(), stack.dataDir.remove()]);
+  });
+  return stack;
+}
+
+function send(bot: RunningBot, body: unknown, options?: { retryNum?: number }) {
+  return postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body, options);
+}
+
+const postsIn = (slack: FakeSlack, channel: string, threadTs: string | undefined) =>
+  slack
+    .callsOf('chat.postMessage')
+    .filter((c) => c.args.channel === channel && c.args.thread_ts === threadTs);
+const textOf = (call: SlackApiCall) => String(call.args.text);
+const promptsSent = (agent: AgentServiceEmulator) => agent.requestsFor('sendMessage').map((r) => r.prompt);
+
+describe('threads, DMs and what is relayed', () => {
+  const stack = useStack();
+
+  it('relays later replies in a thread the bot is part of without a new mention', async () => {
+    const { slack, bot } = stack;
+    const root = nextTs();
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> start', ts: root });
+    await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+    await send(
+      bot,
+      messageEvent({
+        channel: CHANNEL,
+        channelType: 'channel',
+        user: 'U0ALICE',
+        text: 'follow up',
+        threadTs: root,
+      }),
+    );
+    const reply = await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('follow up'),
+    );
+    expect(textOf(reply)).toMatch(/^echo\[(s-\d+)#2\]: follow up$/);
+  });
+
+  it('ignores threads it is not part of and top-level messages without a mention', async () => {
+    const { slack, agent, bot } = stack;
+    const before = agent.requests.length;
+    const strangers = nextTs();
+    await send(
+      bot,
+      messageEvent({
+        channel: CHANNEL,
+        channelType: 'channel',
+        user: 'U0BOB',
+        text: 'not for you',
+        threadTs: strangers,
+      }),
+    );
+    await send(
+      bot,
+      messageEvent({ channel: CHANNEL, channelType: 'channel', user: 'U0BOB', text: 'top level chatter' }),
+    );
+    await sleep(300);
+    expect(agent.requests.length).toBe(before);
+    expect(postsIn(slack, CHANNEL, strangers)).toHaveLength(0);
+  });
+
+  it('treats a 1:1 DM as one continuing conversation at the top level, and a DM thread as its own', async () => {
+    const { slack, agent, bot } = stack;
+    const dm = 'D0ALICE';
+    await send(bot, messageEvent({ channel: dm, channelType: 'im', user: 'U0ALICE', text: 'hi in dm' }));
+    const first = await slack.waitForCall('chat.postMessage', (c) => c.args.channel === dm);
+    expect(first.args.thread_ts).toBeUndefined();
+    const dmSession = /^echo\[(s-\d+)#1\]/.exec(textOf(first))?.[1];
+    expect(dmSession).toBeDefined();
+    await send(bot, messageEvent({ channel: dm, channelType: 'im', user: 'U0ALICE', text: 'second dm' }));
+    const second = await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.channel === dm && textOf(c).includes('second'),
+    );
+    expect(textOf(second)).toBe(`echo[${dmSession}#2]: second dm`);
+
+    const dmThread = first.args.thread_ts ?? nextTs();
+    await send(
+      bot,
+      messageEvent({
+        channel: dm,
+        channelType: 'im',
+        user: 'U0ALICE',
+        text: 'in a dm thread',
+        threadTs: String(dmThread),
+      }),
+    );
+    const threaded = await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.channel === dm && textOf(c).includes('dm thread'),
+    );
+    expect(threaded.args.thread_ts).toBe(dmThread);
+    expect(textOf(threaded)).not.toContain(dmSession);
+    expect(textOf(threaded)).toMatch(/#1\]: in a dm thread$/);
+    expect(agent.sessionsOf(AGENT_ID).length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('treats a group DM like a channel: a mention starts, chatter without one is ignored', async () => {
+    const { slack, agent, bot } = stack;
+    const mpim = 'G0GROUPDM';
+    const before = agent.requests.length;
+    await send(
+      bot,
+      messageEvent({ channel: mpim, channelType: 'mpim', user: 'U0BOB', text: 'just us humans' }),
+    );
+    await sleep(200);
+    expect(agent.requests.length).toBe(before);
+    const root = nextTs();
+    await send(
+      bot,
+      appMentionEvent({ channel: mpim, user: 'U0BOB', text: '<@U0BOT> hello group', ts: root }),
+    );
+    const reply = await slack.waitForCall('chat.postMessage', (c) => c.args.channel === mpim);
+    expect(reply.args.thread_ts).toBe(root);
+  });
+
+  it('never relays bot messages, its own messages or non-message subtypes', async () => {
+    const { agent, bot } = stack;
+    const root = nextTs();
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> thread for noise', ts: root });
+    await waitFor(() => promptsSent(agent).includes('thread for noise'), 'first prompt');
+    const before = agent.requests.length;
+    const noise = [
+      messageEvent({
+        channel: CHANNEL,
+        channelType: 'channel',
+        text: 'beep',
+        botId: 'B0OTHER',
+        subtype: 'bot_message',
+        threadTs: root,
+      }),
+      messageEvent({
+        channel: CHANNEL,
+        channelType: 'channel',
+        user: 'U0OTHERBOT',
+        text: 'robot',
+        botId: 'B0OTHER',
+        threadTs: root,
+      }),
+      messageEvent({
+        channel: CHANNEL,
+        channelType: 'channel',
+        user: 'U0BOT',
+        text: 'my own words',
+        threadTs: root,
+      }),
+      messageEvent({
+        channel: CHANNEL,
+        channelType: 'channel',
+        user: 'U0BOB',
+        text: '<@U0BOB> has joined',
+        subtype: 'channel_join',
+        threadTs: root,
+      }),
+      messageEvent({
+        channel: CHANNEL,
+        channelType: 'channel',
+        text: '',
+        subtype: 'message_deleted',
+        threadTs: root,
+        extra: { deleted_ts: root },
+      }),
+      appMentionEvent({
+        channel: CHANNEL,
+        user: 'U0OTHERBOT',
+        text: '<@U0BOT> bots talking',
+        threadTs: root,
+      }),
+      messageEvent({
+        channel: CHANNEL,
+        channelType: 'channel',
+        user: 'U0OTHERBOT',
+        text: 'broadcast by a bot',
+        subtype: 'thread_broadcast',
+        botId: 'B0OTHER',
+        threadTs: root,
+      }),
+      messageEvent({
+        channel: CHANNEL,
+        channelType: 'channel',
+        user: 'U0OTHERBOT',
+        text: 'a file from a bot',
+        subtype: 'file_share',
+        botId: 'B0OTHER',
+        threadTs: root,
+      }),
+    ];
+    (noise[5]?.event as Record<string, unknown>).bot_id = 'B0OTHER';
+    for (const body of noise) expect((await send(bot, body)).status).toBe(200);
+    await sleep(300);
+    expect(agent.requests.length).toBe(before);
+  });
+
+  it('tells the author once that an edit of a relayed prompt is not re-sent, and ignores unfurls', async () => {
+    const { slack, agent, bot } = stack;
+    const root = nextTs();
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> original words', ts: root });
+    await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+    const edit = (newText: string, oldText: string) =>
+      messageEvent({
+        channel: CHANNEL,
+        channelType: 'channel',
+        text: '',
+        subtype: 'message_changed',
+        extra: {
+          hidden: true,
+          message: {
+            type: 'message',
+            user: 'U0ALICE',
+            text: newText,
+            ts: root,
+            edited: { user: 'U0ALICE', ts: nextTs() },
+          },
+          previous_message: { type: 'message', user: 'U0ALICE', text: oldText, ts: root },
+        },
+      });
+    await send(bot, edit('<@U0BOT> original words', '<@U0BOT> original words')); // unfurl: same text
+    await send(bot, edit('<@U0BOT> better words', '<@U0BOT> original words'));
+    await send(bot, edit('<@U0BOT> best words', '<@U0BOT> better words'));
+    await slack.waitForCall('chat.postEphemeral', (c) =>
+      String(c.args.text).includes('edits are not re-sent'),
+    );
+    await sleep(300);
+    const notices = slack
+      .callsOf('chat.postEphemeral')
+      .filter((c) => String(c.args.text).includes('edits are not re-sent'));
+    expect(notices).toHaveLength(1);
+    expect(notices[0]?.args).toMatchObject({ user: 'U0ALICE', channel: CHANNEL, thread_ts: root });
+    expect(promptsSent(agent).filter((p) => p?.includes('words'))).toEqual(['original words']);
+  });
+
+  it('relays the text of a message with files and says attachments are not forwarded', async () => {
+    const { slack, agent, bot } = stack;
+    const root = nextTs();
+    const body = appMentionEvent({
+      channel: CHANNEL,
+      user: 'U0ALICE',
+      text: '<@U0BOT> see attached',
+      ts: root,
+    });
+    (body.event as Record<string, unknown>).files = [
+      { id: 'F1', name: 'report.pdf', mimetype: 'application/pdf' },
+    ];
+    await send(bot, body);
+    await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+    const note = await slack.waitForCall('chat.postEphemeral', (c) =>
+      String(c.args.text).includes('attachments are not forwarded'),
+    );
+    expect(note.args).toMatchObject({ user: 'U0ALICE', thread_ts: root });
+    expect(promptsSent(agent)).toContain('see attached');
+  });
+
+  it('sends prompts as people wrote them: names, links and entities resolved', async () => {
+    const { slack, agent, bot } = stack;
+    const root = nextTs();
+    await mention(bot, {
+      channel: CHANNEL,
+      text: '<@U0BOT> ask <@U0ALICE> about <https://example.com/x|the doc> &amp; &lt;this&gt;',
+      ts: root,
+    });
+    await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+    expect(promptsSent(agent)).toContain('ask @alice about the doc (https://example.com/x) & <this>');
+  });
+
+  it('answers an over-long prompt with a clear reply instead of cutting it', async () => {
+    const { slack, agent, bot } = stack;
+    const root = nextTs();
+    const before = agent.requests.length;
+    await mention(bot, { channel: CHANNEL, text: `<@U0BOT> ${'x'.repeat(8_001)}`, ts: root });
+    const reply = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+    expect(textOf(reply)).toMatch(/8,001 characters long; I can pass on at most 8,000/);
+    expect(agent.requests.length).toBe(before);
+  });
+});
+
+describe('correctness under real Slack delivery', () => {
+  const stack = useStack();
+
+  it('relays a message once across retries and its double delivery as app_mention and message', async () => {
+    const { slack, agent, bot } = stack;
+    const root = nextTs();
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> first', ts: root });
+    await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+
+    const ts = nextTs();
+    const asMention = appMentionEvent({
+      channel: CHANNEL,
+      user: 'U0ALICE',
+      text: '<@U0BOT> only once',
+      ts,
+      threadTs: root,
+    });
+    const asMessage = messageEvent({
+      channel: CHANNEL,
+      channelType: 'channel',
+      user: 'U0ALICE',
+      text: '<@U0BOT> only once',
+      ts,
+      threadTs: root,
+    });
+    await Promise.all([
+      send(bot, asMention),
+      send(bot, asMessage),
+      send(bot, asMention, { retryNum: 1 }),
+      send(bot, asMention, { retryNum: 2 }),
+    ]);
+    await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('only once'),
+    );
+    await sleep(300);
+    expect(promptsSent(agent).filter((p) => p === 'only once')).toHaveLength(1);
+    expect(postsIn(slack, CHANNEL, root).filter((c) => textOf(c).includes('only once'))).toHaveLength(1);
+  });
+
+  it('creates one session when two messages of a new thread arrive at once, and answers them in order', async () => {
+    const { slack, agent, bot } = stack;
+    agent.setLatency(150, 'sendMessage');
+    const root = nextTs();
+    const sessionsBefore = agent.requestsFor('createSession').length;
+    await Promise.all([
+      mention(bot, { channel: CHANNEL, text: '<@U0BOT> one', ts: root }),
+      mention(bot, { channel: CHANNEL, text: '<@U0BOT> two', threadTs: root }),
+    ]);
+    const replies = await slack.waitForCalls('chat.postMessage', 2, (c) => c.args.thread_ts === root, 5_000);
+    agent.setLatency(0, 'sendMessage');
+    expect(agent.requestsFor('createSession').length - sessionsBefore).toBe(1);
+    const session = /^echo\[(s-\d+)#1\]/.exec(textOf(replies[0]!))?.[1];
+    expect(textOf(replies[1]!)).toMatch(new RegExp(`^echo\\[${session}#2\\]`));
+    // Replies come back in the order the prompts reached the agent, never interleaved.
+    const sent = agent
+      .requestsFor('sendMessage')
+      .filter((r) => r.sessionId === session)
+      .map((r) => r.prompt);
+    expect(replies.map((reply) => textOf(reply).replace(/^echo\[s-\d+#\d\]: /, ''))).toEqual(sent);
+    expect(agent.maxConcurrentSends(session)).toBe(1);
+  });
+
+  it('queues a message sent while the thread is busy, shows it is queued, and answers it after', async () => {
+    const { slack, agent, bot } = stack;
+    agent.setLatency(600, 'sendMessage');
+    const root = nextTs();
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> slow question', ts: root });
+    await slack.waitForCall('reactions.add', (c) => c.args.timestamp === root && c.args.name === 'eyes');
+    const queuedTs = nextTs();
+    await send(
+      bot,
+      messageEvent({
+        channel: CHANNEL,
+        channelType: 'channel',
+        user: 'U0ALICE',
+        text: 'while you think',
+        ts: queuedTs,
+        threadTs: root,
+      }),
+    );
+    await slack.waitForCall(
+      'reactions.add',
+      (c) => c.args.timestamp === queuedTs && c.args.name === 'hourglass_flowing_sand',
+    );
+    const replies = await slack.waitForCalls('chat.postMessage', 2, (c) => c.args.thread_ts === root, 5_000);
+    agent.setLatency(0, 'sendMessage');
+    expect(replies.map(textOf).map((t) => t.replace(/^echo\[s-\d+#\d\]: /, ''))).toEqual([
+      'slow question',
+      'while you think',
+    ]);
+    await waitFor(
+      () =>
+        slack.reactionsOn(CHANNEL, queuedTs).length === 0 && slack.reactionsOn(CHANNEL, root).length === 0,
+      'indicators cleared',
+    );
+  });
+
+  it('"stop" cancels the queued messages of a thread; the answer in progress still arrives', async () => {
+    const { slack, agent, bot } = stack;
+    agent.setLatency(700, 'sendMessage');
+    const root = nextTs();
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> long task', ts: root });
+    await slack.waitForCall('reactions.add', (c) => c.args.timestamp === root && c.args.name === 'eyes');
+    const queued = [nextTs(), nextTs()];
+    for (const [i, ts] of queued.entries()) {
+      await send(
+        bot,
+        messageEvent({
+          channel: CHANNEL,
+          channelType: 'channel',
+          user: 'U0ALICE',
+          text: `queued ${i}`,
+          ts,
+          threadTs: root,
+        }),
+      );
+    }
+    for (const ts of queued) {
+      await slack.waitForCall(
+        'reactions.add',
+        (c) => c.args.timestamp === ts && c.args.name === 'hourglass_flowing_sand',
+      );
+    }
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> stop', threadTs: root });
+    const stopped = await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('Stopped'),
+    );
+    expect(textOf(stopped)).toBe(
+      ':octagonal_sign: Stopped: cancelled 2 queued messages. The answer already in progress will still arrive.',
+    );
+    await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('long task'),
+    );
+    await sleep(900);
+    agent.setLatency(0, 'sendMessage');
+    expect(promptsSent(agent)).not.toContain('queued 0');
+    expect(promptsSent(agent)).not.toContain('queued 1');
+    expect(promptsSent(agent)).not.toContain('stop');
+    await waitFor(
+      () => queued.every((ts) => slack.reactionsOn(CHANNEL, ts).length === 0),
+      'queued indicators cleared',
+    );
+
+    // A Slack retry of a cancelled message does not bring it back.
+    await send(
+      bot,
+      messageEvent({
+        channel: CHANNEL,
+        channelType: 'channel',
+        user: 'U0ALICE',
+        text: 'queued 0',
+        ts: queued[0],
+        threadTs: root,
+      }),
+      { retryNum: 1 },
+    );
+    await sleep(300);
+    expect(promptsSent(agent)).not.toContain('queued 0');
+  });
+
+  it('does not answer "stop" or "reset" said in a thread without mentioning it', async () => {
+    const { slack, bot } = stack;
+    const strangers = nextTs();
+    for (const text of ['stop', 'reset']) {
+      await send(
+        bot,
+        messageEvent({ channel: CHANNEL, channelType: 'channel', user: 'U0BOB', text, threadTs: strangers }),
+      );
+    }
+    await sleep(300);
+    expect(postsIn(slack, CHANNEL, strangers)).toHaveLength(0);
+  });
+
+  it('sends the edited words of a message that was still waiting in its queue', async () => {
+    const { slack, agent, bot } = stack;
+    agent.setLatency(500, 'sendMessage');
+    const root = nextTs();
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> busy now', ts: root });
+    await slack.waitForCall('reactions.add', (c) => c.args.timestamp === root && c.args.name === 'eyes');
+    const waitingTs = nextTs();
+    await send(
+      bot,
+      messageEvent({
+        channel: CHANNEL,
+        channelType: 'channel',
+        user: 'U0ALICE',
+        text: 'teh typo',
+        ts: waitingTs,
+        threadTs: root,
+      }),
+    );
+    await send(
+      bot,
+      messageEvent({
+        channel: CHANNEL,
+        channelType: 'channel',
+        text: '',
+        subtype: 'message_changed',
+        extra: {
+          hidden: true,
+          message: { type: 'message', user: 'U0ALICE', text: 'the fix', ts: waitingTs, thread_ts: root },
+          previous_message: {
+            type: 'message',
+            user: 'U0ALICE',
+            text: 'teh typo',
+            ts: waitingTs,
+            thread_ts: root,
+          },
+        },
+      }),
+    );
+    await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).endsWith('the fix'),
+    );
+    agent.setLatency(0, 'sendMessage');
+    expect(promptsSent(agent)).not.toContain('teh typo');
+  });
+
+  it('starts a new session once when the service lost the old one, says so, and answers', async () => {
+    const { slack, agent, bot } = stack;
+    const root = nextTs();
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> remember', ts: root });
+    const first = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+    const lost = /^echo\[(s-\d+)#1\]/.exec(textOf(first))?.[1] ?? '';
+    const deleted = await fetch(`${agent.baseUrl}/session/${AGENT_ID}/${lost}`, {
+      method: 'DELETE',
+      headers: { private_key: agent.apiKey },
+    });
+    expect(deleted.status).toBe(200);
+
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> still there?', threadTs: root });
+    const notice = await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('started a new one'),
+    );
+    const answer = await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('still there?'),
+    );
+    expect(notice.at).toBeLessThanOrEqual(answer.at);
+    expect(textOf(answer)).toMatch(/^echo\[s-\d+#1\]: still there\?$/);
+    expect(textOf(answer)).not.toContain(`${lost}#`);
+
+    // A service that keeps losing sessions gets one retry, then a readable failure, not a loop.
+    agent.injectFailure(
+      'sendMessage',
+      { type: 'http', status: 404, body: { status: false, message: 'Session not found' } },
+      2,
+    );
+    const creates = agent.requestsFor('createSession').length;
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> again', threadTs: root });
+    await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('refused this request'),
+    );
+    expect(agent.requestsFor('createSession').length - creates).toBe(1);
+  });
+
+  it('answers 20 threads concurrently when the agent is slow', async () => {
+    const { slack, agent, bot } = stack;
+    agent.setLatency(1_000, 'sendMessage');
+    const roots = Array.from({ length: 20 }, () => nextTs());
+    const started = Date.now();
+    await Promise.all(
+      roots.map((ts, i) => mention(bot, { channel: CHANNEL, text: `<@U0BOT> parallel ${i}`, ts })),
+    );
+    await Promise.all(
+      roots.map((ts) => slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === ts, 10_000)),
+    );
+    const elapsed = Date.now() - started;
+    agent.setLatency(0, 'sendMessage');
+    expect(elapsed).toBeLessThan(3_000); // 20 sequential answers would take 20 s
+    expect(agent.maxInFlight).toBeGreaterThanOrEqual(10);
+  });
+
+  it('waits out Slack rate limits instead of dropping the reply', async () => {
+    const { slack, bot } = stack;
+    slack.failNext('chat.postMessage', { type: 'rate_limited', retryAfterSeconds: 1 });
+    const root = nextTs();
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> rate limited', ts: root });
+    const reply = await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('rate limited'),
+      10_000,
+    );
+    expect(textOf(reply)).toMatch(/: rate limited$/);
+  });
+});
+
+describe('replies', () => {
+  const stack = useStack({ SLOW_NOTICE_MS: '300' });
+
+  it('delivers a 12,000-character Markdown reply with code blocks whole, in order and within Slack limits', async () => {
+    const { slack, agent, bot } = stack;
+    const sections = Array.from({ length: 16 }, (_, i) =>
+      [
+        `## Section ${i}`,
+        `Some **bold** and _italic_ text with a [link](https://example.com/${i}). ${'Filler words. '.repeat(20)}`,
+        '```ts',
+        ...Array.from(
+          { length: 14 },
+          (_, line) => `const value${i}_${line} = compute(${line}); // step ${line}`,
+        ),
+        '```',
+      ].join('\n\n'),
+    );
+    const markdown = sections.join('\n\n');
+    expect(markdown.length).toBeGreaterThan(12_000);
+    agent.setReplyFn(() => markdown);
+    const root = nextTs();
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> write a lot', ts: root });
+    await waitFor(
+      () => postsIn(slack, CHANNEL, root).length >= 2 && slack.reactionsOn(CHANNEL, root).length === 0,
+      'reply delivered',
+    );
+    agent.setReplyFn(({ sessionId, turn, prompt }) => `echo[${sessionId}#${turn}]: ${prompt}`);
+    const parts = postsIn(slack, CHANNEL, root);
+    let delivered = '';
+    for (const part of parts) {
+      const blocks = part.args.blocks as { type: string; text: string }[];
+      const blockChars = blocks.reduce((sum, block) => sum + block.text.length, 0);
+      expect(blockChars).toBeLessThanOrEqual(12_000);
+      expect(blocks.length).toBeLessThanOrEqual(50);
+      expect(textOf(part).length).toBeLessThanOrEqual(40_000);
+      expect(
+        (
+          blocks
+            .map((b) => b.text)
+            .join('\n')
+            .match(/^```/gm) ?? []
+        ).length % 2,
+      ).toBe(0);
+      delivered += `${blocks.map((b) => b.text).join('\n')}\n\n`;
+    }
+    expect(delivered.replace(/\s+/g, ' ').trim()).toBe(markdown.replace(/\s+/g, ' ').trim());
+  });
+
+  it('shows it is working at once, says so when the agent is slow, and clears both with the answer', async () => {
+    const { slack, agent, bot } = stack;
+    agent.setLatency(900, 'sendMessage');
+    const root = nextTs();
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> take your time', ts: root });
+    const eyes = await slack.waitForCall('reactions.add', (c) => c.args.timestamp === root);
+    expect(eyes.args.name).toBe('eyes');
+    const slow = await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('taking a while'),
+    );
+    const answer = await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('take your time'),
+      5_000,
+    );
+    agent.setLatency(0, 'sendMessage');
+    expect(answer.at).toBeGreaterThan(slow.at);
+    await waitFor(() => slack.reactionsOn(CHANNEL, root).length === 0, 'working reaction removed');
+    await waitFor(
+      () => slack.threadMessages(CHANNEL, root).every((m) => !m.text.includes('taking a while')),
+      'slow notice deleted',
+    );
+  });
+});
+
+describe('failures', () => {
+  const stack = useStack({ AGENT_TIMEOUT_MS: '1000' });
+
+  const cases: [string, (agent: AgentServiceEmulator) => Promise<void> | void, RegExp][] = [
+    [
+      'unavailable',
+      (agent) => agent.injectFailure('sendMessage', { type: 'http', status: 503 }),
+      /agent service is unavailable/,
+    ],
+    ['timed out', (agent) => agent.injectFailure('sendMessage', { type: 'hang' }), /took too long to answer/],
+    [
+      'rejected',
+      (agent) => agent.injectFailure('sendMessage', { type: 'status-false', message: 'quota exceeded' }),
+      /refused this request/,
+    ],
+    [
+      'bad response',
+      (agent) => agent.injectFailure('sendMessage', { type: 'malformed' }),
+      /reply I could not read/,
+    ],
+  ];
+
+  it.each(cases)(
+    '%s: one readable sentence with a reference, indicator cleared, next message works',
+    async (_kind, inject, sentence) => {
+      const { slack, bot } = stack;
+      const agent = stack.agent;
+      const root = nextTs();
+      await mention(bot, { channel: CHANNEL, text: '<@U0BOT> warm up', ts: root });
+      await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+      await inject(agent);
+      const failingTs = nextTs();
+      await mention(bot, {
+        channel: CHANNEL,
+        text: '<@U0BOT> this one fails',
+        ts: failingTs,
+        threadTs: root,
+      });
+      await slack.waitForCall(
+        'reactions.add',
+        (c) => c.args.timestamp === failingTs && c.args.name === 'eyes',
+      );
+      const notice = await slack.waitForCall(
+        'chat.postMessage',
+        (c) => c.args.thread_ts === root && textOf(c).startsWith(':warning:'),
+        5_000,
+      );
+      expect(textOf(notice)).toMatch(sentence);
+      expect(textOf(notice)).toMatch(/\(ref [0-9A-F]{8}\)$/);
+      expect(textOf(notice)).not.toMatch(/Error|at \w+ \(|status code|test-agent-key/);
+      await waitFor(
+        () => slack.reactionsOn(CHANNEL, failingTs).length === 0,
+        'indicator of the failed message cleared',
+      );
+      await mention(bot, { channel: CHANNEL, text: '<@U0BOT> and after?', threadTs: root });
+      await slack.waitForCall(
+        'chat.postMessage',
+        (c) => c.args.thread_ts === root && textOf(c).endsWith('and after?'),
+        5_000,
+      );
+    },
+  );
+
+  it('says so when the agent service cannot be reached at all', async () => {
+    const { slack, agent, bot } = stack;
+    await agent.down();
+    const root = nextTs();
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> anyone?', ts: root });
+    const notice = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root, 8_000);
+    await agent.up();
+    expect(textOf(notice)).toMatch(/agent service is unavailable/);
+  });
+});

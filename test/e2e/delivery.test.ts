@@ -1,0 +1,284 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AgentServiceEmulator } from '../fakes/agent-service.js';
+import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
+import { type BotProcess, spawnBot } from '../helpers/bot-process.js';
+import { createTestDatabase, shouldRunPostgresTests } from '../helpers/postgres.js';
+import { appMentionEvent, messageEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
+import { AGENT_ID, type RunningBot, SIGNING_SECRET, type StoreChoice, startBot } from '../helpers/stack.js';
+import { forEachStore } from '../helpers/stores.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+
+const runPostgres = await shouldRunPostgresTests();
+
+const CHANNEL = 'C0DELIVER';
+const ENV = { JOB_LEASE_MS: '3000', SLOW_NOTICE_MS: '0', SHUTDOWN_TIMEOUT_MS: '8000' };
+const textOf = (call: SlackApiCall) => String(call.args.text);
+const prompts = (agent: AgentServiceEmulator) => agent.requestsFor('sendMessage').map((r) => r.prompt);
+
+interface Topology {
+  name: string;
+  /** Two bot instances on one store (PostgreSQL), or one (the embedded store is one process's). */
+  twoInstances: boolean;
+  prepare(): Promise<{ store: StoreChoice; cleanup(): Promise<void> }>;
+}
+
+function guarantees(topology: Topology) {
+  describe(topology.name, () => {
+    let slack: FakeSlack;
+    let agent: AgentServiceEmulator;
+    let store: StoreChoice;
+    let cleanup: () => Promise<void>;
+    let a: RunningBot | undefined;
+    let b: RunningBot | undefined;
+    let child: BotProcess | undefined;
+
+    beforeEach(async () => {
+      ({ store, cleanup } = await topology.prepare());
+      slack = await FakeSlack.start();
+      agent = await AgentServiceEmulator.start();
+      a = await startBot({ slack, agent, store, env: ENV });
+      b = topology.twoInstances ? await startBot({ slack, agent, store, env: ENV }) : a;
+    });
+    afterEach(async () => {
+      child?.child.kill('SIGKILL');
+      await child?.exited;
+      child = undefined;
+      await a?.stop();
+      if (b !== a) await b?.stop();
+      a = b = undefined;
+      await Promise.all([slack.stop(), agent.stop(), cleanup()]);
+    });
+
+    const send = (url: string, body: unknown, retryNum?: number) =>
+      postSignedEvent(url, SIGNING_SECRET, body, retryNum === undefined ? {} : { retryNum });
+    const mentionBody = (text: string, ts: string, threadTs?: string) =>
+      appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: `<@U0BOT> ${text}`, ts, threadTs });
+
+    /** Replaces the in-process instances with the bot in a child process (the embedded store allows one). */
+    async function spawnSurvivorAndVictim(): Promise<{
+      victim: BotProcess;
+      survivor: () => Promise<RunningBot>;
+    }> {
+      if (!topology.twoInstances) {
+        await a?.stop();
+        a = b = undefined;
+      }
+      child = await spawnBot({ slack, agent, store, env: ENV });
+      return {
+        victim: child,
+        // With PostgreSQL the other replica takes over once the lease runs out; embedded: the restart does.
+        survivor: async () => {
+          if (topology.twoInstances && a) return a;
+          a = b = await startBot({ slack, agent, store, env: ENV });
+          return a;
+        },
+      };
+    }
+
+    it('delivers one thread in order, one message at a time, whichever instance gets each message', async () => {
+      agent.setLatency(120, 'sendMessage');
+      const root = nextTs();
+      const texts = ['m0', 'm1', 'm2', 'm3', 'm4', 'm5'];
+      for (const [i, text] of texts.entries()) {
+        const target = i % 2 === 0 ? a! : b!;
+        const result = await send(
+          target.eventsUrl,
+          mentionBody(text, i === 0 ? root : nextTs(), i === 0 ? undefined : root),
+        );
+        expect(result.status).toBe(200);
+      }
+      const replies = await slack.waitForCalls(
+        'chat.postMessage',
+        6,
+        (c) => c.args.thread_ts === root,
+        10_000,
+      );
+      expect(prompts(agent)).toEqual(texts);
+      expect(replies.map((reply) => textOf(reply).replace(/^echo\[s-\d+#\d+\]: /, ''))).toEqual(texts);
+      expect(agent.requestsFor('createSession')).toHaveLength(1);
+      expect(agent.maxConcurrentSends()).toBe(1);
+    });
+
+    it("creates one session when a new thread's first messages reach both instances at once", async () => {
+      agent.setLatency(100, 'createSession');
+      // Ten new threads, each opened on one instance and answered into on the other at the same moment.
+      const roots = Array.from({ length: 10 }, () => nextTs());
+      const results = await Promise.all(
+        roots.flatMap((root, i) => [
+          send(a!.eventsUrl, mentionBody(`first ${i}`, root)),
+          send(b!.eventsUrl, mentionBody(`second ${i}`, nextTs(), root)),
+        ]),
+      );
+      expect(results.every((r) => r.status === 200)).toBe(true);
+      for (const root of roots)
+        await slack.waitForCalls('chat.postMessage', 2, (c) => c.args.thread_ts === root, 10_000);
+      expect(agent.requestsFor('createSession')).toHaveLength(10);
+      expect(agent.sessionsOf(AGENT_ID)).toHaveLength(10);
+      expect(agent.maxConcurrentSends()).toBe(1);
+    });
+
+    it("relays a message once when Slack's retries land on different instances", async () => {
+      const root = nextTs();
+      await send(a!.eventsUrl, mentionBody('start', root));
+      await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+      const ts = nextTs();
+      const event = mentionBody('only once', ts, root);
+      const asMessage = messageEvent({
+        channel: CHANNEL,
+        channelType: 'channel',
+        user: 'U0ALICE',
+        text: '<@U0BOT> only once',
+        ts,
+        threadTs: root,
+      });
+      const statuses = await Promise.all([
+        send(a!.eventsUrl, event),
+        send(b!.eventsUrl, event, 1),
+        send(a!.eventsUrl, event, 2),
+        send(b!.eventsUrl, asMessage),
+      ]);
+      expect(statuses.map((s) => s.status)).toEqual([200, 200, 200, 200]);
+      await slack.waitForCall('chat.postMessage', (c) => textOf(c).endsWith('only once'));
+      await sleep(500);
+      expect(prompts(agent).filter((p) => p === 'only once')).toHaveLength(1);
+      expect(slack.callsOf('chat.postMessage').filter((c) => textOf(c).endsWith('only once'))).toHaveLength(
+        1,
+      );
+    });
+
+    it('answers an acknowledged event exactly once after the process that took it was killed', async () => {
+      const { victim, survivor } = await spawnSurvivorAndVictim();
+      // Hold the victim at its first step (the "working" reaction), after the acknowledgement, before the agent.
+      slack.setLatency('reactions.add', 2_000);
+      const root = nextTs();
+      expect((await send(victim.eventsUrl, mentionBody('survive this', root))).status).toBe(200);
+      await slack.waitForCall('reactions.add', (c) => c.args.timestamp === root);
+      victim.child.kill('SIGKILL');
+      await victim.exited;
+      slack.setLatency('reactions.add', undefined);
+
+      await survivor();
+      // Generous: the survivor takes over only after the lease runs out, on a machine busy with other tests.
+      const reply = await slack.waitForCall(
+        'chat.postMessage',
+        (c) => c.args.thread_ts === root && textOf(c).startsWith('echo'),
+        25_000,
+      );
+      expect(textOf(reply)).toMatch(/: survive this$/);
+      await sleep(500);
+      expect(prompts(agent).filter((p) => p === 'survive this')).toHaveLength(1);
+      expect(slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root)).toHaveLength(1);
+      await waitFor(() => slack.reactionsOn(CHANNEL, root).length === 0, 'working indicator cleared');
+    });
+
+    it('never sends a prompt twice: an answer lost with a killed process is reported, not asked again', async () => {
+      const { victim, survivor } = await spawnSurvivorAndVictim();
+      agent.setLatency(3_000, 'sendMessage');
+      const root = nextTs();
+      await send(victim.eventsUrl, mentionBody('in flight', root));
+      await waitFor(() => prompts(agent).includes('in flight'), 'prompt reached the agent');
+      victim.child.kill('SIGKILL');
+      await victim.exited;
+      agent.setLatency(0, 'sendMessage');
+
+      await survivor();
+      const notice = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root, 25_000);
+      expect(textOf(notice)).toMatch(/restarted while the agent was answering/);
+      await sleep(500);
+      expect(prompts(agent).filter((p) => p === 'in flight')).toHaveLength(1);
+    });
+
+    it('never posts a reply twice when killed between posting it and recording that', async () => {
+      const { victim, survivor } = await spawnSurvivorAndVictim();
+      const root = nextTs();
+      const body = mentionBody('post once', root);
+      slack.ingestEvent(body); // the thread exists in Slack, as it would
+      slack.setLatency('chat.postMessage', 3_000);
+      await send(victim.eventsUrl, body);
+      await slack.waitForCall(
+        'chat.postMessage',
+        (c) => c.args.thread_ts === root && textOf(c).endsWith('post once'),
+      );
+      victim.child.kill('SIGKILL');
+      await victim.exited;
+      slack.setLatency('chat.postMessage', undefined);
+
+      await survivor();
+      await waitFor(
+        () => slack.reactionsOn(CHANNEL, root).length === 0,
+        'job finished by the survivor',
+        25_000,
+      );
+      await sleep(300);
+      const posts = slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root);
+      expect(posts.map(textOf)).toEqual(['echo[s-1#1]: post once']);
+      expect(prompts(agent)).toEqual(['post once']);
+    });
+
+    it('drains on SIGTERM: refuses new events, finishes the answer in progress and exits 0', async () => {
+      const { victim } = await spawnSurvivorAndVictim();
+      agent.setLatency(1_500, 'sendMessage');
+      const root = nextTs();
+      await send(victim.eventsUrl, mentionBody('finish me', root));
+      await waitFor(() => prompts(agent).includes('finish me'), 'prompt reached the agent');
+      const signalled = Date.now();
+      victim.child.kill('SIGTERM');
+      await waitFor(
+        async () => (await fetch(`${victim.baseUrl}/readyz`).catch(() => undefined))?.status !== 200,
+        'not ready while draining',
+      );
+      const late = await send(victim.eventsUrl, mentionBody('too late', nextTs())).catch(() => ({
+        status: 0,
+      }));
+      expect(late.status).not.toBe(200);
+      const { code } = await victim.exited;
+      expect(code).toBe(0);
+      expect(Date.now() - signalled).toBeLessThan(8_000);
+      const posts = slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root);
+      expect(posts.map(textOf)).toEqual(['echo[s-1#1]: finish me']);
+      expect(prompts(agent)).not.toContain('too late');
+    });
+  });
+}
+
+forEachStore(runPostgres, (kind, prepare) =>
+  guarantees({
+    name:
+      kind === 'embedded'
+        ? 'delivery guarantees, embedded store (one process)'
+        : 'delivery guarantees, two replicas on one PostgreSQL',
+    twoInstances: kind === 'postgres',
+    prepare,
+  }),
+);
+
+describe.runIf(runPostgres)('PostgreSQL store outage', () => {
+  it('reports not ready and does not acknowledge events while the store is unreachable', async () => {
+    const database = await createTestDatabase();
+    const slack = await FakeSlack.start();
+    const agent = await AgentServiceEmulator.start();
+    const bot = await startBot({
+      slack,
+      agent,
+      store: { kind: 'postgres', databaseUrl: database.url },
+      env: ENV,
+    });
+    try {
+      expect((await fetch(`${bot.baseUrl}/readyz`)).status).toBe(200);
+      await database.drop();
+      expect((await fetch(`${bot.baseUrl}/readyz`)).status).toBe(503);
+      const result = await postSignedEvent(
+        bot.eventsUrl,
+        SIGNING_SECRET,
+        appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> anyone?' }),
+      );
+      expect(result.status).toBe(500); // not acknowledged: Slack will deliver it again
+      await sleep(200);
+      expect(agent.requests).toHaveLength(0);
+      expect((await fetch(`${bot.baseUrl}/healthz`)).status).toBe(200);
+    } finally {
+      await bot.stop();
+      await Promise.all([slack.stop(), agent.stop()]);
+    }
+  });
+});

@@ -1,0 +1,365 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { AgentServiceEmulator } from '../fakes/agent-service.js';
+import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
+import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import { shouldRunPostgresTests } from '../helpers/postgres.js';
+import {
+  appMentionEvent,
+  channelLifecycleEvent,
+  messageEvent,
+  messageShortcutPayload,
+  nextTs,
+  postSignedEvent,
+  postSignedForm,
+  postSignedInteraction,
+  slashCommandFields,
+  workspaceGoneEvent,
+} from '../helpers/slack-events.js';
+import {
+  AGENT_ID,
+  mention,
+  type RunningBot,
+  SIGNING_SECRET,
+  type StoreChoice,
+  startBot,
+} from '../helpers/stack.js';
+import { forEachStore } from '../helpers/stores.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+
+const runPostgres = await shouldRunPostgresTests();
+
+const textOf = (call: SlackApiCall) => String(call.args.text);
+const sessionIdIn = (text: string) => /^echo\[(s-\d+)#\d+\]/.exec(text)?.[1] ?? '';
+
+/** Sessions the agent service still has (what an orphan would be left in). */
+const liveSessions = (agent: AgentServiceEmulator, agentId = AGENT_ID) =>
+  agent
+    .sessionsOf(agentId)
+    .map((session) => session.uuid)
+    .sort();
+
+function lifecycleSuite(
+  name: string,
+  prepareStore: () => Promise<{ store: StoreChoice; cleanup(): Promise<void> }>,
+) {
+  describe(name, () => {
+    let slack: FakeSlack;
+    let agent: AgentServiceEmulator;
+    let bot: RunningBot;
+    let store: StoreChoice;
+    let cleanup: () => Promise<void>;
+    const env = { SESSION_DELETE_RETRY_MS: '200', AGENT_ROUTES: 'C0ROUTED=agent-b' };
+
+    beforeEach(async () => {
+      ({ store, cleanup } = await prepareStore());
+      slack = await FakeSlack.start({ users: { U0ALICE: { name: 'alice' }, U0BOB: { name: 'bob' } } });
+      agent = await AgentServiceEmulator.start();
+      bot = await startBot({ slack, agent, store, env });
+    });
+    afterEach(async () => {
+      await bot.stop();
+      await Promise.all([slack.stop(), agent.stop(), cleanup()]);
+    });
+
+    /** Starts a conversation in a new channel thread and returns its root ts and session id. */
+    async function startThread(
+      channel: string,
+      user = 'U0ALICE',
+    ): Promise<{ root: string; session: string }> {
+      const root = nextTs();
+      await mention(bot, { channel, user, text: '<@U0BOT> hello', ts: root });
+      const reply = await slack.waitForCall(
+        'chat.postMessage',
+        (c) => c.args.thread_ts === root && textOf(c).startsWith('echo'),
+      );
+      return { root, session: sessionIdIn(textOf(reply)) };
+    }
+
+    async function slash(text: string, channel: string, user = 'U0ALICE') {
+      const responseId = `${channel}-${text}-${nextTs()}`;
+      const started = Date.now();
+      const result = await postSignedForm(
+        bot.eventsUrl,
+        SIGNING_SECRET,
+        slashCommandFields({ text, channel, user, responseUrl: slack.responseUrl(responseId) }),
+      );
+      expect(result.status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(1_000); // acknowledged well within Slack's 3 s
+      const answer = await slack.waitForCall('response_url', (c) => c.args.responseId === responseId);
+      expect(answer.args.response_type).toBe('ephemeral');
+      return textOf(answer);
+    }
+
+    it('/agent reset in a DM deletes exactly that session; the next message starts a new one', async () => {
+      const other = await startThread('C0OTHER');
+      await postSignedEvent(
+        bot.eventsUrl,
+        SIGNING_SECRET,
+        messageEvent({ channel: 'D0ALICE', channelType: 'im', user: 'U0ALICE', text: 'hi' }),
+      );
+      const first = await slack.waitForCall('chat.postMessage', (c) => c.args.channel === 'D0ALICE');
+      const dmSession = sessionIdIn(textOf(first));
+
+      expect(await slash('reset', 'D0ALICE')).toMatch(/Your next message here starts a fresh conversation/);
+      await waitFor(() => !liveSessions(agent).includes(dmSession), 'DM session deleted on the service');
+      expect(agent.requestsFor('deleteSession').map((r) => r.sessionId)).toEqual([dmSession]);
+      expect(liveSessions(agent)).toContain(other.session);
+
+      await postSignedEvent(
+        bot.eventsUrl,
+        SIGNING_SECRET,
+        messageEvent({ channel: 'D0ALICE', channelType: 'im', user: 'U0ALICE', text: 'again' }),
+      );
+      const next = await slack.waitForCall(
+        'chat.postMessage',
+        (c) => c.args.channel === 'D0ALICE' && textOf(c).endsWith('again'),
+      );
+      expect(sessionIdIn(textOf(next))).not.toBe(dmSession);
+      expect(textOf(next)).toMatch(/#1\]: again$/);
+    });
+
+    it('resets one thread by a "reset" mention and another by the message shortcut', async () => {
+      const byMention = await startThread('C0RESET');
+      const byShortcut = await startThread('C0RESET');
+      const untouched = await startThread('C0RESET');
+
+      await mention(bot, { channel: 'C0RESET', text: '<@U0BOT> reset', threadTs: byMention.root });
+      const notice = await slack.waitForCall(
+        'chat.postMessage',
+        (c) => c.args.thread_ts === byMention.root && textOf(c).includes('Conversation reset'),
+      );
+      expect(textOf(notice)).toMatch(/next message starts a fresh conversation/);
+
+      const responseId = `shortcut-${nextTs()}`;
+      const reply = nextTs();
+      const acked = await postSignedInteraction(
+        bot.eventsUrl,
+        SIGNING_SECRET,
+        messageShortcutPayload({
+          callbackId: 'reset_conversation',
+          channel: 'C0RESET',
+          user: 'U0BOB',
+          messageTs: reply,
+          threadTs: byShortcut.root,
+          responseUrl: slack.responseUrl(responseId),
+        }),
+      );
+      expect(acked.status).toBe(200);
+      const answer = await slack.waitForCall('response_url', (c) => c.args.responseId === responseId);
+      expect(answer.args).toMatchObject({ response_type: 'ephemeral' });
+      expect(textOf(answer)).toMatch(/Conversation reset/);
+
+      await waitFor(
+        () =>
+          !liveSessions(agent).includes(byMention.session) &&
+          !liveSessions(agent).includes(byShortcut.session),
+        'both sessions deleted',
+      );
+      expect(liveSessions(agent)).toContain(untouched.session);
+      await mention(bot, { channel: 'C0RESET', text: '<@U0BOT> fresh start', threadTs: byMention.root });
+      const fresh = await slack.waitForCall(
+        'chat.postMessage',
+        (c) => c.args.thread_ts === byMention.root && textOf(c).endsWith('fresh start'),
+      );
+      expect(textOf(fresh)).toMatch(/#1\]: fresh start$/);
+    });
+
+    it('/agent reset in a channel resets only the threads the caller started there', async () => {
+      const aliceOne = await startThread('C0CHAN', 'U0ALICE');
+      const aliceTwo = await startThread('C0CHAN', 'U0ALICE');
+      const bobs = await startThread('C0CHAN', 'U0BOB');
+      const aliceElsewhere = await startThread('C0ELSE', 'U0ALICE');
+      expect(await slash('reset', 'C0CHAN', 'U0ALICE')).toMatch(
+        /Reset 2 threads you started in this channel/,
+      );
+      await waitFor(() => agent.requestsFor('deleteSession').length === 2, 'two deletions');
+      expect(liveSessions(agent)).toEqual([bobs.session, aliceElsewhere.session].sort());
+      expect(liveSessions(agent)).not.toContain(aliceOne.session);
+      expect(liveSessions(agent)).not.toContain(aliceTwo.session);
+      expect(await slash('reset', 'C0CHAN', 'U0ALICE')).toMatch(
+        /no conversations with the agent in this channel/,
+      );
+    });
+
+    it("/agent sessions lists the caller's conversations with their creation time; help and unknown give usage", async () => {
+      await startThread('C0LIST', 'U0ALICE');
+      await startThread('C0LIST', 'U0ALICE');
+      await startThread('C0LIST', 'U0BOB');
+      const listing = await slash('sessions', 'C0LIST', 'U0ALICE');
+      expect(listing).toMatch(/^You have 2 conversations with the agent here:/);
+      expect(listing.split('\n').filter((line) => line.startsWith('• '))).toHaveLength(2);
+      const created = agent.sessionsOf(AGENT_ID)[0]?.createdAt ?? '';
+      expect(listing).toContain(`|${new Date(created).toISOString()}>`); // the service's creation time
+      expect(await slash('sessions', 'C0EMPTY', 'U0ALICE')).toMatch(
+        /no conversations with the agent here yet/,
+      );
+      expect(await slash('help', 'C0LIST')).toMatch(/\/agent reset/);
+      expect(await slash('frobnicate', 'C0LIST')).toMatch(/^I don't know `frobnicate`/);
+      expect(await slash('', 'C0LIST')).toMatch(/\/agent sessions/);
+    });
+
+    it('deletes every session of an archived or deleted channel and leaves other channels alone', async () => {
+      const one = await startThread('C0ARCH');
+      const two = await startThread('C0ARCH');
+      const kept = await startThread('C0KEEP');
+      const archived = await postSignedEvent(
+        bot.eventsUrl,
+        SIGNING_SECRET,
+        channelLifecycleEvent('channel_archive', { channel: 'C0ARCH' }),
+      );
+      expect(archived.status).toBe(200);
+      await waitFor(() => liveSessions(agent).length === 1, 'archived channel sessions deleted');
+      expect(liveSessions(agent)).toEqual([kept.session]);
+      expect(
+        agent
+          .requestsFor('deleteSession')
+          .map((r) => r.sessionId)
+          .sort(),
+      ).toEqual([one.session, two.session].sort());
+
+      for (const type of ['group_archive', 'channel_deleted', 'group_deleted'] as const) {
+        const channel = `C0${type.toUpperCase().replace('_', '')}`;
+        const thread = await startThread(channel);
+        await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, channelLifecycleEvent(type, { channel }));
+        await waitFor(() => !liveSessions(agent).includes(thread.session), `${type} deletes the session`);
+      }
+      expect(liveSessions(agent)).toEqual([kept.session]);
+    });
+
+    it('deletes every session of the workspace when the app is uninstalled', async () => {
+      await startThread('C0U1');
+      await startThread('C0U2');
+      const otherTeamRoot = nextTs();
+      await postSignedEvent(
+        bot.eventsUrl,
+        SIGNING_SECRET,
+        appMentionEvent({
+          teamId: 'T0OTHER',
+          channel: 'C0T2',
+          user: 'U0ALICE',
+          text: '<@U0BOT> hi',
+          ts: otherTeamRoot,
+        }),
+      );
+      const otherTeam = sessionIdIn(
+        textOf(await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === otherTeamRoot)),
+      );
+      await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, workspaceGoneEvent('app_uninstalled'));
+      await waitFor(() => liveSessions(agent).length === 1, 'all sessions of the workspace deleted');
+      expect(liveSessions(agent)).toEqual([otherTeam]);
+      expect(await bot.bot.sessions.list({ teamId: 'T0TEAM' })).toEqual([]);
+    });
+
+    it('keeps a deletion while the agent service is down and finishes it after recovery, also across a restart', async () => {
+      const early = await startThread('C0DOWN');
+      const late = await startThread('C0DOWN2');
+      await agent.down();
+      await postSignedEvent(
+        bot.eventsUrl,
+        SIGNING_SECRET,
+        channelLifecycleEvent('channel_archive', { channel: 'C0DOWN' }),
+      );
+      await waitFor(async () => (await bot.bot.deleter.pendingCount()) === 1, 'deletion recorded as pending');
+      await agent.up();
+      await waitFor(
+        () => !liveSessions(agent).includes(early.session),
+        'deleted once the service is back',
+        10_000,
+      );
+      await waitFor(async () => (await bot.bot.deleter.pendingCount()) === 0, 'no deletion left pending');
+
+      await agent.down();
+      await postSignedEvent(
+        bot.eventsUrl,
+        SIGNING_SECRET,
+        channelLifecycleEvent('channel_deleted', { channel: 'C0DOWN2' }),
+      );
+      await waitFor(async () => (await bot.bot.deleter.pendingCount()) === 1, 'second deletion pending');
+      await bot.stop();
+      await agent.up();
+      await sleep(300);
+      expect(liveSessions(agent)).toContain(late.session); // nobody running to delete it
+      bot = await startBot({ slack, agent, store, env });
+      await waitFor(
+        () => !liveSessions(agent).includes(late.session),
+        'deleted by the restarted bot',
+        10_000,
+      );
+    });
+
+    it('counts a session already gone on the service as deleted', async () => {
+      const thread = await startThread('C0GONE');
+      await fetch(`${agent.baseUrl}/session/${AGENT_ID}/${thread.session}`, {
+        method: 'DELETE',
+        headers: { private_key: agent.apiKey },
+      });
+      await postSignedEvent(
+        bot.eventsUrl,
+        SIGNING_SECRET,
+        channelLifecycleEvent('channel_archive', { channel: 'C0GONE' }),
+      );
+      await waitFor(() => agent.requestsFor('deleteSession').length === 2, 'deletion attempted');
+      await waitFor(async () => (await bot.bot.deleter.pendingCount()) === 0, 'nothing left pending');
+    });
+
+    it('sends channels with a route to their own agent, keyed by agent', async () => {
+      const routed = await startThread('C0ROUTED');
+      const plain = await startThread('C0PLAIN');
+      expect(agent.sessionsOf('agent-b').map((s) => s.uuid)).toEqual([routed.session]);
+      expect(liveSessions(agent)).toEqual([plain.session]);
+      const sends = agent.requestsFor('sendMessage');
+      expect(sends.find((r) => r.sessionId === routed.session)?.agentId).toBe('agent-b');
+      await postSignedEvent(
+        bot.eventsUrl,
+        SIGNING_SECRET,
+        channelLifecycleEvent('channel_archive', { channel: 'C0ROUTED' }),
+      );
+      await waitFor(() => agent.sessionsOf('agent-b').length === 0, 'routed session deleted on its agent');
+    });
+  });
+}
+
+forEachStore(runPostgres, (kind, prepare) =>
+  lifecycleSuite(`session lifecycle (${kind === 'embedded' ? 'embedded store' : 'PostgreSQL'})`, prepare),
+);
+
+describe('idle expiry', () => {
+  let slack: FakeSlack;
+  let agent: AgentServiceEmulator;
+  let bot: RunningBot;
+  let dir: TempDataDir;
+  beforeAll(async () => {
+    dir = await freshDataDir();
+    slack = await FakeSlack.start();
+    agent = await AgentServiceEmulator.start();
+    bot = await startBot({
+      slack,
+      agent,
+      store: { kind: 'embedded', dataDir: dir.path },
+      env: { SESSION_IDLE_TTL: '2s' },
+    });
+  });
+  afterAll(async () => {
+    await bot.stop();
+    await Promise.all([slack.stop(), agent.stop(), dir.remove()]);
+  });
+
+  it('deletes the session of a thread idle longer than SESSION_IDLE_TTL, and keeps an active one', async () => {
+    const idleRoot = nextTs();
+    await mention(bot, { channel: 'C0IDLE', text: '<@U0BOT> then silence', ts: idleRoot });
+    const idle = sessionIdIn(
+      textOf(await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === idleRoot)),
+    );
+    const busyRoot = nextTs();
+    await mention(bot, { channel: 'C0IDLE', text: '<@U0BOT> keep talking', ts: busyRoot });
+    const busy = sessionIdIn(
+      textOf(await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === busyRoot)),
+    );
+    for (let i = 0; i < 3; i++) {
+      await sleep(900);
+      await mention(bot, { channel: 'C0IDLE', text: `<@U0BOT> still here ${i}`, threadTs: busyRoot });
+    }
+    await waitFor(() => !liveSessions(agent).includes(idle), 'idle session deleted', 8_000);
+    expect(liveSessions(agent)).toContain(busy);
+  });
+});

@@ -1,0 +1,156 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AgentServiceEmulator } from '../fakes/agent-service.js';
+import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
+import { shouldRunPostgresTests } from '../helpers/postgres.js';
+import { appMentionEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
+import {
+  AGENT_ID,
+  mention,
+  type RunningBot,
+  SIGNING_SECRET,
+  type StoreChoice,
+  startBot,
+} from '../helpers/stack.js';
+import { forEachStore } from '../helpers/stores.js';
+
+const runPostgres = await shouldRunPostgresTests();
+
+const CHANNEL = 'C0GENERAL';
+
+function replyIn(threadTs: string) {
+  return (call: SlackApiCall) => call.args.thread_ts === threadTs && call.args.channel === CHANNEL;
+}
+
+/** The text of the reply in a thread: what a person would read there. */
+function textOf(call: SlackApiCall): string {
+  return String(call.args.text);
+}
+
+function conversationSuite(
+  name: string,
+  prepareStore: () => Promise<{ store: StoreChoice; cleanup(): Promise<void> }>,
+) {
+  describe(name, () => {
+    let slack: FakeSlack;
+    let agent: AgentServiceEmulator;
+    let bot: RunningBot;
+    let store: StoreChoice;
+    let cleanup: () => Promise<void>;
+
+    beforeEach(async () => {
+      ({ store, cleanup } = await prepareStore());
+      slack = await FakeSlack.start();
+      agent = await AgentServiceEmulator.start();
+      bot = await startBot({ slack, agent, store });
+    });
+    afterEach(async () => {
+      await bot.stop();
+      await Promise.all([slack.stop(), agent.stop(), cleanup()]);
+    });
+
+    it('answers a mention in its thread with the agent reply, and reuses the session in that thread', async () => {
+      const rootTs = nextTs();
+      const first = await mention(bot, { channel: CHANNEL, text: '<@U0BOT> what is up?', ts: rootTs });
+      expect(first.status).toBe(200);
+      expect(first.ms).toBeLessThan(1_000);
+
+      const reply = await slack.waitForCall('chat.postMessage', replyIn(rootTs));
+      expect(textOf(reply)).toBe('echo[s-1#1]: what is up?');
+      expect(reply.args.blocks).toEqual([{ type: 'markdown', text: 'echo[s-1#1]: what is up?' }]);
+      expect(reply.tokenKind).toBe('bot');
+
+      await mention(bot, { channel: CHANNEL, text: '<@U0BOT> and now?', threadTs: rootTs });
+      const second = await slack.waitForCall(
+        'chat.postMessage',
+        (c) => replyIn(rootTs)(c) && textOf(c).includes('#2'),
+      );
+      expect(textOf(second)).toBe('echo[s-1#2]: and now?');
+      expect(agent.requestsFor('createSession')).toHaveLength(1);
+      expect(agent.sessionsOf(AGENT_ID)).toHaveLength(1);
+    });
+
+    it('gives each thread its own session', async () => {
+      const threadA = nextTs();
+      const threadB = nextTs();
+      await mention(bot, { channel: CHANNEL, text: '<@U0BOT> one', ts: threadA });
+      await slack.waitForCall('chat.postMessage', replyIn(threadA));
+      await mention(bot, { channel: CHANNEL, text: '<@U0BOT> two', ts: threadB });
+      const replyB = await slack.waitForCall('chat.postMessage', replyIn(threadB));
+      expect(textOf(replyB)).toBe('echo[s-2#1]: two');
+      expect(
+        agent
+          .sessionsOf(AGENT_ID)
+          .map((session) => session.uuid)
+          .sort(),
+      ).toEqual(['s-1', 's-2']);
+    });
+
+    it('keeps the thread-to-session mapping across a restart on the same store', async () => {
+      const rootTs = nextTs();
+      await mention(bot, { channel: CHANNEL, text: '<@U0BOT> remember me', ts: rootTs });
+      await slack.waitForCall('chat.postMessage', replyIn(rootTs));
+      await bot.stop();
+
+      bot = await startBot({ slack, agent, store });
+      await mention(bot, { channel: CHANNEL, text: '<@U0BOT> still there?', threadTs: rootTs });
+      const reply = await slack.waitForCall(
+        'chat.postMessage',
+        (c) => replyIn(rootTs)(c) && textOf(c).includes('#2'),
+      );
+      expect(textOf(reply)).toBe('echo[s-1#2]: still there?');
+      expect(agent.requestsFor('createSession')).toHaveLength(1);
+    });
+
+    it('answers a bare mention with help, without calling the agent', async () => {
+      const rootTs = nextTs();
+      await mention(bot, { channel: CHANNEL, text: '<@U0BOT>', ts: rootTs });
+      const reply = await slack.waitForCall('chat.postMessage', replyIn(rootTs));
+      expect(textOf(reply)).toMatch(/Mention me with a question/);
+      expect(agent.requests).toHaveLength(0);
+    });
+
+    it('turns an agent failure into one readable sentence with a reference, then keeps serving', async () => {
+      const rootTs = nextTs();
+      agent.injectFailure('sendMessage', { type: 'malformed' });
+      await mention(bot, { channel: CHANNEL, text: '<@U0BOT> break please', ts: rootTs });
+      const notice = await slack.waitForCall('chat.postMessage', replyIn(rootTs));
+      expect(textOf(notice)).toMatch(
+        /^:warning: The agent service sent a reply I could not read\. .*\(ref [0-9A-F]{8}\)$/,
+      );
+      const ref = /\(ref ([0-9A-F]{8})\)/.exec(textOf(notice))?.[1];
+      expect(bot.logs.text).toContain(ref);
+
+      await mention(bot, { channel: CHANNEL, text: '<@U0BOT> try again', threadTs: rootTs });
+      const reply = await slack.waitForCall(
+        'chat.postMessage',
+        (c) => replyIn(rootTs)(c) && textOf(c).startsWith('echo'),
+      );
+      expect(textOf(reply)).toBe('echo[s-1#1]: try again');
+    });
+
+    it('rejects a request with a bad signature and processes nothing', async () => {
+      const body = appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> sneaky' });
+      const forged = await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body, { badSignature: true });
+      expect(forged.status).toBe(401);
+      const stale = await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body, {
+        timestampSeconds: Math.floor(Date.now() / 1000) - 600,
+      });
+      expect(stale.status).toBe(401);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(agent.requests).toHaveLength(0);
+      expect(slack.callsOf('chat.postMessage')).toHaveLength(0);
+    });
+
+    it('answers health and readiness probes', async () => {
+      const health = await fetch(`${bot.baseUrl}/healthz`);
+      expect(health.status).toBe(200);
+      const ready = await fetch(`${bot.baseUrl}/readyz`);
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toMatchObject({ status: 'ready' });
+    });
+  });
+}
+
+forEachStore(runPostgres, (kind, prepare) =>
+  conversationSuite(`mentions with the ${kind === 'embedded' ? 'embedded' : 'PostgreSQL'} store`, prepare),
+);

@@ -1,0 +1,311 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { AgentServiceEmulator } from '../fakes/agent-service.js';
+import { FakeSlack } from '../fakes/slack.js';
+import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import {
+  appMentionEvent,
+  channelLifecycleEvent,
+  messageEvent,
+  nextTs,
+  postSignedEvent,
+  postSignedForm,
+  signSlackRequest,
+  slashCommandFields,
+} from '../helpers/slack-events.js';
+import { type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+
+const CHANNEL = 'C0OPS';
+
+interface Stack {
+  slack: FakeSlack;
+  agent: AgentServiceEmulator;
+  bot: RunningBot;
+  dir: TempDataDir;
+}
+
+let stack: Stack | undefined;
+
+async function startStack(
+  env: Record<string, string> = {},
+  options: { scopes?: string[]; botToken?: string; apiKey?: string } = {},
+): Promise<Stack> {
+  const dir = await freshDataDir();
+  const slack = await FakeSlack.start({
+    ...(options.scopes ? { scopes: options.scopes } : {}),
+    ...(options.botToken ? { botToken: options.botToken } : {}),
+  });
+  const agent = await AgentServiceEmulator.start(options.apiKey ? { apiKey: options.apiKey } : {});
+  const bot = await startBot({
+    slack,
+    agent,
+    store: { kind: 'embedded', dataDir: dir.path },
+    env: {
+      SESSION_DELETE_RETRY_MS: '100',
+      ...env,
+      ...(options.botToken ? { SLACK_BOT_TOKEN: options.botToken } : {}),
+    },
+  });
+  stack = { slack, agent, bot, dir };
+  return stack;
+}
+
+afterEach(async () => {
+  if (!stack) return;
+  await stack.bot.stop();
+  await Promise.all([stack.slack.stop(), stack.agent.stop(), stack.dir.remove()]);
+  stack = undefined;
+});
+
+/** The value of one Prometheus sample, e.g. metric('slack_events_received_total{type="app_mention"}'). */
+async function metric(bot: RunningBot, sample: string): Promise<number> {
+  const text = await (await fetch(`${bot.baseUrl}/metrics`)).text();
+  const line = text.split('\n').find((candidate) => candidate.startsWith(`${sample} `));
+  return line ? Number(line.slice(sample.length + 1)) : 0;
+}
+
+const send = (bot: RunningBot, body: unknown, retryNum?: number) =>
+  postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body, retryNum === undefined ? {} : { retryNum });
+
+describe('metrics', () => {
+  it('moves as events flow: received, ignored, deduplicated, relayed, agent latency and failures, Slack calls, sessions, store', async () => {
+    const { bot, slack, agent } = await startStack();
+    const response = await fetch(`${bot.baseUrl}/metrics`);
+    expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(await response.text()).toContain('process_cpu_seconds_total');
+
+    const root = nextTs();
+    const mention = appMentionEvent({
+      channel: CHANNEL,
+      user: 'U0ALICE',
+      text: '<@U0BOT> measure me',
+      ts: root,
+    });
+    await send(bot, mention);
+    await send(bot, mention, 1);
+    await send(
+      bot,
+      messageEvent({ channel: CHANNEL, channelType: 'channel', user: 'U0BOB', text: 'chatter' }),
+    );
+    await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+
+    expect(await metric(bot, 'slack_events_received_total{type="app_mention"}')).toBe(2);
+    expect(await metric(bot, 'slack_events_deduplicated_total{type="app_mention"}')).toBe(1);
+    expect(await metric(bot, 'slack_events_ignored_total{type="message",reason="not-in-a-thread"}')).toBe(1);
+    expect(await metric(bot, 'agent_prompts_relayed_total')).toBe(1);
+    expect(await metric(bot, 'agent_sessions_created_total')).toBe(1);
+    expect(await metric(bot, 'agent_call_duration_seconds_count{operation="sendMessage",outcome="ok"}')).toBe(
+      1,
+    );
+    await waitFor(() => slack.reactionsOn(CHANNEL, root).length === 0, 'indicator cleared');
+    expect(await metric(bot, 'slack_api_calls_total{method="reactions.remove",status="200"}')).toBe(1);
+    expect(await metric(bot, 'slack_api_calls_total{method="chat.postMessage",status="200"}')).toBe(1);
+    expect(await metric(bot, 'store_query_duration_seconds_count{outcome="ok"}')).toBeGreaterThan(5);
+    expect(await metric(bot, 'inbox_open_jobs{state="pending"}')).toBe(0);
+    expect(await metric(bot, 'jobs_in_flight')).toBe(0);
+
+    agent.injectFailure('sendMessage', { type: 'status-false', message: 'no' });
+    slack.failNext('chat.postMessage', { type: 'rate_limited', retryAfterSeconds: 1 });
+    await send(
+      bot,
+      appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> fail', threadTs: root }),
+    );
+    await slack.waitForCall('chat.postMessage', (c) => String(c.args.text).includes('refused'), 10_000);
+    expect(await metric(bot, 'agent_call_failures_total{operation="sendMessage",kind="rejected"}')).toBe(1);
+    expect(await metric(bot, 'slack_api_rate_limited_total')).toBe(1);
+
+    await send(bot, channelLifecycleEvent('channel_archive', { channel: CHANNEL }));
+    await waitFor(
+      async () => (await metric(bot, 'agent_sessions_deleted_total{reason="channel-gone"}')) === 1,
+      'deletion counted',
+    );
+  });
+
+  it('shows queue depth and threads in flight while the agent is busy', async () => {
+    const { bot, agent } = await startStack();
+    agent.setLatency(1_000, 'sendMessage');
+    const root = nextTs();
+    await send(bot, appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> one', ts: root }));
+    await send(
+      bot,
+      appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> two', threadTs: root }),
+    );
+    await waitFor(() => agent.requestsFor('sendMessage').length === 1, 'first prompt sent');
+    expect(await metric(bot, 'jobs_in_flight')).toBe(1);
+    expect(await metric(bot, 'inbox_open_jobs{state="running"}')).toBe(1);
+    expect(await metric(bot, 'inbox_open_jobs{state="pending"}')).toBe(1);
+  });
+});
+
+describe('logs', () => {
+  it('never contain a secret, at trace level, across a full run', async () => {
+    const secrets = {
+      botToken: 'xoxb-1111-2222-SuperSecretBotToken',
+      signing: SIGNING_SECRET,
+      apiKey: 'agent-key-TopSecret-9f8e7d',
+    };
+    const { bot, slack, agent } = await startStack(
+      { LOG_LEVEL: 'trace' },
+      { botToken: secrets.botToken, apiKey: secrets.apiKey },
+    );
+    const root = nextTs();
+    await send(bot, appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> hello', ts: root }));
+    await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+    agent.injectFailure('sendMessage', {
+      type: 'http',
+      status: 401,
+      body: { status: false, message: `bad key ${secrets.apiKey}` },
+    });
+    await send(
+      bot,
+      appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> again', threadTs: root }),
+    );
+    await slack.waitForCall('chat.postMessage', (c) => String(c.args.text).startsWith(':warning:'));
+    const responseId = `r-${nextTs()}`;
+    await postSignedForm(
+      bot.eventsUrl,
+      SIGNING_SECRET,
+      slashCommandFields({
+        text: 'sessions',
+        channel: CHANNEL,
+        user: 'U0ALICE',
+        responseUrl: slack.responseUrl(responseId),
+      }),
+    );
+    await slack.waitForCall('response_url', (c) => c.args.responseId === responseId);
+    await send(bot, channelLifecycleEvent('channel_archive', { channel: CHANNEL }));
+    await waitFor(() => agent.requestsFor('deleteSession').length === 1, 'session deleted');
+    await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, {}, { badSignature: true });
+
+    const logs = bot.logs.text;
+    expect(bot.logs.lines.length).toBeGreaterThan(50);
+    expect(logs).toContain('"level":20'); // the most verbose lines the bot and Bolt write were on
+    for (const secret of Object.values(secrets)) expect(logs).not.toContain(secret);
+    // Every notice the bot posted is free of them too.
+    const posted = JSON.stringify(slack.calls.map((call) => call.args));
+    for (const secret of Object.values(secrets)) expect(posted).not.toContain(secret);
+  });
+
+  it('carry the event context and no message text above debug level', async () => {
+    const { bot, slack } = await startStack({ LOG_LEVEL: 'info' });
+    const root = nextTs();
+    await send(
+      bot,
+      appMentionEvent({
+        channel: CHANNEL,
+        user: 'U0ALICE',
+        text: '<@U0BOT> a very private question',
+        ts: root,
+      }),
+    );
+    await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+    await sleep(100);
+    expect(bot.logs.text).not.toContain('very private');
+    const created = bot.logs.lines
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .find((line) => line.msg === 'agent session created');
+    expect(created).toMatchObject({ channel: CHANNEL, thread: root, session: 's-1' });
+  });
+
+  it('name each missing Slack scope and the manifest entry that fixes it, at start-up', async () => {
+    const { bot } = await startStack({}, { scopes: ['app_mentions:read', 'chat:write'] });
+    const warnings = bot.logs.lines.filter((line) => line.includes('is not granted'));
+    expect(warnings.some((line) => line.includes('Slack scope \\"reactions:write\\" is not granted'))).toBe(
+      true,
+    );
+    expect(warnings.every((line) => line.includes('oauth_config.scopes.bot in manifest.yml'))).toBe(true);
+    expect(warnings).toHaveLength(9);
+  });
+});
+
+describe('access control and abuse', () => {
+  it('refuses channels, users and workspaces outside the allow-lists, telling refused people privately', async () => {
+    const { bot, slack, agent } = await startStack({
+      ALLOWED_TEAM_IDS: 'T0TEAM',
+      ALLOWED_CHANNEL_IDS: 'C0OPEN',
+      ALLOWED_USER_IDS: 'U0ALICE',
+    });
+    await send(bot, appMentionEvent({ channel: 'C0CLOSED', user: 'U0ALICE', text: '<@U0BOT> here?' }));
+    const channelNote = await slack.waitForCall('chat.postEphemeral', (c) => c.args.user === 'U0ALICE');
+    expect(String(channelNote.args.text)).toMatch(/not enabled in this channel/);
+    await send(bot, appMentionEvent({ channel: 'C0OPEN', user: 'U0BOB', text: '<@U0BOT> me?' }));
+    const userNote = await slack.waitForCall('chat.postEphemeral', (c) => c.args.user === 'U0BOB');
+    expect(String(userNote.args.text)).toMatch(/not on the list of people/);
+    await send(
+      bot,
+      appMentionEvent({ teamId: 'T0STRANGER', channel: 'C0OPEN', user: 'U0ALICE', text: '<@U0BOT> hi' }),
+    );
+    await send(bot, messageEvent({ channel: 'D0BOB', channelType: 'im', user: 'U0BOB', text: 'dm me' }));
+    await slack.waitForCall('chat.postEphemeral', (c) => c.args.channel === 'D0BOB');
+    await sleep(200);
+    expect(agent.requests).toHaveLength(0);
+    expect(slack.callsOf('chat.postEphemeral')).toHaveLength(3); // nothing said to the stranger workspace
+
+    const root = nextTs();
+    await send(
+      bot,
+      appMentionEvent({ channel: 'C0OPEN', user: 'U0ALICE', text: '<@U0BOT> allowed', ts: root }),
+    );
+    await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+    const refused = `r-${nextTs()}`;
+    await postSignedForm(
+      bot.eventsUrl,
+      SIGNING_SECRET,
+      slashCommandFields({
+        text: 'reset',
+        channel: 'C0OPEN',
+        user: 'U0BOB',
+        responseUrl: slack.responseUrl(refused),
+      }),
+    );
+    const answer = await slack.waitForCall('response_url', (c) => c.args.responseId === refused);
+    expect(String(answer.args.text)).toMatch(/not on the list of people/);
+    expect(agent.requestsFor('deleteSession')).toHaveLength(0);
+  });
+
+  it('limits prompts per user per minute with a friendly reply', async () => {
+    const { bot, slack, agent } = await startStack({ USER_RATE_LIMIT: '2' });
+    for (let i = 0; i < 3; i++) {
+      await send(bot, appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: `<@U0BOT> question ${i}` }));
+    }
+    const note = await slack.waitForCall('chat.postEphemeral', (c) => c.args.user === 'U0ALICE');
+    expect(String(note.args.text)).toMatch(/at most 2 a minute/);
+    await send(bot, appMentionEvent({ channel: CHANNEL, user: 'U0BOB', text: '<@U0BOT> my turn' }));
+    await waitFor(() => agent.requestsFor('sendMessage').length === 3, 'two of Alice and one of Bob relayed');
+    expect(agent.requestsFor('sendMessage').map((r) => r.prompt)).toEqual([
+      'question 0',
+      'question 1',
+      'my turn',
+    ]);
+  });
+
+  it('answers bad requests with 4xx and keeps serving', async () => {
+    const { bot, slack } = await startStack();
+    const raw = async (body: string, contentType: string, secret = SIGNING_SECRET) => {
+      const response = await fetch(bot.eventsUrl, {
+        method: 'POST',
+        headers: { 'content-type': contentType, ...signSlackRequest(secret, body) },
+        body,
+        signal: AbortSignal.timeout(5_000),
+      }).catch((error: unknown) => {
+        throw new Error(`no answer to ${body.slice(0, 40)}: ${String(error)}`);
+      });
+      return response.status;
+    };
+    expect(await raw('{"type": "event_callback", "event": ', 'application/json')).toBeGreaterThanOrEqual(400);
+    expect(await raw('payload=%7Bnot-json', 'application/x-www-form-urlencoded')).toBeGreaterThanOrEqual(400);
+    expect(await raw('{}', 'application/json', 'wrong-secret')).toBe(401);
+    const huge = JSON.stringify({ type: 'event_callback', filler: 'x'.repeat(2 * 1024 * 1024) });
+    expect(await raw(huge, 'application/json')).toBe(413);
+    for (const status of [await raw('[]', 'application/json'), await raw('null', 'application/json')]) {
+      expect(status).toBeLessThan(500);
+    }
+    const root = nextTs();
+    await send(
+      bot,
+      appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> still fine?', ts: root }),
+    );
+    await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+    expect((await fetch(`${bot.baseUrl}/healthz`)).status).toBe(200);
+  });
+});

@@ -1,0 +1,94 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AgentServiceEmulator } from '../fakes/agent-service.js';
+import { FakeSlack } from '../fakes/slack.js';
+import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import { freePort } from '../helpers/free-port.js';
+import { appMentionEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
+import { BOT_TOKEN, SIGNING_SECRET } from '../helpers/stack.js';
+
+/** The bot as users run it: `npm start` in a child process, configured only through the environment. */
+describe('npm start', () => {
+  let slack: FakeSlack;
+  let agent: AgentServiceEmulator;
+  let dataDir: TempDataDir;
+  let child: ChildProcess;
+  let output = '';
+  let port: number;
+
+  beforeAll(async () => {
+    slack = await FakeSlack.start();
+    agent = await AgentServiceEmulator.start();
+    dataDir = await freshDataDir();
+    port = await freePort();
+    child = spawn('npm', ['start', '--silent'], {
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        SLACK_BOT_TOKEN: BOT_TOKEN,
+        SLACK_SIGNING_SECRET: SIGNING_SECRET,
+        SLACK_API_URL: slack.apiUrl,
+        PORT: String(port),
+        AGENT_BASE_URL: agent.baseUrl,
+        AGENT_API_KEY: agent.apiKey,
+        AGENT_ID: 'agent-main',
+        DATA_DIR: dataDir.path,
+        LOG_LEVEL: 'trace',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stderr?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    await waitUntil(
+      async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.ok,
+      40_000,
+    );
+  }, 60_000);
+
+  afterAll(async () => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    await Promise.all([slack.stop(), agent.stop(), dataDir.remove()]);
+  });
+
+  it('answers a signed mention, logs no secret, and exits cleanly on SIGTERM', async () => {
+    const rootTs = nextTs();
+    const response = await postSignedEvent(
+      `http://127.0.0.1:${port}/slack/events`,
+      SIGNING_SECRET,
+      appMentionEvent({
+        channel: 'C0PROC',
+        user: 'U0ALICE',
+        text: '<@U0BOT> hello from a process',
+        ts: rootTs,
+      }),
+    );
+    expect(response.status).toBe(200);
+    const reply = await slack.waitForCall('chat.postMessage', (call) => call.args.thread_ts === rootTs);
+    expect(reply.args.text).toBe('echo[s-1#1]: hello from a process');
+
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    );
+    child.kill('SIGTERM');
+    // npm forwards SIGTERM to the bot, then ends itself by that signal once the bot has exited.
+    const { code, signal } = await exited;
+    expect(code === 0 || signal === 'SIGTERM').toBe(true);
+    expect(output.split('\n').slice(-6).join('\n')).toMatch(/"msg":"stopped"/);
+
+    expect(output).toContain('slack-agent-bridge is running');
+    for (const secret of [BOT_TOKEN, SIGNING_SECRET, agent.apiKey]) expect(output).not.toContain(secret);
+  }, 30_000);
+});
+
+async function waitUntil(check: () => Promise<boolean | undefined>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`condition not met within ${timeoutMs} ms`);
+}
