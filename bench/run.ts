@@ -1,0 +1,340 @@
+/**
+ * `npm run bench`: the bridge's own cost against a bare Bolt relay, on loopback, with PostgreSQL.
+ * Starts the agent emulator and the fake Slack here, the bot (or the baseline) in its own process, sends
+ * signed events at a set rate and prints one table (and bench/results/latest.json). Stops by itself.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { AgentServiceEmulator } from '../test/fakes/agent-service.js';
+import { FakeSlack } from '../test/fakes/slack.js';
+import { freePort } from '../test/helpers/free-port.js';
+import { createTestDatabase, type TestDatabase } from '../test/helpers/postgres.js';
+import { appMentionEvent, nextTs } from '../test/helpers/slack-events.js';
+import { deliver, percentile, sleep } from './load.js';
+
+const SECRET = 'bench-signing-secret';
+const BOT_TOKEN = 'xoxb-bench-token';
+const AGENT_ID = 'bench-agent';
+const CHANNEL = 'C0BENCH';
+
+type Target = 'bot' | 'baseline';
+
+interface Scenario {
+  name: string;
+  agentLatencyMs: number;
+  /** Messages to send (each a distinct Slack message). */
+  messages: number;
+  /** Messages per second; Infinity: all at once (a burst). */
+  rate: number;
+  /** Distinct threads, assigned round-robin; every new thread starts with a top-level mention. */
+  threads: number;
+  /** Share of messages delivered a second time as a Slack retry. */
+  retryShare: number;
+}
+
+const ALL_SCENARIOS: Scenario[] = [
+  {
+    name: 'steady 200/s, agent 200 ms',
+    agentLatencyMs: 200,
+    messages: 3_000,
+    rate: 200,
+    threads: 300,
+    retryShare: 0.1,
+  },
+  // 500 new threads a second against a 2 s agent: about 1,000 threads in flight at once.
+  {
+    name: '1,000 threads in flight, agent 2 s',
+    agentLatencyMs: 2_000,
+    messages: 2_000,
+    rate: 500,
+    threads: 2_000,
+    retryShare: 0.1,
+  },
+  {
+    name: 'burst of 200 at once, agent 200 ms',
+    agentLatencyMs: 200,
+    messages: 200,
+    rate: Number.POSITIVE_INFINITY,
+    threads: 200,
+    retryShare: 0,
+  },
+  {
+    name: '10,000 threads at 500/s, agent 200 ms',
+    agentLatencyMs: 200,
+    messages: 10_000,
+    rate: 500,
+    threads: 10_000,
+    retryShare: 0,
+  },
+];
+
+// Knobs for investigating: BENCH_SCENARIOS=0,2 runs a subset; BENCH_TARGETS=bot skips the baseline;
+// BENCH_CPU_PROF=dir writes a V8 CPU profile of the measured process there (open it in Chrome DevTools).
+const SCENARIOS = process.env.BENCH_SCENARIOS
+  ? process.env.BENCH_SCENARIOS.split(',')
+      .map((index) => ALL_SCENARIOS[Number(index)])
+      .filter((s): s is Scenario => !!s)
+  : ALL_SCENARIOS;
+const TARGETS = (process.env.BENCH_TARGETS?.split(',') ?? ['bot', 'baseline']) as Target[];
+const CPU_PROF_DIR = process.env.BENCH_CPU_PROF;
+
+interface Row {
+  target: Target;
+  scenario: string;
+  offeredPerSec: number;
+  handledPerSec: number;
+  ackP50: number;
+  ackP99: number;
+  addedP50: number;
+  addedP99: number;
+  /** Reply time minus event time, worst message (the burst target is 2.5 s against a 2 s agent). */
+  answeredMaxMs: number;
+  delivered: number;
+  lost: number;
+  duplicated: number;
+  peakRssMb: number;
+  cpuSeconds: number;
+}
+
+async function runTarget(target: Target): Promise<Row[]> {
+  const slack = await FakeSlack.start({ botToken: BOT_TOKEN });
+  const agent = await AgentServiceEmulator.start({ agents: [AGENT_ID] });
+  const database: TestDatabase | undefined = target === 'bot' ? await createTestDatabase() : undefined;
+  const port = await freePort();
+  const env = {
+    PATH: process.env.PATH,
+    SLACK_BOT_TOKEN: BOT_TOKEN,
+    SLACK_SIGNING_SECRET: SECRET,
+    SLACK_API_URL: slack.apiUrl,
+    PORT: String(port),
+    AGENT_BASE_URL: agent.baseUrl,
+    AGENT_API_KEY: agent.apiKey,
+    AGENT_ID,
+    LOG_LEVEL: 'warn',
+    SLOW_NOTICE_MS: '0',
+    ...(database ? { DATABASE_URL: database.url } : {}),
+  };
+  const script = target === 'bot' ? 'dist/src/main.js' : 'dist/bench/baseline-relay.js';
+  const flags = CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`] : [];
+  const child = spawn(process.execPath, [...flags, script], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const url = `http://127.0.0.1:${port}/slack/events`;
+  await waitForPort(port, child);
+
+  // Replies as Slack would show them: prompt token → times each reply was posted.
+  const replies = new Map<string, number[]>();
+  slack.onCall((call) => {
+    if (call.method !== 'chat.postMessage') return;
+    const token = /^echo\[[^\]]*\]: (q\d+)/.exec(String(call.args.text))?.[1];
+    if (token) replies.set(token, [...(replies.get(token) ?? []), performance.now()]);
+  });
+
+  const rows: Row[] = [];
+  let counter = 0;
+  // Warm-up, not measured: JIT, connection pools and caches, as in a bot that has been running a while.
+  agent.setLatency(50, 'sendMessage');
+  await Promise.all(
+    Array.from({ length: 300 }, (_, i) =>
+      sleep(i * 10).then(() =>
+        deliver(
+          url,
+          SECRET,
+          appMentionEvent({ channel: 'C0WARMUP', user: `U9${i}`, text: `<@U0BOT> warm ${i}` }),
+        ),
+      ),
+    ),
+  );
+  await sleep(1_000);
+  for (const scenario of SCENARIOS) {
+    agent.setLatency(scenario.agentLatencyMs, 'sendMessage');
+    replies.clear();
+    const sent = new Map<string, number>();
+    const acks: number[] = [];
+    let handled = 0;
+    let deliveries = 0;
+    const roots: string[] = [];
+    const inflight: Promise<void>[] = [];
+    const started = performance.now();
+    for (let i = 0; i < scenario.messages; i++) {
+      if (Number.isFinite(scenario.rate)) {
+        const due = started + (i * 1000) / scenario.rate;
+        const wait = due - performance.now();
+        if (wait > 1) await sleep(wait);
+      }
+      const thread = i % scenario.threads;
+      const token = `q${counter++}`;
+      const ts = nextTs();
+      const root = roots[thread];
+      if (root === undefined) roots[thread] = ts;
+      const body = appMentionEvent({
+        channel: CHANNEL,
+        user: `U${String(i % 5_000).padStart(7, '0')}`,
+        text: `<@U0BOT> ${token}`,
+        ts,
+        threadTs: root,
+      });
+      sent.set(token, performance.now());
+      const send = (retryNum?: number) => {
+        deliveries++;
+        return deliver(url, SECRET, body, retryNum).then(({ ackMs, status }) => {
+          acks.push(ackMs);
+          if (status >= 200 && status < 300) handled++;
+        });
+      };
+      inflight.push(send());
+      if (Math.random() < scenario.retryShare) inflight.push(sleep(300).then(() => send(1)));
+    }
+    await Promise.all(inflight);
+    const offeredSeconds = (performance.now() - started) / 1000;
+    // Wait for the answers (or give up: what is missing then is lost).
+    const deadline = performance.now() + scenario.agentLatencyMs + 15_000;
+    while (performance.now() < deadline && [...sent.keys()].some((token) => !replies.has(token)))
+      await sleep(50);
+    await sleep(300); // late duplicates
+
+    const added: number[] = [];
+    const answered: number[] = [];
+    let lost = 0;
+    let duplicated = 0;
+    for (const [token, at] of sent) {
+      const posts = replies.get(token);
+      if (!posts) {
+        lost++;
+        continue;
+      }
+      duplicated += posts.length - 1;
+      const first = posts[0] ?? at;
+      answered.push(first - at);
+      added.push(first - at - scenario.agentLatencyMs);
+    }
+    rows.push({
+      target,
+      scenario: scenario.name,
+      offeredPerSec: deliveries / offeredSeconds,
+      handledPerSec: handled / offeredSeconds,
+      ackP50: percentile(acks, 50),
+      ackP99: percentile(acks, 99),
+      addedP50: percentile(added, 50),
+      addedP99: percentile(added, 99),
+      answeredMaxMs: Math.max(...answered),
+      delivered: sent.size - lost,
+      lost,
+      duplicated,
+      ...processFigures(child.pid ?? 0),
+    });
+    process.stderr.write(`  ${target}: ${scenario.name} done\n`);
+  }
+
+  child.kill('SIGTERM');
+  await new Promise((resolve) => child.once('exit', resolve));
+  await Promise.all([slack.stop(), agent.stop()]);
+  await database?.drop();
+  return rows;
+}
+
+/** Peak resident memory (VmHWM) and CPU time so far, from /proc. */
+function processFigures(pid: number): { peakRssMb: number; cpuSeconds: number } {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const peakKb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]); // utime + stime
+    return { peakRssMb: peakKb / 1024, cpuSeconds: ticks / 100 };
+  } catch {
+    return { peakRssMb: Number.NaN, cpuSeconds: Number.NaN };
+  }
+}
+
+async function waitForPort(port: number, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`process exited with ${child.exitCode} before listening`);
+    const up = await fetch(`http://127.0.0.1:${port}/`).then(
+      () => true,
+      () => false,
+    );
+    if (up) return;
+    await sleep(100);
+  }
+  throw new Error(`nothing listening on ${port} after 30 s`);
+}
+
+function printTable(rows: Row[]): void {
+  const fmt = (value: number, digits = 1) => (Number.isFinite(value) ? value.toFixed(digits) : 'n/a');
+  const header = [
+    'scenario',
+    'target',
+    'offered/s',
+    'handled/s',
+    'ack p50 ms',
+    'ack p99 ms',
+    'added p50 ms',
+    'added p99 ms',
+    'answered max ms',
+    'delivered',
+    'lost',
+    'dup',
+    'peak RSS MB',
+    'CPU s',
+  ];
+  const lines = [header];
+  for (const scenario of SCENARIOS) {
+    const bot = rows.find((row) => row.target === 'bot' && row.scenario === scenario.name);
+    const base = rows.find((row) => row.target === 'baseline' && row.scenario === scenario.name);
+    for (const row of [bot, base]) {
+      if (!row) continue;
+      lines.push([
+        scenario.name,
+        row.target,
+        fmt(row.offeredPerSec, 0),
+        fmt(row.handledPerSec, 0),
+        fmt(row.ackP50),
+        fmt(row.ackP99),
+        fmt(row.addedP50),
+        fmt(row.addedP99),
+        fmt(row.answeredMaxMs, 0),
+        String(row.delivered),
+        String(row.lost),
+        String(row.duplicated),
+        fmt(row.peakRssMb, 0),
+        fmt(row.cpuSeconds),
+      ]);
+    }
+    if (bot && base) {
+      lines.push([
+        scenario.name,
+        'bot/baseline',
+        '',
+        '',
+        fmt(bot.ackP50 / base.ackP50, 2),
+        fmt(bot.ackP99 / base.ackP99, 2),
+        fmt(bot.addedP50 / base.addedP50, 2),
+        fmt(bot.addedP99 / base.addedP99, 2),
+        fmt(bot.answeredMaxMs / base.answeredMaxMs, 2),
+        '',
+        '',
+        '',
+        fmt(bot.peakRssMb / base.peakRssMb, 2),
+        fmt(bot.cpuSeconds / base.cpuSeconds, 2),
+      ]);
+    }
+  }
+  const widths = header.map((_, column) => Math.max(...lines.map((line) => (line[column] ?? '').length)));
+  for (const line of lines) {
+    process.stdout.write(`${line.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join('  ')}\n`);
+  }
+}
+
+const started = Date.now();
+const rows: Row[] = [];
+for (const target of TARGETS) rows.push(...(await runTarget(target)));
+printTable(rows);
+mkdirSync('bench/results', { recursive: true });
+writeFileSync(
+  'bench/results/latest.json',
+  `${JSON.stringify({ at: new Date().toISOString(), node: process.version, rows }, null, 2)}\n`,
+);
+process.stdout.write(
+  `\nFigures written to bench/results/latest.json (${((Date.now() - started) / 1000).toFixed(0)} s).\n`,
+);
+process.exit(0);
