@@ -46,7 +46,7 @@ function openPostgres(databaseUrl: string): SqlDatabase {
     kind: 'postgres',
     async query<Row extends object>(sql: string, params?: readonly unknown[]) {
       try {
-        const result = await pool.query(sql, params ? [...params] : undefined);
+        const result = await pool.query(statementOf(sql, params));
         return result.rows as Row[];
       } catch (error) {
         throw asStoreError(error);
@@ -61,7 +61,7 @@ function openPostgres(databaseUrl: string): SqlDatabase {
       }
       const query: SqlQuery = async <Row extends object>(sql: string, params?: readonly unknown[]) => {
         try {
-          return (await client.query(sql, params ? [...params] : undefined)).rows as Row[];
+          return (await client.query(statementOf(sql, params))).rows as Row[];
         } catch (error) {
           throw asStoreError(error);
         }
@@ -80,6 +80,25 @@ function openPostgres(databaseUrl: string): SqlDatabase {
     },
     close: () => pool.end(),
   };
+}
+
+const statementNames = new Map<string, string>();
+/** Our SQL texts are a fixed set; past this, something builds SQL dynamically and gets no name. */
+const MAX_NAMED_STATEMENTS = 500;
+
+/**
+ * A parameterized query gets a stable name per SQL text, so each pooled connection prepares it once and
+ * PostgreSQL reuses its plan: parsing and planning the inbox's CTEs cost more than running them.
+ * Statements without parameters (DDL, possibly several in one string) stay unnamed.
+ */
+function statementOf(sql: string, params: readonly unknown[] | undefined): pg.QueryConfig {
+  if (!params || params.length === 0) return { text: sql };
+  let name = statementNames.get(sql);
+  if (name === undefined && statementNames.size < MAX_NAMED_STATEMENTS) {
+    name = `bridge_${statementNames.size + 1}`;
+    statementNames.set(sql, name);
+  }
+  return { name, text: sql, values: [...params] };
 }
 
 async function openEmbedded(dataDir: string): Promise<SqlDatabase> {
