@@ -160,7 +160,12 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     agentFor,
     agent,
     sessions,
-    indicators: new WorkIndicators(app.client, logger, config.conversation.slowNoticeMs),
+    indicators: new WorkIndicators(
+      app.client,
+      logger,
+      config.conversation.slowNoticeMs,
+      config.conversation.workingIndicatorDelayMs,
+    ),
     slack: app.client,
     botUserId: identity.botUserId,
     resolveUserName: cachedUserNameResolver(app.client),

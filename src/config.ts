@@ -73,6 +73,8 @@ export interface Config {
     maxPromptChars: number;
     /** After this long without an answer the thread is told the agent is slow; 0 turns it off. */
     slowNoticeMs: number;
+    /** The working reaction appears only if the answer takes longer than this (0: at once). */
+    workingIndicatorDelayMs: number;
   };
   logLevel: LogLevel;
   /** `auto`: readable lines in a terminal, JSON otherwise. */
@@ -175,6 +177,12 @@ export function loadConfig(env: Env = process.env): Config {
     mentionOnly: parseBoolean('MENTION_ONLY', read('MENTION_ONLY') ?? 'false'),
     maxPromptChars: parseInteger('MAX_PROMPT_CHARS', read('MAX_PROMPT_CHARS') ?? '8000', 1, 1_000_000),
     slowNoticeMs: parseInteger('SLOW_NOTICE_MS', read('SLOW_NOTICE_MS') ?? '20000', 0, 3_600_000),
+    workingIndicatorDelayMs: parseInteger(
+      'WORKING_INDICATOR_DELAY_MS',
+      read('WORKING_INDICATOR_DELAY_MS') ?? '1000',
+      0,
+      3_600_000,
+    ),
   };
 
   const logLevel = (read('LOG_LEVEL') ?? 'info').toLowerCase();

@@ -121,6 +121,7 @@ export class Relay {
     if (job.queued && job.attempts === 1) void this.deps.indicators.clearQueued(target);
     const clearWorking = this.deps.indicators.showWorking(target, {
       slowNoticeTs: job.slowNoticeTs,
+      resumed: job.attempts > 1,
       onSlowNotice: (ts) => this.deps.inbox.setSlowNotice(job.id, ts),
     });
     try {

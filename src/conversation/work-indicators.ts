@@ -20,6 +20,8 @@ export interface WorkingOptions {
   slowNoticeTs?: string;
   /** Persists the slow notice's ts, so whoever finishes the job can delete it. */
   onSlowNotice?: (ts: string) => Promise<void>;
+  /** An earlier owner worked on this message (and may have left its reaction), so always clear it. */
+  resumed?: boolean;
 }
 
 /**
@@ -32,6 +34,8 @@ export class WorkIndicators {
     private readonly slack: WebClient,
     private readonly logger: Logger,
     private readonly slowNoticeMs: number,
+    /** The working reaction waits this long: an answer that comes sooner needs no indicator (0: at once). */
+    private readonly workingDelayMs = 0,
   ) {}
 
   async showQueued(target: IndicatorTarget): Promise<void> {
@@ -45,7 +49,13 @@ export class WorkIndicators {
   /** Marks the message as being worked on; call the returned function on every ending. */
   showWorking(target: IndicatorTarget, options: WorkingOptions = {}): () => Promise<void> {
     // Not awaited: the reaction shows up while the prompt is already on its way (it is awaited before removal).
-    const adding = this.addReaction(target, WORKING_REACTION);
+    let adding: Promise<void> | undefined;
+    const addWorking = () => {
+      adding = this.addReaction(target, WORKING_REACTION);
+    };
+    const workingTimer = this.workingDelayMs > 0 ? setTimeout(addWorking, this.workingDelayMs) : undefined;
+    if (workingTimer) workingTimer.unref();
+    else addWorking();
     let slowNoticeTs = options.slowNoticeTs;
     let slowNoticePosting: Promise<void> | undefined;
     const timer =
@@ -60,9 +70,12 @@ export class WorkIndicators {
     timer?.unref();
     return async () => {
       clearTimeout(timer);
-      await adding;
+      clearTimeout(workingTimer);
       await slowNoticePosting;
-      await this.removeReaction(target, WORKING_REACTION);
+      if (adding || options.resumed) {
+        await adding;
+        await this.removeReaction(target, WORKING_REACTION);
+      }
       if (slowNoticeTs) await this.deleteNotice(target, slowNoticeTs);
     };
   }

@@ -58,6 +58,8 @@ export function botEnvironment(options: BotSetup, port: number): Record<string, 
     LOG_LEVEL: 'debug',
     // Tests send many messages from one person; the limit has its own test.
     USER_RATE_LIMIT: '0',
+    // Indicators show at once, so tests can watch them on fast answers; the delay has its own test.
+    WORKING_INDICATOR_DELAY_MS: '0',
     ...(options.store.kind === 'embedded'
       ? { DATA_DIR: options.store.dataDir }
       : { DATABASE_URL: options.store.databaseUrl }),
