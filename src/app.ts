@@ -185,6 +185,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     agentFor,
     botUserId: identity.botUserId,
     mentionOnly: config.conversation.mentionOnly,
+    agentView: config.agentView,
     worker,
     access,
     userRateLimit: config.access.userRateLimit,
@@ -199,6 +200,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     agent,
     workspaceUrl: identity.url,
     access,
+    agentView: config.agentView.enabled,
     logger,
   });
   app.error(async (error) => {

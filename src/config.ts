@@ -76,12 +76,31 @@ export interface Config {
     /** The working reaction appears only if the answer takes longer than this (0: at once). */
     workingIndicatorDelayMs: number;
   };
+  /** Slack's agent experience (manifest `features.agent_view`): conversations in the app's Messages tab. */
+  agentView: {
+    /** On: every top-level DM message starts its own thread and session, with status and title. */
+    enabled: boolean;
+    /** Shown when the Messages tab opens (at most 4). */
+    suggestedPrompts: readonly SuggestedPrompt[];
+    /** Posted once per person in the Messages tab, and the heading of the suggested prompts. */
+    greeting: string;
+  };
   logLevel: LogLevel;
   /** `auto`: readable lines in a terminal, JSON otherwise. */
   logFormat: 'auto' | 'json' | 'pretty';
 }
 
+export interface SuggestedPrompt {
+  title: string;
+  message: string;
+}
+
 type Env = Record<string, string | undefined>;
+
+export const MAX_SUGGESTED_PROMPTS = 4;
+const DEFAULT_SUGGESTED_PROMPTS =
+  'What can you help me with?|Summarize::Summarize the key points of what I paste next|Draft::Help me draft a short, friendly reply';
+const DEFAULT_GREETING = 'Hi! Ask me anything: each conversation here gets its own thread with the agent.';
 
 interface EnvReader {
   read(name: string): string | undefined;
@@ -185,6 +204,12 @@ export function loadConfig(env: Env = process.env): Config {
     ),
   };
 
+  const agentView = {
+    enabled: parseBoolean('SLACK_AGENT_VIEW', read('SLACK_AGENT_VIEW') ?? 'true'),
+    suggestedPrompts: parseSuggestedPrompts(read('SUGGESTED_PROMPTS') ?? DEFAULT_SUGGESTED_PROMPTS),
+    greeting: read('AGENT_VIEW_GREETING') ?? DEFAULT_GREETING,
+  };
+
   const logLevel = (read('LOG_LEVEL') ?? 'info').toLowerCase();
   if (!isLogLevel(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')} (got "${logLevel}")`);
@@ -206,6 +231,7 @@ export function loadConfig(env: Env = process.env): Config {
     delivery,
     access,
     conversation,
+    agentView,
     logLevel,
   };
 }
@@ -310,6 +336,27 @@ function parseIdList(name: string, raw: string | undefined): ReadonlySet<string>
   if (bad !== undefined)
     throw new ConfigError(name, `must be a comma-separated list of Slack ids (bad entry "${bad}")`);
   return new Set(ids);
+}
+
+/** `title::message` entries separated by `|`; an entry without `::` is its own title. */
+function parseSuggestedPrompts(raw: string): SuggestedPrompt[] {
+  const prompts = raw
+    .split('|')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '')
+    .map((entry) => {
+      const [title = '', ...rest] = entry.split('::');
+      const message = rest.length > 0 ? rest.join('::').trim() : title.trim();
+      return { title: title.trim() || message, message };
+    });
+  if (prompts.length > MAX_SUGGESTED_PROMPTS)
+    throw new ConfigError(
+      'SUGGESTED_PROMPTS',
+      `Slack shows at most ${MAX_SUGGESTED_PROMPTS} suggested prompts (got ${prompts.length})`,
+    );
+  if (prompts.some((prompt) => prompt.message === ''))
+    throw new ConfigError('SUGGESTED_PROMPTS', 'each entry needs a message: "title::message|title::message"');
+  return prompts;
 }
 
 function parseBoolean(name: string, raw: string): boolean {

@@ -36,9 +36,32 @@ describe('loadConfig', () => {
     });
     expect(config.sessions).toEqual({ idleTtlMs: 30 * 86_400_000, deleteRetryMs: 5_000 });
     expect(config.slashCommand).toBe('/agent');
-    expect(config.conversation).toEqual({ mentionOnly: false, maxPromptChars: 8_000, slowNoticeMs: 20_000 });
+    expect(config.conversation).toEqual({
+      mentionOnly: false,
+      maxPromptChars: 8_000,
+      slowNoticeMs: 20_000,
+      workingIndicatorDelayMs: 1_000,
+    });
+    expect(config.agentView.enabled).toBe(true);
+    expect(config.agentView.suggestedPrompts).toHaveLength(3);
     expect(config.store).toEqual({ kind: 'embedded', dataDir: path.resolve('data') });
     expect(config.logLevel).toBe('info');
+  });
+
+  it('reads suggested prompts as title::message entries, at most four', () => {
+    const config = loadConfig({
+      ...valid,
+      SLACK_AGENT_VIEW: 'false',
+      SUGGESTED_PROMPTS: 'Plan::Plan my week| Just ask ',
+    });
+    expect(config.agentView.enabled).toBe(false);
+    expect(config.agentView.suggestedPrompts).toEqual([
+      { title: 'Plan', message: 'Plan my week' },
+      { title: 'Just ask', message: 'Just ask' },
+    ]);
+    expect(() => loadConfig({ ...valid, SUGGESTED_PROMPTS: 'a|b|c|d|e' })).toThrow(
+      /SUGGESTED_PROMPTS.*at most 4/,
+    );
   });
 
   it('uses Socket Mode when SLACK_APP_TOKEN is set, without needing the signing secret', () => {

@@ -12,6 +12,7 @@ import { REQUIRED_BOT_SCOPES } from '../src/slack/requirements.js';
 interface Manifest {
   features: {
     app_home?: { messages_tab_enabled?: boolean; messages_tab_read_only_enabled?: boolean };
+    agent_view?: { agent_description?: string; suggested_prompts?: { title: string; message: string }[] };
     slash_commands?: { command: string }[];
     shortcuts?: { type: string; callback_id: string }[];
   };
@@ -23,17 +24,32 @@ interface Manifest {
   };
 }
 
-const manifestText = readFileSync('manifest.yml', 'utf8');
-const manifest = parse(manifestText) as Manifest;
+/** Events only the agent experience (features.agent_view) subscribes to. */
+const AGENT_VIEW_EVENTS = new Set(['app_home_opened', 'agent_session_stopped']);
+
+const defaults = loadConfig({
+  SLACK_BOT_TOKEN: 'xoxb-x',
+  SLACK_SIGNING_SECRET: 'x',
+  AGENT_BASE_URL: 'http://x/v1',
+  AGENT_API_KEY: 'x',
+  AGENT_ID: 'x',
+});
 
 /** A `message` listener needs one subscription per conversation type it should hear. */
 function subscriptionsFor(event: string): string[] {
   return event === 'message' ? ['message.channels', 'message.groups', 'message.im', 'message.mpim'] : [event];
 }
 
-describe('manifest.yml', () => {
+describe.each([
+  { file: 'manifest.yml', agentView: true },
+  { file: 'manifest.classic.yml', agentView: false },
+])('$file', ({ file, agentView }) => {
+  const manifest = parse(readFileSync(file, 'utf8')) as Manifest;
+
   it('subscribes to exactly the events the bot handles', () => {
-    const needed = HANDLED_EVENTS.flatMap(subscriptionsFor).sort();
+    const needed = HANDLED_EVENTS.filter((event) => agentView || !AGENT_VIEW_EVENTS.has(event))
+      .flatMap(subscriptionsFor)
+      .sort();
     expect([...manifest.settings.event_subscriptions.bot_events].sort()).toEqual(needed);
   });
 
@@ -44,13 +60,6 @@ describe('manifest.yml', () => {
   });
 
   it('declares the slash command and the reset shortcut the code registers, with interactivity on', () => {
-    const defaults = loadConfig({
-      SLACK_BOT_TOKEN: 'xoxb-x',
-      SLACK_SIGNING_SECRET: 'x',
-      AGENT_BASE_URL: 'http://x/v1',
-      AGENT_API_KEY: 'x',
-      AGENT_ID: 'x',
-    });
     expect(manifest.features.slash_commands?.map((c) => c.command)).toEqual([defaults.slashCommand]);
     expect(manifest.features.shortcuts).toEqual([
       expect.objectContaining({ type: 'message', callback_id: RESET_SHORTCUT_CALLBACK_ID }),
@@ -62,6 +71,24 @@ describe('manifest.yml', () => {
     });
     expect(manifest.settings.socket_mode_enabled).toBe(true);
   });
+
+  it(
+    agentView
+      ? 'declares the agent experience as the bot runs it by default'
+      : 'leaves the agent experience out',
+    () => {
+      expect(defaults.agentView.enabled).toBe(true);
+      if (!agentView) {
+        expect(manifest.features.agent_view).toBeUndefined();
+        return;
+      }
+      expect(manifest.oauth_config.scopes.bot).toContain('assistant:write');
+      expect(manifest.features.agent_view?.agent_description?.length ?? 0).toBeGreaterThan(0);
+      expect(manifest.features.agent_view?.agent_description?.length ?? 0).toBeLessThanOrEqual(300);
+      // Slack shows these until the bot sets its own: the same ones, so nothing changes under the user's eyes.
+      expect(manifest.features.agent_view?.suggested_prompts).toEqual(defaults.agentView.suggestedPrompts);
+    },
+  );
 
   // The schema is Slack's, kept in the workspace's shared folder rather than in this repository.
   const schemaPath = path.resolve('..', 'shared', 'slack', 'manifest.schema.1.0.0.json');

@@ -1,7 +1,10 @@
 import type { SqlDatabase } from '../db/database.js';
 
-/** What a claim is for: telling an author once that an edit is not re-sent or that a message was refused, or acting once on a control word. */
-export type ClaimPurpose = 'edit-notice' | 'control' | 'refusal';
+/**
+ * What a claim is for: telling an author once that an edit is not re-sent or that a message was refused,
+ * acting once on a control word, or greeting a person once in the Messages tab.
+ */
+export type ClaimPurpose = 'edit-notice' | 'control' | 'refusal' | 'greeting';
 
 export interface MessageRef {
   teamId: string;
@@ -29,7 +32,9 @@ export class MessageClaims {
   /** Forgets claims older than Slack's retry and edit horizon. */
   async prune(olderThanDays = 7): Promise<number> {
     const rows = await this.db.query(
-      `DELETE FROM handled_messages WHERE handled_at < now() - make_interval(days => $1) RETURNING 1`,
+      // A greeting is once per conversation for good, not just within the retry horizon.
+      `DELETE FROM handled_messages
+       WHERE handled_at < now() - make_interval(days => $1) AND purpose <> 'greeting' RETURNING 1`,
       [olderThanDays],
     );
     return rows.length;

@@ -36,6 +36,8 @@ export interface InboundMessage {
   replyThreadTs?: string;
   hasFiles: boolean;
   eventId?: string;
+  /** A conversation of the Messages tab (agent experience): status and title instead of reactions. */
+  agentThread?: boolean;
 }
 
 /** A thread reset, run in turn with the thread's messages so no answer in progress revives it. */
@@ -59,6 +61,8 @@ export interface RelayDependencies {
   maxPromptChars: number;
   logger: Logger;
 }
+
+const TITLE_MAX_CHARS = 60;
 
 /** Slack message metadata marking a posted reply part, so a job finished by another owner never posts it twice. */
 const REPLY_METADATA_EVENT = 'agent_reply';
@@ -156,6 +160,9 @@ export class Relay {
           return;
         }
         if (message.hasFiles) void this.tellUser(message, ATTACHMENTS_NOT_FORWARDED, logger);
+        // The first message of a Messages-tab conversation names it, once.
+        if (message.agentThread && message.replyThreadTs === message.ts && job.attempts === 1)
+          void this.setTitle(message, titleFromPrompt(prompt), logger);
         const agentId = this.deps.agentFor(thread.channelId);
         session = await this.deps.sessions.sessionFor(thread, agentId, message.userId);
         const answer = await this.ask(job, message, session, prompt, logger);
@@ -334,6 +341,34 @@ export class Relay {
     await this.deps.slack.chat.postMessage({ channel, thread_ts: threadTs, text });
   }
 
+  private async setTitle(message: InboundMessage, title: string, logger: Logger): Promise<void> {
+    if (!message.replyThreadTs || title === '') return;
+    await this.deps.slack.assistant.threads
+      .setTitle({ channel_id: message.thread.channelId, thread_ts: message.replyThreadTs, title })
+      .catch((error: unknown) => logger.warn({ err: error }, 'could not set the conversation title'));
+  }
+
+  /**
+   * The Messages tab was opened (agent experience): its suggested prompts, headed by the greeting, and the
+   * greeting as a message the first time only.
+   */
+  async welcome(
+    channelId: string,
+    greeting: string,
+    prompts: readonly { title: string; message: string }[],
+    firstTime: boolean,
+  ): Promise<void> {
+    if (prompts.length > 0) {
+      // No thread_ts: for an agent app the prompts belong to the tab (with one, Slack ignores the call).
+      await this.deps.slack.assistant.threads.setSuggestedPrompts({
+        channel_id: channelId,
+        title: greeting,
+        prompts: [...prompts],
+      });
+    }
+    if (firstTime) await this.post(channelId, undefined, greeting);
+  }
+
   private async tellUser(message: InboundMessage, text: string, logger: Logger): Promise<void> {
     await this.tellUserDirectly(message.thread.channelId, message.userId, message.replyThreadTs, text).catch(
       (error: unknown) => logger.warn({ err: error }, 'could not post an ephemeral note'),
@@ -353,5 +388,19 @@ async function respondEphemeral(responseUrl: string, text: string): Promise<void
 }
 
 export function targetOf(message: InboundMessage): IndicatorTarget {
-  return { channelId: message.thread.channelId, ts: message.ts, replyThreadTs: message.replyThreadTs };
+  return {
+    channelId: message.thread.channelId,
+    ts: message.ts,
+    replyThreadTs: message.replyThreadTs,
+    agentThread: message.agentThread,
+  };
+}
+
+/** A conversation title from its first prompt: one line, cut at a word near the limit. */
+export function titleFromPrompt(prompt: string, maxChars = TITLE_MAX_CHARS): string {
+  const line = prompt.replace(/\s+/g, ' ').trim();
+  if (line.length <= maxChars) return line;
+  const cut = line.slice(0, maxChars - 1);
+  const atWord = cut.lastIndexOf(' ');
+  return `${(atWord > maxChars / 2 ? cut.slice(0, atWord) : cut).trimEnd()}…`;
 }

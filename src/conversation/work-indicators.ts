@@ -4,6 +4,17 @@ import type { Logger } from '../observability/logger.js';
 export const QUEUED_REACTION = 'hourglass_flowing_sand';
 export const WORKING_REACTION = 'eyes';
 
+/** The agent thread's status ("<app> is thinking…"), and what Slack rotates through meanwhile. */
+export const AGENT_STATUS = 'is thinking…';
+export const AGENT_SLOW_STATUS = 'is still working on it…';
+export const AGENT_LOADING_MESSAGES = [
+  'Reading your message…',
+  'Asking the agent…',
+  'Waiting for the answer…',
+];
+/** Slack drops a status after about two minutes without a message; it is set again well before. */
+export const AGENT_STATUS_REFRESH_MS = 90_000;
+
 export const SLOW_NOTICE =
   ':hourglass: The agent is taking a while on this one. I will post the answer here when it is ready.';
 
@@ -13,6 +24,8 @@ export interface IndicatorTarget {
   ts: string;
   /** Thread of the reply, or undefined for a top-level DM conversation. */
   replyThreadTs?: string;
+  /** A conversation in the Messages tab (agent experience): the thread's status shows the work. */
+  agentThread?: boolean;
 }
 
 export interface WorkingOptions {
@@ -48,6 +61,7 @@ export class WorkIndicators {
 
   /** Marks the message as being worked on; call the returned function on every ending. */
   showWorking(target: IndicatorTarget, options: WorkingOptions = {}): () => Promise<void> {
+    if (target.agentThread && target.replyThreadTs) return this.showAgentStatus(target, target.replyThreadTs);
     // Not awaited: the reaction shows up while the prompt is already on its way (it is awaited before removal).
     let adding: Promise<void> | undefined;
     const addWorking = () => {
@@ -78,6 +92,50 @@ export class WorkIndicators {
       }
       if (slowNoticeTs) await this.deleteNotice(target, slowNoticeTs);
     };
+  }
+
+  /**
+   * The agent experience's native indicator: the thread's status, set at once, refreshed before Slack's
+   * expiry, worded differently once the agent is slow (a notice message would clear it), and cleared on
+   * every ending.
+   */
+  private showAgentStatus(target: IndicatorTarget, threadTs: string): () => Promise<void> {
+    let status = AGENT_STATUS;
+    let setting = this.setAgentStatus(target.channelId, threadTs, status);
+    const refresh = setInterval(() => {
+      setting = this.setAgentStatus(target.channelId, threadTs, status);
+    }, AGENT_STATUS_REFRESH_MS);
+    refresh.unref();
+    const slow =
+      this.slowNoticeMs > 0
+        ? setTimeout(() => {
+            status = AGENT_SLOW_STATUS;
+            setting = this.setAgentStatus(target.channelId, threadTs, status);
+          }, this.slowNoticeMs)
+        : undefined;
+    slow?.unref();
+    return async () => {
+      clearInterval(refresh);
+      clearTimeout(slow);
+      await setting;
+      await this.setAgentStatus(target.channelId, threadTs, '');
+    };
+  }
+
+  private async setAgentStatus(channelId: string, threadTs: string, status: string): Promise<void> {
+    try {
+      await this.slack.assistant.threads.setStatus({
+        channel_id: channelId,
+        thread_ts: threadTs,
+        status,
+        ...(status ? { loading_messages: AGENT_LOADING_MESSAGES } : {}),
+      });
+    } catch (error) {
+      this.logger.warn(
+        { err: error },
+        status ? 'could not set the thread status' : 'could not clear the thread status',
+      );
+    }
   }
 
   private async addReaction(target: IndicatorTarget, name: string): Promise<void> {

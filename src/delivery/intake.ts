@@ -1,4 +1,5 @@
 import type { types } from '@slack/bolt';
+import type { Config } from '../config.js';
 import type { MessageClaims } from '../conversation/message-claims.js';
 import { EDIT_NOT_RESENT_NOTICE, queueFullNotice } from '../conversation/notices.js';
 import type { InboundMessage, Relay, ResetRequest } from '../conversation/relay.js';
@@ -29,9 +30,13 @@ export const HANDLED_EVENTS = [
   'group_deleted',
   'app_uninstalled',
   'tokens_revoked',
+  'app_home_opened',
+  'agent_session_stopped',
 ] as const;
 
 export type HandledEvent = (typeof HANDLED_EVENTS)[number];
+
+type AgentViewConfig = Config['agentView'];
 
 type EventHandler = (envelope: EventEnvelope, after: AfterAck[]) => Promise<void>;
 
@@ -47,6 +52,8 @@ export interface IntakeDependencies {
   botUserId: string;
   /** Thread replies reach the agent only when they mention the bot. */
   mentionOnly: boolean;
+  /** Slack's agent experience: DM conversations are threads of the Messages tab. */
+  agentView: AgentViewConfig;
   /** Runs recorded work: the intake claims a job for it directly when it has room. */
   worker: Pick<Worker, 'kickThread' | 'hasRoom' | 'adopt'>;
   access: AccessPolicy;
@@ -139,6 +146,36 @@ export class Intake {
     channel_deleted: (envelope) => this.channelGone(envelope),
     group_deleted: (envelope) => this.channelGone(envelope),
     app_uninstalled: (envelope) => this.workspaceGone(envelope),
+    // The agent experience: the Messages tab was opened; greet and suggest prompts after the ack.
+    app_home_opened: async ({ event, team_id: teamId }, after) => {
+      const channel = typeof event.channel === 'string' ? event.channel : undefined;
+      if (!this.deps.agentView.enabled || event.tab !== 'messages' || !channel) {
+        this.ignore(event.type, 'not-the-messages-tab');
+        return;
+      }
+      const { greeting, suggestedPrompts } = this.deps.agentView;
+      const firstTime = await this.deps.claims.claim(
+        { teamId, channelId: channel, ts: 'welcome' },
+        'greeting',
+      );
+      after.push(() => this.deps.relay.welcome(channel, greeting, suggestedPrompts, firstTime));
+    },
+    // Stop pressed in Slack's UI on a Messages-tab conversation: the same as mentioning `stop` there.
+    agent_session_stopped: async ({ event, team_id: teamId }, after) => {
+      const channel = typeof event.channel === 'string' ? event.channel : undefined;
+      const threadTs = typeof event.thread_ts === 'string' ? event.thread_ts : undefined;
+      if (!channel || !threadTs) {
+        this.ignore(event.type, 'no-thread');
+        return;
+      }
+      const stopTs = typeof event.event_ts === 'string' ? event.event_ts : threadTs;
+      if (!(await this.deps.claims.claim({ teamId, channelId: channel, ts: stopTs }, 'control'))) return;
+      const thread: ThreadKey = { teamId, channelId: channel, threadTs };
+      const threadKey = threadKeyString(thread);
+      const cancelled = (await this.deps.inbox.cancelWaiting(threadKey)) as InboundMessage[];
+      const answering = await this.deps.inbox.isRunning(threadKey);
+      after.push(() => this.deps.relay.reportStop(thread, threadTs, cancelled, answering));
+    },
     tokens_revoked: async (envelope) => {
       // Revoking only user tokens leaves the bot working; only a revoked bot token ends the workspace.
       const tokens = envelope.event.tokens as { bot?: unknown[] } | undefined;
@@ -172,7 +209,7 @@ export class Intake {
 
   private async acceptMessage(message: HumanMessage, followUp: boolean, after: AfterAck[]): Promise<void> {
     const { inbox, relay } = this.deps;
-    const { thread, replyThreadTs } = placementOf(message);
+    const { thread, replyThreadTs } = placementOf(message, this.deps.agentView.enabled);
     const threadKey = threadKeyString(thread);
     const eventType = followUp || message.isDm ? 'message' : 'app_mention';
     const ref = { teamId: message.teamId, channelId: message.channel, ts: message.ts };
@@ -219,6 +256,7 @@ export class Intake {
       replyThreadTs,
       hasFiles: message.hasFiles,
       eventId: message.eventId,
+      agentThread: this.deps.agentView.enabled && message.isDm && replyThreadTs !== undefined,
     };
     const limit = this.deps.userRateLimit;
     const { outcome, queued, claimed } = await inbox.admit(
@@ -272,7 +310,7 @@ export class Intake {
 
   /** A waiting message takes the new words; one already sent tells its author, once, that edits are not re-sent. */
   private async acceptEdit(edit: NonNullable<ReturnType<typeof editOf>>, after: AfterAck[]): Promise<void> {
-    const { thread, replyThreadTs } = placementOf(edit);
+    const { thread, replyThreadTs } = placementOf(edit, this.deps.agentView.enabled);
     const dedupeKey = messageDedupeKey(thread.teamId, thread.channelId, edit.ts, 'message');
     const waiting = (await this.deps.inbox.payloadOf(dedupeKey)) as InboundMessage | undefined;
     if (

@@ -18,6 +18,8 @@ export interface CommandOptions {
   /** Workspace URL from auth.test, for links to threads. */
   workspaceUrl?: string;
   access: AccessPolicy;
+  /** Agent experience: a top-level DM message starts its own thread, so it is reset as one. */
+  agentView: boolean;
   logger: Logger;
 }
 
@@ -96,7 +98,7 @@ export function registerCommands(app: App, options: CommandOptions): void {
     // A message with thread_ts is in (or is the root of) a thread: that thread is reset. In a 1:1 DM, a plain
     // top-level message belongs to the DM's main conversation.
     const rootTs = message.thread_ts ?? message.ts;
-    const inDmMain = isDirectMessage(channelId) && message.thread_ts === undefined;
+    const inDmMain = !options.agentView && isDirectMessage(channelId) && message.thread_ts === undefined;
     const thread = { teamId, channelId, threadTs: inDmMain ? DM_MAIN_THREAD : rootTs };
     const replyThreadTs = inDmMain ? undefined : rootTs;
     try {

@@ -92,16 +92,23 @@ export function fromMessage(
   };
 }
 
-/** Top-level DM messages share one conversation answered at the top level; everything else is per thread. */
-export function placementOf(message: {
-  teamId: string;
-  channel: string;
-  isDm: boolean;
-  ts: string;
-  threadTs?: string;
-}): Placement {
+/**
+ * Classic DMs: top-level messages share one conversation answered at the top level. Everything else, and
+ * every DM message in the agent experience (`agentView`, where each conversation is a thread of the
+ * Messages tab), is per thread.
+ */
+export function placementOf(
+  message: {
+    teamId: string;
+    channel: string;
+    isDm: boolean;
+    ts: string;
+    threadTs?: string;
+  },
+  agentView = false,
+): Placement {
   const inThread = message.threadTs !== undefined && message.threadTs !== message.ts;
-  if (message.isDm && !inThread) {
+  if (message.isDm && !inThread && !agentView) {
     return { thread: { teamId: message.teamId, channelId: message.channel, threadTs: DM_MAIN_THREAD } };
   }
   const root = message.threadTs ?? message.ts;

@@ -140,6 +140,19 @@ export interface SocketEventResult {
   ackPayload?: unknown;
 }
 
+/** Serves requests under a path prefix on the fake's own server (the demo's web page and its API). */
+export type MountedHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> | void;
+
+/** A conversation as the demo page lists it. */
+export interface ChannelSummary {
+  id: string;
+  name: string;
+  type: 'channel' | 'group' | 'im' | 'mpim';
+  archived: boolean;
+  /** The other member of an IM. */
+  user?: string;
+}
+
 type Args = Record<string, unknown>;
 type ApiBody = { ok: true; [key: string]: unknown } | { ok: false; error: string; [key: string]: unknown };
 type Handler = (args: Args) => ApiBody;
@@ -291,6 +304,7 @@ export class FakeSlack {
   private readonly pendingAcks = new Map<string, PendingAck>();
   private readonly responseTimers = new Set<NodeJS.Timeout>();
   private readonly handlers: Map<string, Handler>;
+  private readonly mounts: [prefix: string, handler: MountedHandler][] = [];
   private readonly socketPingIntervalMs: number;
   private pingTimer: NodeJS.Timeout | undefined;
   private socketCounter = 0;
@@ -472,6 +486,32 @@ export class FakeSlack {
     else this.archived.delete(channel);
   }
 
+  /**
+   * Routes requests whose path starts with `prefix` to `handler` (checked before the Web API; first
+   * mount wins). `/api/` and `/response/` stay Slack's.
+   */
+  mount(prefix: string, handler: MountedHandler): void {
+    if (prefix.startsWith('/api/') || prefix.startsWith('/response/'))
+      throw new Error(`FakeSlack: ${prefix} is reserved for the Web API`);
+    this.mounts.push([prefix, handler]);
+  }
+
+  /** The configured conversations, with their current archived state. */
+  channelList(): ChannelSummary[] {
+    return [...this.channelConfig].map(([id, channel]) => ({
+      id,
+      name: channel.name ?? id,
+      type: channel.type ?? 'channel',
+      archived: this.archived.has(id),
+      ...(channel.user ? { user: channel.user } : {}),
+    }));
+  }
+
+  /** Every known user, the bot included. */
+  userList(): ({ id: string } & FakeSlackUser)[] {
+    return [...this.users].map(([id, user]) => ({ id, ...user }));
+  }
+
   // ---------------------------------------------------------------- message model
 
   /** The thread as conversations.replies would return it now: parent first, then replies by ts. */
@@ -488,8 +528,9 @@ export class FakeSlack {
     return (this.reactions.get(`${channel}:${ts}`) ?? []).map((r) => ({ ...r, users: [...r.users] }));
   }
 
-  assistantThread(channel: string, threadTs: string): AssistantThreadState | undefined {
-    const state = this.assistantThreads.get(`${channel}:${threadTs}`);
+  /** `threadTs` undefined: what was set for the conversation as a whole (the Messages tab's prompts). */
+  assistantThread(channel: string, threadTs: string | undefined): AssistantThreadState | undefined {
+    const state = this.assistantThreads.get(`${channel}:${threadTs ?? ''}`);
     return state && { ...state };
   }
 
@@ -633,6 +674,12 @@ export class FakeSlack {
 
   private async handleHttp(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const slackPath = url.pathname.startsWith('/api/') || url.pathname.startsWith('/response/');
+    const mounted = slackPath ? undefined : this.mounts.find(([prefix]) => url.pathname.startsWith(prefix));
+    if (mounted) {
+      await mounted[1](req, res, url);
+      return;
+    }
     if (url.pathname.startsWith('/response/') && req.method === 'POST') {
       await this.handleResponseUrl(req, res, url);
       return;
@@ -1120,6 +1167,9 @@ export class FakeSlack {
       this.applyContent(message, args);
       if (flag(args, 'reply_broadcast') && str(args, 'thread_ts')) message.subtype = 'thread_broadcast';
       this.insertMessage(channel, message, str(args, 'thread_ts'));
+      // As in Slack, the app's reply in an agent thread clears the thread's status.
+      const agentThread = this.assistantThreads.get(`${channel}:${str(args, 'thread_ts') ?? ''}`);
+      if (agentThread) agentThread.status = '';
       return { ok: true, channel, ts: message.ts, message: this.view(channel, message, true) };
     });
 
@@ -1284,11 +1334,12 @@ export class FakeSlack {
       return { ok: true, ...this.page(topLevel, args, channel), pin_count: 0 };
     });
 
-    const assistantThread = (args: Args): AssistantThreadState | ApiBody => {
+    /** A thread's state; with `conversationLevel`, no thread_ts names the whole Messages tab conversation. */
+    const assistantThread = (args: Args, conversationLevel = false): AssistantThreadState | ApiBody => {
       const channel = str(args, 'channel_id');
       const threadTs = str(args, 'thread_ts');
-      if (!channel || !threadTs) return fail('invalid_arguments');
-      const key = `${channel}:${threadTs}`;
+      if (!channel || (!threadTs && !conversationLevel)) return fail('invalid_arguments');
+      const key = `${channel}:${threadTs ?? ''}`;
       const state = this.assistantThreads.get(key) ?? {};
       this.assistantThreads.set(key, state);
       return state;
@@ -1303,8 +1354,9 @@ export class FakeSlack {
       return { ok: true };
     });
 
+    // Agent apps (features.agent_view) send no thread_ts: the prompts belong to the Messages tab.
     h.set('assistant.threads.setSuggestedPrompts', (args) => {
-      const state = assistantThread(args);
+      const state = assistantThread(args, true);
       if ('ok' in state) return state;
       if (!Array.isArray(args.prompts)) return fail('invalid_arguments');
       state.prompts = args.prompts;

@@ -346,6 +346,45 @@ export function channelLifecycleEvent(
   return eventEnvelope(event, { teamId: options.teamId, eventId: options.eventId });
 }
 
+/** Someone opened a tab of the app; `messages` is where the agent experience's conversations live. */
+export function appHomeOpenedEvent(options: {
+  channel: string;
+  user: string;
+  tab?: 'home' | 'messages';
+  teamId?: string;
+}): SlackEventEnvelope<Record<string, unknown>> {
+  return eventEnvelope(
+    {
+      type: 'app_home_opened',
+      user: options.user,
+      channel: options.channel,
+      tab: options.tab ?? 'messages',
+      event_ts: nextTs(),
+    },
+    { teamId: options.teamId },
+  );
+}
+
+/** Stop pressed in Slack's UI on an agent conversation (agent experience). */
+export function agentSessionStoppedEvent(options: {
+  channel: string;
+  user: string;
+  threadTs: string;
+  teamId?: string;
+}): SlackEventEnvelope<Record<string, unknown>> {
+  return eventEnvelope(
+    {
+      type: 'agent_session_stopped',
+      channel: options.channel,
+      user: options.user,
+      thread_ts: options.threadTs,
+      streaming_message_ts: [],
+      event_ts: nextTs(),
+    },
+    { teamId: options.teamId },
+  );
+}
+
 /** `app_uninstalled` / `tokens_revoked`: the workspace is gone for this app. */
 export function workspaceGoneEvent(
   type: 'app_uninstalled' | 'tokens_revoked',

@@ -1,0 +1,207 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AGENT_STATUS } from '../../src/conversation/work-indicators.js';
+import { AgentServiceEmulator } from '../fakes/agent-service.js';
+import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
+import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import {
+  agentSessionStoppedEvent,
+  appHomeOpenedEvent,
+  messageEvent,
+  nextTs,
+  postSignedEvent,
+} from '../helpers/slack-events.js';
+import { type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+
+/** The bot's DM with Alice, i.e. its Messages tab for her. */
+const DM = 'D0ALICE';
+const ALICE = 'U0ALICE';
+
+function useStack(env: Record<string, string>) {
+  const stack = {} as {
+    slack: FakeSlack;
+    agent: AgentServiceEmulator;
+    bot: RunningBot;
+    dataDir: TempDataDir;
+  };
+  beforeAll(async () => {
+    stack.dataDir = await freshDataDir();
+    stack.slack = await FakeSlack.start({ channels: { [DM]: { type: 'im', user: ALICE } } });
+    stack.agent = await AgentServiceEmulator.start();
+    stack.bot = await startBot({
+      slack: stack.slack,
+      agent: stack.agent,
+      store: { kind: 'embedded', dataDir: stack.dataDir.path },
+      env: { AGENT_TIMEOUT_MS: '1000', ...env },
+    });
+  });
+  afterAll(async () => {
+    await stack.bot.stop();
+    await Promise.all([stack.slack.stop(), stack.agent.stop(), stack.dataDir.remove()]);
+  });
+  return stack;
+}
+
+const send = (bot: RunningBot, body: unknown) => postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body);
+const dmMessage = (text: string, ts = nextTs(), threadTs?: string) =>
+  messageEvent({ channel: DM, channelType: 'im', user: ALICE, text, ts, threadTs });
+const statusCalls = (slack: FakeSlack, threadTs: string) =>
+  slack.callsOf('assistant.threads.setStatus').filter((call) => call.args.thread_ts === threadTs);
+const textOf = (call: SlackApiCall) => String(call.args.text);
+
+describe('agent experience (Messages tab)', () => {
+  const stack = useStack({
+    SLACK_AGENT_VIEW: 'true',
+    SUGGESTED_PROMPTS: 'Plan::Plan my week|Explain::Explain this error to me',
+    AGENT_VIEW_GREETING: 'Hello! Ask me anything.',
+  });
+
+  it('opening the Messages tab shows the suggested prompts every time and the greeting once', async () => {
+    const { slack, bot } = stack;
+    expect((await send(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }))).status).toBe(200);
+    const prompts = await slack.waitForCall('assistant.threads.setSuggestedPrompts');
+    expect(prompts.args).toMatchObject({
+      channel_id: DM,
+      title: 'Hello! Ask me anything.',
+      prompts: [
+        { title: 'Plan', message: 'Plan my week' },
+        { title: 'Explain', message: 'Explain this error to me' },
+      ],
+    });
+    // An agent app's prompts belong to the tab: with a thread_ts Slack would silently ignore them.
+    expect(prompts.args.thread_ts).toBeUndefined();
+    await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.channel === DM && textOf(c) === 'Hello! Ask me anything.',
+    );
+
+    await send(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }));
+    await slack.waitForCalls('assistant.threads.setSuggestedPrompts', 2);
+    // The Home tab is not a conversation: nothing happens.
+    await send(bot, appHomeOpenedEvent({ channel: DM, user: ALICE, tab: 'home' }));
+    await sleep(300);
+    expect(slack.callsOf('assistant.threads.setSuggestedPrompts')).toHaveLength(2);
+    expect(
+      slack.callsOf('chat.postMessage').filter((c) => textOf(c) === 'Hello! Ask me anything.'),
+    ).toHaveLength(1);
+  });
+
+  it('gives each conversation thread its own session, with status while working and a title set once', async () => {
+    const { slack, agent, bot } = stack;
+    const sessionsBefore = agent.requestsFor('createSession').length;
+    const first = nextTs();
+    const second = nextTs();
+    await send(bot, dmMessage('Plan my week please', first));
+    await send(bot, dmMessage('Explain closures in JavaScript', second));
+    const firstReply = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === first);
+    const secondReply = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === second);
+    expect(textOf(firstReply)).toMatch(/^echo\[(s-\d+)#1\]: Plan my week please/);
+    expect(textOf(secondReply)).toMatch(/^echo\[(s-\d+)#1\]: Explain closures in JavaScript/);
+    expect(agent.requestsFor('createSession').length - sessionsBefore).toBe(2);
+    const sessionOf = (call: SlackApiCall) => /^echo\[(s-\d+)#/.exec(textOf(call))?.[1];
+    expect(sessionOf(firstReply)).not.toBe(sessionOf(secondReply));
+
+    // A follow-up in the first thread reuses its session and does not rename the conversation.
+    await send(bot, dmMessage('and next week?', nextTs(), first));
+    const followUp = await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === first && textOf(c).includes('next week'),
+    );
+    expect(sessionOf(followUp)).toBe(sessionOf(firstReply));
+    expect(textOf(followUp)).toMatch(/#2\]: and next week\?/);
+
+    const titles = slack.callsOf('assistant.threads.setTitle').filter((c) => c.args.thread_ts === first);
+    expect(titles.map((c) => c.args.title)).toEqual(['Plan my week please']);
+
+    // Status: "thinking" before the answer, cleared after it, for each message.
+    await waitFor(() => statusCalls(slack, first).length >= 4, 'status set and cleared twice');
+    const statuses = statusCalls(slack, first).map((c) => c.args.status);
+    expect(statuses).toEqual([AGENT_STATUS, '', AGENT_STATUS, '']);
+    const [thinking] = statusCalls(slack, first);
+    expect(thinking?.at).toBeLessThanOrEqual(firstReply.at);
+    expect(slack.assistantThread(DM, first)?.status).toBe('');
+    // No reactions in the Messages tab: the status is the indicator.
+    expect(slack.callsOf('reactions.add').filter((c) => c.args.timestamp === first)).toEqual([]);
+  });
+
+  it.each([
+    [
+      'unavailable',
+      (agent: AgentServiceEmulator) => agent.injectFailure('sendMessage', { type: 'http', status: 503 }),
+    ],
+    ['timed out', (agent: AgentServiceEmulator) => agent.injectFailure('sendMessage', { type: 'hang' })],
+    [
+      'rejected',
+      (agent: AgentServiceEmulator) =>
+        agent.injectFailure('sendMessage', { type: 'status-false', message: 'quota exceeded' }),
+    ],
+    [
+      'bad response',
+      (agent: AgentServiceEmulator) => agent.injectFailure('sendMessage', { type: 'malformed' }),
+    ],
+  ])('clears the status when the agent fails (%s)', async (_kind, inject) => {
+    const { slack, agent, bot } = stack;
+    inject(agent);
+    const ts = nextTs();
+    await send(bot, dmMessage('this one fails', ts));
+    await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === ts && textOf(c).startsWith(':warning:'),
+      5_000,
+    );
+    await waitFor(() => statusCalls(slack, ts).at(-1)?.args.status === '', 'status cleared');
+    expect(statusCalls(slack, ts)[0]?.args.status).toBe(AGENT_STATUS);
+  });
+
+  it('stop pressed in Slack cancels the queued prompts of that conversation', async () => {
+    const { slack, agent, bot } = stack;
+    agent.setLatency(800, 'sendMessage'); // within this stack's 1 s agent timeout
+    const root = nextTs();
+    try {
+      await send(bot, dmMessage('a long question', root));
+      await waitFor(
+        () => agent.requestsFor('sendMessage').some((r) => r.prompt === 'a long question'),
+        'first sent',
+      );
+      await send(bot, dmMessage('queued one', nextTs(), root));
+      await send(bot, dmMessage('queued two', nextTs(), root));
+      expect(
+        (await send(bot, agentSessionStoppedEvent({ channel: DM, user: ALICE, threadTs: root }))).status,
+      ).toBe(200);
+      const notice = await slack.waitForCall(
+        'chat.postMessage',
+        (c) => c.args.thread_ts === root && /stop|cancel/i.test(textOf(c)),
+      );
+      expect(textOf(notice)).toMatch(/2/);
+      await slack.waitForCall(
+        'chat.postMessage',
+        (c) => c.args.thread_ts === root && textOf(c).includes('a long question'),
+        5_000,
+      );
+    } finally {
+      agent.setLatency(0, 'sendMessage');
+    }
+    await sleep(500);
+    const prompts = agent.requestsFor('sendMessage').map((r) => r.prompt);
+    expect(prompts).not.toContain('queued one');
+    expect(prompts).not.toContain('queued two');
+    await waitFor(() => statusCalls(slack, root).at(-1)?.args.status === '', 'status cleared');
+  });
+});
+
+describe('classic DM (agent experience off)', () => {
+  const stack = useStack({ SLACK_AGENT_VIEW: 'false' });
+
+  it('keeps one continuing DM conversation answered at the top level, without tab prompts', async () => {
+    const { slack, agent, bot } = stack;
+    await send(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }));
+    await send(bot, dmMessage('first'));
+    await send(bot, dmMessage('second'));
+    const replies = await slack.waitForCalls('chat.postMessage', 2, (c) => c.args.channel === DM);
+    expect(replies.map((c) => c.args.thread_ts)).toEqual([undefined, undefined]);
+    expect(replies.map(textOf)).toEqual(['echo[s-1#1]: first', 'echo[s-1#2]: second']);
+    expect(agent.requestsFor('createSession')).toHaveLength(1);
+    expect(slack.callsOf('assistant.threads.setSuggestedPrompts')).toEqual([]);
+    expect(slack.callsOf('assistant.threads.setStatus')).toEqual([]);
+  });
+});
