@@ -1,0 +1,141 @@
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { type Bot, createBot } from '../src/app.js';
+import { loadConfig, secretsOf } from '../src/config.js';
+import { createLogger } from '../src/observability/logger.js';
+import { REQUIRED_BOT_SCOPES } from '../src/slack/requirements.js';
+import { AgentServiceEmulator } from '../test/fakes/agent-service.js';
+import { FakeSlack } from '../test/fakes/slack.js';
+import { freePort } from '../test/helpers/free-port.js';
+import { AgentTrafficProxy } from './agent-traffic.js';
+import { mountWebUi } from './web-ui.js';
+
+export interface DemoOptions {
+  /** Port of the page (and of the fake Slack behind it); 0 picks a free one. */
+  port: number;
+  /** The embedded store's directory. */
+  dataDir: string;
+  /** A real agent service to use instead of the emulator. */
+  agent?: { baseUrl: string; apiKey: string; agentId: string };
+  /** The emulator's answer time, so the working indicator can be seen. */
+  emulatorLatencyMs: number;
+  /** Any other bot settings (MENTION_ONLY, WORKING_INDICATOR_DELAY_MS, ...), as environment variables. */
+  botEnv?: Record<string, string | undefined>;
+  logLevel: string;
+  /** Pretty logs for a person at a terminal; JSON otherwise. */
+  prettyLogs: boolean;
+}
+
+export interface RunningDemo {
+  url: string;
+  usingEmulator: boolean;
+  stop(): Promise<void>;
+}
+
+const ME = { id: 'U0YOU', name: 'you' };
+const DEMO_AGENT_ID = 'demo-agent';
+const COMMAND = '/agent';
+
+/** Settings the demo decides itself: the bot must talk to the fakes, over HTTP, with the embedded store. */
+const DEMO_OWNED = new Set([
+  'SLACK_BOT_TOKEN',
+  'SLACK_SIGNING_SECRET',
+  'SLACK_APP_TOKEN',
+  'SLACK_API_URL',
+  'PORT',
+  'AGENT_BASE_URL',
+  'AGENT_API_KEY',
+  'AGENT_ID',
+  'AGENT_ROUTES',
+  'DATABASE_URL',
+  'DATA_DIR',
+  'LOG_LEVEL',
+  'SLASH_COMMAND',
+]);
+
+/**
+ * Starts the whole product on this machine: the agent emulator (or a real agent service) behind a
+ * recording proxy, the fake Slack serving a Slack-like page, and the real bot in HTTP mode with the
+ * embedded store, receiving signed requests exactly as from Slack.
+ */
+export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  const stop = async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup();
+    cleanups.length = 0;
+  };
+  try {
+    const slack = await FakeSlack.start({
+      port: options.port,
+      teamName: 'Demo workspace',
+      // As if installed from manifest.yml.
+      scopes: Object.keys(REQUIRED_BOT_SCOPES),
+      users: {
+        U0BOT: { name: 'agent', realName: 'Agent', isBot: true },
+        [ME.id]: { name: ME.name, realName: 'You' },
+        U0ALICE: { name: 'alice', realName: 'Alice Liddell' },
+      },
+      channels: {
+        C0GENERAL: { name: 'general', type: 'channel' },
+        C0PROJECT: { name: 'project-x', type: 'channel' },
+        D0AGENT: { name: 'agent', type: 'im', user: ME.id },
+      },
+    });
+    cleanups.push(() => slack.stop());
+
+    let agentTarget = options.agent;
+    if (!agentTarget) {
+      const emulator = await AgentServiceEmulator.start({
+        agents: [DEMO_AGENT_ID],
+        latency: { sendMessage: options.emulatorLatencyMs, createSession: 80, deleteSession: 60 },
+      });
+      cleanups.push(() => emulator.stop());
+      agentTarget = { baseUrl: emulator.baseUrl, apiKey: emulator.apiKey, agentId: DEMO_AGENT_ID };
+    }
+    const traffic = await AgentTrafficProxy.start(agentTarget.baseUrl);
+    cleanups.push(() => traffic.stop());
+
+    const botPort = await freePort();
+    const signingSecret = randomBytes(16).toString('hex');
+    const inherited = Object.fromEntries(
+      Object.entries(options.botEnv ?? {}).filter(([name]) => !DEMO_OWNED.has(name)),
+    );
+    const config = loadConfig({
+      // A slow answer shows the "taking a while" note sooner than in production.
+      SLOW_NOTICE_MS: '8000',
+      ...inherited,
+      SLACK_BOT_TOKEN: slack.botToken,
+      SLACK_SIGNING_SECRET: signingSecret,
+      SLACK_API_URL: slack.apiUrl,
+      PORT: String(botPort),
+      AGENT_BASE_URL: traffic.baseUrl,
+      AGENT_API_KEY: agentTarget.apiKey,
+      AGENT_ID: agentTarget.agentId,
+      DATA_DIR: path.resolve(options.dataDir),
+      LOG_LEVEL: options.logLevel,
+      SLASH_COMMAND: COMMAND,
+    });
+    const logger = createLogger({
+      level: config.logLevel,
+      secrets: secretsOf(config),
+      pretty: options.prettyLogs,
+    });
+    const bot: Bot = await createBot(config, logger);
+    await bot.start();
+    cleanups.push(() => bot.stop(5_000));
+
+    const ui = mountWebUi({
+      slack,
+      traffic,
+      botEventsUrl: `http://127.0.0.1:${botPort}/slack/events`,
+      signingSecret,
+      me: ME,
+      command: COMMAND,
+    });
+    cleanups.push(() => ui.close());
+    return { url: `http://127.0.0.1:${slack.port}/`, usingEmulator: !options.agent, stop };
+  } catch (error) {
+    await stop().catch(() => {});
+    throw error;
+  }
+}

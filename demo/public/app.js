@@ -1,0 +1,975 @@
+// Front-end of the local Slack demo. It talks only to the fake Slack server:
+// GET /ui/state, SSE /ui/stream and POST /ui/{message,command,shortcut,archive}.
+// No framework: all client state lives in `ui`, and every change re-renders the panes from scratch
+// (the demo holds a few hundred messages at most, so this stays fast and keeps the code simple).
+
+// biome-ignore format: one emoji per line would only make this table longer to read
+const EMOJI = {
+  eyes: '👀', hourglass_flowing_sand: '⏳', hourglass: '⌛', white_check_mark: '✅', heavy_check_mark: '✔️',
+  warning: '⚠️', x: '❌', wave: '👋', robot_face: '🤖', thumbsup: '👍', '+1': '👍', thumbsdown: '👎',
+  '-1': '👎', tada: '🎉', rocket: '🚀', bulb: '💡', memo: '📝', thinking_face: '🤔', smile: '😄',
+  slightly_smiling_face: '🙂', heart: '❤️', fire: '🔥', speech_balloon: '💬', arrows_counterclockwise: '🔄',
+  wastebasket: '🗑️', no_entry: '⛔', information_source: 'ℹ️', sparkles: '✨', broom: '🧹', octagonal_sign: '🛑',
+};
+const OP_LABELS = {
+  createSession: 'create session',
+  sendMessage: 'send message',
+  listSessions: 'list sessions',
+  deleteSession: 'delete session',
+  other: 'other',
+};
+const AVATAR_COLORS = [
+  '#e8912d',
+  '#2bac76',
+  '#1264a3',
+  '#e01e5a',
+  '#9f5f00',
+  '#0b6e6e',
+  '#5b3fa8',
+  '#c2410c',
+];
+const SAFE_URL = /^(https?:|mailto:)/i;
+const SYSTEM_SUBTYPES = new Set(['channel_join', 'channel_leave', 'channel_archive', 'channel_topic']);
+const GROUP_WINDOW_MS = 5 * 60 * 1000; // Slack folds consecutive messages of one author within ~5 min
+const PH = '\uE000'; // private-use char delimiting already-rendered fragments while formatting mrkdwn
+
+const ui = {
+  data: null, // last /ui/state payload
+  channelId: null,
+  thread: null, // ts of the thread parent open in the thread pane (always in ui.channelId)
+  dismissed: new Set(), // ephemeral ids hidden client-side
+  traffic: new Map(), // TrafficEntry by id
+  lastSeen: {}, // channelId -> newest ts seen; drives bold "unread" sidebar entries
+  drafts: {}, // unsent main-composer text per channel
+  listSig: { main: '', thread: '' }, // what each list showed last time, to decide on auto-scroll
+  menu: null, // { channel, ts } while the "more actions" menu is open
+};
+
+/* ---------- small helpers ---------- */
+
+const $ = (id) => document.getElementById(id);
+const escText = (s) =>
+  String(s ?? '').replace(/[&<>]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;' })[c]);
+const escAttr = (s) => escText(s).replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+// Slack escapes exactly & < > in message text. Decode once; &amp; last so "&amp;lt;" stays "&lt;".
+const decode = (s) =>
+  String(s ?? '')
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&');
+const pad = (n) => String(n).padStart(2, '0');
+const tsDate = (ts) => new Date(Number.parseFloat(ts) * 1000);
+const hhmm = (d) => `${pad(d.getHours())}:${pad(d.getMinutes())}`;
+const emoji = (name) => EMOJI[name] ?? `:${name}:`;
+const emojify = (html) => html.replace(/:([a-z0-9_+-]+):/g, (m, name) => EMOJI[name] ?? m);
+const plain = (s) => emojify(escText(s)).replace(/\n/g, '<br>');
+const plural = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+// Tiny DOM builder: h('span.cls1.cls2', { attr: value, text, html }?, ...children).
+// Falsy children are skipped; `html` is only ever fed strings from the escaping renderers below.
+function h(sel, ...rest) {
+  const [tag, ...classes] = sel.split('.');
+  const el = document.createElement(tag);
+  if (classes.length) el.className = classes.join(' ');
+  const props = rest[0]?.constructor === Object ? rest.shift() : {};
+  for (const [k, v] of Object.entries(props)) {
+    if (v == null || v === false) continue;
+    if (k === 'text') el.textContent = v;
+    else if (k === 'html') el.innerHTML = v;
+    else if (k === 'class') el.classList.add(...String(v).split(' ').filter(Boolean));
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of rest.flat()) if (c != null && c !== false) el.append(c);
+  return el;
+}
+const classes = (...names) => names.filter(Boolean).join(' ');
+
+function userName(id) {
+  const d = ui.data;
+  if (!id) return 'unknown';
+  if (id === d.bot.userId) return d.bot.name;
+  const u = d.users?.[id];
+  return u ? u.realName || u.name : id;
+}
+const channelById = (id) => ui.data?.channels.find((c) => c.id === id);
+const currentChannel = () => channelById(ui.channelId);
+const botWho = () => ({ id: ui.data.bot.userId, name: ui.data.bot.name, isBot: true });
+const author = (m) =>
+  m.bot_id || (m.user && m.user === ui.data.bot.userId)
+    ? botWho()
+    : { id: m.user ?? 'unknown', name: userName(m.user), isBot: false };
+
+function avatar(who, size = '') {
+  let hash = 0;
+  for (const ch of String(who.id)) hash = (hash * 31 + ch.charCodeAt(0)) >>> 0;
+  const el = h('div.avatar', { class: size, 'aria-hidden': 'true' }, (who.name[0] ?? '?').toUpperCase());
+  el.style.background = who.isBot ? '#4a154b' : AVATAR_COLORS[hash % AVATAR_COLORS.length];
+  return el;
+}
+const appBadge = () => h('span.app-badge', 'APP');
+
+// Small stroke icons drawn inline, so the UI chrome does not depend on an emoji font being installed.
+const ICONS = {
+  thread: 'M3 4.5h14v9H8.5L5 16.5v-3H3z',
+  eye: 'M1.5 10Q10 1 18.5 10Q10 19 1.5 10zM12.5 10a2.5 2.5 0 1 1-5 0a2.5 2.5 0 1 1 5 0z',
+  trash: 'M3.5 5.5h13M8 5.5v-2h4v2M5 5.5l1 11h8l1-11',
+};
+function icon(name) {
+  const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
+  const path = document.createElementNS('http://www.w3.org/2000/svg', 'path');
+  path.setAttribute('d', ICONS[name]);
+  svg.setAttribute('viewBox', '0 0 20 20');
+  svg.setAttribute('class', 'icon');
+  svg.setAttribute('aria-hidden', 'true');
+  svg.append(path);
+  return svg;
+}
+
+/* ---------- Slack mrkdwn → HTML (every fragment escaped) ---------- */
+
+function linkHtml(url, label) {
+  if (!SAFE_URL.test(url)) return escText(label);
+  return `<a href="${escAttr(url)}" target="_blank" rel="noopener noreferrer">${escText(label)}</a>`;
+}
+const mentionHtml = (label, kind = '') => `<span class="mention ${kind}">${escText(label)}</span>`;
+function userMention(id) {
+  const kind = id === ui.data.me.id ? 'me' : id === ui.data.bot.userId ? 'bot' : '';
+  return mentionHtml(`@${userName(id)}`, kind);
+}
+
+// One `<…>` Slack entity: link, user/channel mention or special mention.
+function slackEntity(inner) {
+  const bar = inner.indexOf('|');
+  const target = bar < 0 ? inner : inner.slice(0, bar);
+  const label = bar < 0 ? undefined : decode(inner.slice(bar + 1));
+  if (target.startsWith('@')) return userMention(target.slice(1));
+  if (target.startsWith('#')) {
+    return mentionHtml(`#${label ?? channelById(target.slice(1))?.name ?? target.slice(1)}`, 'chan');
+  }
+  if (target.startsWith('!')) {
+    const cmd = target.slice(1);
+    if (cmd.startsWith('date^')) return escText(label ?? '');
+    if (cmd.startsWith('subteam^')) return mentionHtml(label ?? '@group');
+    return mentionHtml(`@${cmd.split('^')[0]}`, 'me'); // <!here>, <!channel>, <!everyone>
+  }
+  const url = decode(target);
+  if (SAFE_URL.test(url)) return linkHtml(url, label ?? url.replace(/^mailto:/i, ''));
+  return escText(decode(`<${inner}>`)); // not an entity after all: show it literally
+}
+
+const INLINE_TOKEN = /`([^`\n]+)`|<([^<>\n]+)>|\b(https?:\/\/[^\s<>]*[^\s<>.,;:!?)\]'"])/g;
+
+function inlineMrkdwn(line) {
+  const saved = [];
+  const keep = (html) => `${PH}${saved.push(html) - 1}${PH}`;
+  // Code spans, entities and bare URLs first, so that formatting never reaches inside them.
+  let s = line.replace(INLINE_TOKEN, (_, code, entity, url) => {
+    if (code !== undefined) return keep(`<code>${escText(decode(code))}</code>`);
+    if (entity !== undefined) return keep(slackEntity(entity));
+    return keep(linkHtml(decode(url), decode(url)));
+  });
+  // Slack only formats when the markers hug non-space text and sit at word boundaries.
+  s = escText(decode(s))
+    .replace(/(^|[^\w*])\*([^*\s](?:[^*\n]*[^*\s])?)\*(?![\w*])/g, '$1<b>$2</b>')
+    .replace(/(^|[^\w_])_([^_\s](?:[^_\n]*[^_\s])?)_(?![\w_])/g, '$1<i>$2</i>')
+    .replace(/(^|[^\w~])~([^~\s](?:[^~\n]*[^~\s])?)~(?![\w~])/g, '$1<s>$2</s>');
+  return emojify(s).replace(new RegExp(`${PH}(\\d+)${PH}`, 'g'), (_, i) => saved[Number(i)]);
+}
+
+function mrkdwnLines(text) {
+  const groups = []; // runs of quoted / unquoted lines
+  for (const line of text.split('\n')) {
+    const m = /^(?:&gt;|>) ?(.*)$/.exec(line);
+    const html = inlineMrkdwn(m ? m[1] : line);
+    const last = groups.at(-1);
+    if (last && last.quote === !!m) last.lines.push(html);
+    else groups.push({ quote: !!m, lines: [html] });
+  }
+  const join = (g) => (g.quote ? `<blockquote>${g.lines.join('<br>')}</blockquote>` : g.lines.join('<br>'));
+  return groups.map(join).join('');
+}
+
+function mrkdwn(src) {
+  const parts = String(src ?? '').split('```');
+  // An odd number of fences leaves the last one unclosed: keep it as literal text.
+  if (parts.length % 2 === 0) parts.splice(-2, 2, `${parts.at(-2)}\`\`\`${parts.at(-1)}`);
+  const html = parts.map((p, i) => {
+    if (i % 2 === 1) {
+      const body = p
+        .replace(/^\n/, '')
+        .replace(/<([^<>\n]+)>|[^<]+|</g, (m, ent) =>
+          ent !== undefined ? slackEntity(ent) : escText(decode(m)),
+        );
+      return `<pre class="code-block">${body}</pre>`;
+    }
+    let t = p;
+    if (i > 0) t = t.replace(/^\n/, ''); // the newline right after a closing fence
+    if (i < parts.length - 1) t = t.replace(/\n$/, ''); // the newline right before an opening fence
+    return t ? `<div class="mrkdwn">${mrkdwnLines(t)}</div>` : '';
+  });
+  return html.join('');
+}
+
+/* ---------- Markdown blocks via marked, with a locked-down renderer ---------- */
+
+const markedRenderer = {
+  // Raw HTML inside markdown is shown as text, never interpreted.
+  html({ text }) {
+    return escText(text);
+  },
+  link({ href, title, tokens }) {
+    const inner = this.parser.parseInline(tokens);
+    if (!SAFE_URL.test(String(href ?? '').trim())) return inner;
+    const t = title ? ` title="${escAttr(title)}"` : '';
+    return `<a href="${escAttr(href)}"${t} target="_blank" rel="noopener noreferrer">${inner}</a>`;
+  },
+  // Images become links: the demo never loads remote content on its own.
+  image({ href, text }) {
+    return linkHtml(String(href ?? ''), `[image] ${text || href}`);
+  },
+};
+
+// Imported dynamically so that a missing vendor file degrades markdown blocks, not the whole page.
+let marked = null;
+try {
+  ({ marked } = await import('/vendor/marked.esm.js'));
+  marked.use({ gfm: true, breaks: false, renderer: markedRenderer });
+} catch (err) {
+  console.warn('marked could not be loaded; markdown blocks are shown as plain text', err);
+}
+
+function markdown(text) {
+  // Markdown blocks may still carry Slack user mentions; make them readable before parsing.
+  const src = String(text ?? '').replace(/<@(\w+)(?:\|[^>]*)?>/g, (_, id) => `@${userName(id)}`);
+  return marked ? marked.parse(src, { async: false }) : `<p>${plain(src)}</p>`;
+}
+
+/* ---------- Block Kit ---------- */
+
+const textObj = (t) => (!t ? '' : t.type === 'mrkdwn' ? mrkdwn(t.text) : plain(t.text));
+
+function styled(html, style = {}) {
+  let out = html;
+  if (style.code) out = `<code>${out}</code>`;
+  if (style.bold) out = `<b>${out}</b>`;
+  if (style.italic) out = `<i>${out}</i>`;
+  if (style.strike) out = `<s>${out}</s>`;
+  return out;
+}
+
+// rich_text is what Slack clients send for typed messages; render its common element types.
+function richEl(el) {
+  const kids = (xs) => (xs ?? []).map(richEl).join('');
+  switch (el?.type) {
+    case 'rich_text_section':
+      return `<div>${kids(el.elements)}</div>`;
+    case 'rich_text_list': {
+      const tag = el.style === 'ordered' ? 'ol' : 'ul';
+      return `<${tag}>${(el.elements ?? []).map((s) => `<li>${kids(s.elements)}</li>`).join('')}</${tag}>`;
+    }
+    case 'rich_text_preformatted':
+      return `<pre class="code-block">${kids(el.elements)}</pre>`;
+    case 'rich_text_quote':
+      return `<blockquote>${kids(el.elements)}</blockquote>`;
+    case 'text':
+      return styled(plain(el.text), el.style);
+    case 'link':
+      return styled(linkHtml(String(el.url ?? ''), el.text || el.url || ''), el.style);
+    case 'user':
+      return userMention(el.user_id);
+    case 'channel':
+      return mentionHtml(`#${channelById(el.channel_id)?.name ?? el.channel_id}`, 'chan');
+    case 'broadcast':
+      return mentionHtml(`@${el.range}`, 'me');
+    case 'emoji':
+      return el.unicode
+        ? String.fromCodePoint(...el.unicode.split('-').map((x) => Number.parseInt(x, 16)))
+        : escText(emoji(el.name));
+    default:
+      return escText(el?.text ?? '');
+  }
+}
+
+function contextEl(el) {
+  if (el.type !== 'image') return `<span>${textObj(el)}</span>`;
+  if (!SAFE_URL.test(el.image_url ?? '')) return '';
+  return `<img class="ctx-img" src="${escAttr(el.image_url)}" alt="${escAttr(el.alt_text ?? '')}">`;
+}
+
+function renderBlock(b) {
+  switch (b?.type) {
+    case 'markdown':
+      return `<div class="blk-markdown">${markdown(b.text)}</div>`;
+    case 'section': {
+      const fields = (b.fields ?? []).map((f) => `<div>${textObj(f)}</div>`).join('');
+      return `<div class="blk-section">${textObj(b.text)}${fields && `<div class="blk-fields">${fields}</div>`}</div>`;
+    }
+    case 'context':
+      return `<div class="blk-context">${(b.elements ?? []).map(contextEl).join('')}</div>`;
+    case 'header':
+      return `<div class="blk-header">${textObj(b.text)}</div>`;
+    case 'divider':
+      return '<hr class="blk-divider">';
+    case 'rich_text':
+      return `<div class="blk-rich">${(b.elements ?? []).map(richEl).join('')}</div>`;
+    default:
+      return '';
+  }
+}
+
+// Blocks win over `text` (which is only the notification fallback), as in Slack.
+function bodyHtml(m) {
+  try {
+    if (Array.isArray(m.blocks) && m.blocks.length) return m.blocks.map(renderBlock).join('');
+    return mrkdwn(m.text ?? '');
+  } catch (err) {
+    console.error('could not render message', m, err);
+    return plain(m.text ?? '');
+  }
+}
+
+/* ---------- message lists ---------- */
+
+function splitThreads(msgs) {
+  const top = [];
+  const replies = new Map();
+  for (const m of msgs) {
+    if (!m.thread_ts || m.thread_ts === m.ts) top.push(m);
+    else replies.set(m.thread_ts, [...(replies.get(m.thread_ts) ?? []), m]);
+  }
+  return { top, replies };
+}
+
+const ephemeralsFor = (channel) =>
+  (ui.data.ephemerals ?? []).filter((e) => e.channel === channel && !ui.dismissed.has(e.id));
+
+// Messages and ephemerals merged in time order.
+function timeline(msgs, ephs) {
+  const items = [
+    ...msgs.map((m) => ({ at: tsDate(m.ts).getTime(), msg: m })),
+    ...ephs.map((e) => ({ at: e.at, eph: e })),
+  ];
+  return items.sort((a, b) => a.at - b.at);
+}
+const timelineSig = (key, items) =>
+  `${key}|${items.length}|${items.at(-1)?.msg?.ts ?? items.at(-1)?.eph?.id}`;
+
+function reactionsEl(reactions) {
+  if (!reactions?.length) return null;
+  const pill = (r) => {
+    const title = `${(r.users ?? []).map(userName).join(', ')} reacted with :${r.name}:`;
+    const cls = r.users?.includes(ui.data.me.id) ? 'mine' : '';
+    return h(
+      'span.reaction',
+      { class: cls, 'data-testid': 'reaction', 'data-name': r.name, title },
+      h('span.reaction-emoji', emoji(r.name)),
+      h('span.reaction-count', String(r.count ?? r.users?.length ?? 1)),
+    );
+  };
+  return h('div.reactions', reactions.map(pill));
+}
+
+function threadSummary(replies, count) {
+  const people = [...new Map(replies.map((r) => [author(r).id, author(r)])).values()].slice(0, 4);
+  const last = replies.at(-1);
+  return h(
+    'div.thread-summary',
+    people.map((w) => avatar(w, 'tiny')),
+    h(
+      'button.link',
+      { type: 'button', 'data-testid': 'open-thread', 'data-action': 'open-thread' },
+      plural(count, 'reply', 'replies'),
+    ),
+    last && h('span.thread-last', `Last reply ${hhmm(tsDate(last.ts))}`),
+  );
+}
+
+function actionBar(pane) {
+  const btn = (testid, action, label, icon) =>
+    h(
+      'button.act',
+      { type: 'button', 'data-testid': testid, 'data-action': action, title: label, 'aria-label': label },
+      icon,
+    );
+  return h(
+    'div.msg-actions',
+    pane === 'main' && btn('reply-in-thread', 'reply', 'Reply in thread', icon('thread')),
+    btn('message-actions', 'more', 'More actions', '⋯'),
+  );
+}
+
+function meta(who, d) {
+  return h(
+    'div.msg-meta',
+    h('span.msg-author', who.name),
+    who.isBot && appBadge(),
+    h('time.msg-time', { title: d.toLocaleString() }, hhmm(d)),
+  );
+}
+
+function messageEl(m, { pane, who, compact = false, replies = [] }) {
+  const d = tsDate(m.ts);
+  const count = replies.length || m.reply_count || 0;
+  const status = pane === 'main' && ui.data.assistant?.[`${ui.channelId}:${m.ts}`]?.status;
+  const cls = classes(compact && 'compact', SYSTEM_SUBTYPES.has(m.subtype) && 'system');
+  return h(
+    'div.msg',
+    { class: cls, 'data-testid': 'message', 'data-ts': m.ts, 'data-pane': pane },
+    h('div.msg-gutter', compact ? h('time.hover-time', hhmm(d)) : avatar(who)),
+    h(
+      'div.msg-content',
+      !compact && meta(who, d),
+      h('div.message-body', { html: bodyHtml(m) }),
+      m.edited && h('span.edited', '(edited)'),
+      reactionsEl(m.reactions),
+      pane === 'main' && count > 0 && threadSummary(replies, count),
+      status &&
+        h(
+          'div.assistant-inline',
+          { 'data-testid': 'assistant-status-inline' },
+          `${ui.data.bot.name} ${status}`,
+        ),
+    ),
+    actionBar(pane),
+  );
+}
+
+function ephemeralEl(e) {
+  return h(
+    'div.msg.ephemeral',
+    { 'data-testid': 'ephemeral', 'data-id': e.id },
+    h('div.msg-gutter', avatar(botWho())),
+    h(
+      'div.msg-content',
+      h('div.ephemeral-label', icon('eye'), ' Only visible to you'),
+      meta(botWho(), new Date(e.at)),
+      h('div.message-body', { html: bodyHtml(e) }),
+      h(
+        'button.link.dismiss',
+        { type: 'button', 'data-action': 'dismiss', 'data-testid': 'ephemeral-dismiss' },
+        'Dismiss',
+      ),
+    ),
+  );
+}
+
+function buildItems(items, pane, replies) {
+  const nodes = [];
+  let prev = null;
+  for (const it of items) {
+    if (it.eph) {
+      nodes.push(ephemeralEl(it.eph));
+      prev = null;
+      continue;
+    }
+    const m = it.msg;
+    const who = author(m);
+    const rs = replies?.get(m.ts) ?? [];
+    const compact = prev?.who === who.id && it.at - prev.at < GROUP_WINDOW_MS && !prev.thread && !m.subtype;
+    nodes.push(messageEl(m, { pane, who, compact, replies: rs }));
+    prev = { who: who.id, at: it.at, thread: rs.length > 0 || m.reply_count > 0 };
+  }
+  return nodes;
+}
+
+// Replace a list's content; jump to the bottom when something new arrived (or when the reader was
+// already there), otherwise keep the reader where they were.
+function fillList(list, nodes, key, sig) {
+  const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
+  const prevTop = list.scrollTop;
+  list.replaceChildren(...nodes);
+  list.scrollTop = sig !== ui.listSig[key] || atBottom ? list.scrollHeight : prevTop;
+  ui.listSig[key] = sig;
+}
+
+/* ---------- panes ---------- */
+
+function sidebarItem(c) {
+  const d = ui.data;
+  const newest = (d.messages[c.id] ?? []).at(-1)?.ts ?? '0';
+  if (ui.lastSeen[c.id] === undefined || c.id === ui.channelId) ui.lastSeen[c.id] = newest;
+  const unread = Number(newest) > Number(ui.lastSeen[c.id]);
+  const selected = c.id === ui.channelId;
+  const isIm = c.type === 'im';
+  const label = isIm ? d.bot.name : c.name;
+  return h(
+    'button.sb-item',
+    {
+      type: 'button',
+      class: classes(selected && 'selected', c.archived && 'archived', unread && 'unread'),
+      'data-testid': 'channel-link',
+      'data-channel-id': c.id,
+      'data-channel-name': label,
+      'aria-current': selected && 'page',
+    },
+    isIm ? avatar(botWho(), 'mini') : h('span.sb-hash', '#'),
+    h('span.sb-name', label),
+    c.archived && h('span.sb-archived', '(archived)'),
+  );
+}
+
+function renderSidebar() {
+  const { team, me, channels } = ui.data;
+  $('team-name').textContent = team.name;
+  $('search-team').textContent = team.name;
+  $('me-name').textContent = userName(me.id);
+  $('channel-list').replaceChildren(...channels.filter((c) => c.type !== 'im').map(sidebarItem));
+  $('dm-list').replaceChildren(...channels.filter((c) => c.type === 'im').map(sidebarItem));
+}
+
+function renderHeader(c) {
+  const btn = $('archive-btn');
+  btn.hidden = !c || c.type === 'im';
+  if (!c) return $('channel-title').replaceChildren('No channels');
+  const bot = ui.data.bot.name;
+  $('channel-title').replaceChildren(
+    ...(c.type === 'im' ? [avatar(botWho(), 'small'), bot, appBadge()] : [h('span.hash', '#'), c.name]),
+    ...(c.archived ? [h('span.archived-tag', '(archived)')] : []),
+  );
+  btn.disabled = c.archived;
+  btn.textContent = c.archived ? 'Archived' : 'Archive channel';
+  document.title = `${c.type === 'im' ? bot : `#${c.name}`} · ${ui.data.team.name}`;
+}
+
+function channelIntro(c) {
+  const bot = ui.data.bot.name;
+  return c.type === 'im'
+    ? h(
+        'div.channel-intro',
+        h('div.intro-title', bot),
+        h('div.intro-text', `This is your direct message with ${bot}. Just type — no mention needed.`),
+      )
+    : h(
+        'div.channel-intro',
+        h('div.intro-title', `# ${c.name}`),
+        h(
+          'div.intro-text',
+          `This is the very beginning of #${c.name}. Mention @agent to start a thread with the bot.`,
+        ),
+      );
+}
+
+function renderMain(c) {
+  const list = $('message-list');
+  if (!c) return list.replaceChildren(h('div.channel-intro', 'No channels yet.'));
+  const { top, replies } = splitThreads(ui.data.messages[c.id] ?? []);
+  // Ephemerals aimed at the open thread are shown there instead.
+  const items = timeline(
+    top,
+    ephemeralsFor(c.id).filter((e) => !e.threadTs || e.threadTs !== ui.thread),
+  );
+  fillList(list, [channelIntro(c), ...buildItems(items, 'main', replies)], 'main', timelineSig(c.id, items));
+}
+
+function renderThread(c) {
+  const msgs = c ? (ui.data.messages[c.id] ?? []) : [];
+  const parent = ui.thread && msgs.find((m) => m.ts === ui.thread);
+  $('thread').hidden = !parent;
+  if (!parent) {
+    ui.thread = null;
+    return;
+  }
+  $('thread-channel').textContent = c.type === 'im' ? ui.data.bot.name : `#${c.name}`;
+  const replies = msgs.filter((m) => m.thread_ts === parent.ts && m.ts !== parent.ts);
+  const items = timeline(
+    replies,
+    ephemeralsFor(c.id).filter((e) => e.threadTs === parent.ts),
+  );
+  const nodes = [
+    messageEl(parent, { pane: 'thread', who: author(parent) }),
+    replies.length > 0 && h('div.thread-divider', h('span', plural(replies.length, 'reply', 'replies'))),
+    ...buildItems(items, 'thread'),
+  ];
+  fillList($('thread-list'), nodes.filter(Boolean), 'thread', timelineSig(parent.ts, items));
+
+  // Assistant-thread extras (what assistant.threads.setStatus / setTitle / setSuggestedPrompts set).
+  const a = ui.data.assistant?.[`${c.id}:${parent.ts}`] ?? {};
+  $('assistant-title').hidden = !a.title;
+  $('assistant-title').textContent = a.title ?? '';
+  const prompt = (p) =>
+    h(
+      'button.prompt-chip',
+      { type: 'button', 'data-testid': 'assistant-prompt', 'data-message': p.message },
+      p.title,
+    );
+  $('thread-extra').replaceChildren(
+    ...(a.status
+      ? [
+          h(
+            'div.assistant-status',
+            { 'data-testid': 'assistant-status' },
+            h('span.typing', { 'aria-hidden': 'true' }, h('i'), h('i'), h('i')),
+            h('em', `${ui.data.bot.name} ${a.status}`),
+          ),
+        ]
+      : []),
+    ...(a.prompts?.length && !c.archived ? [h('div.assistant-prompts', a.prompts.map(prompt))] : []),
+  );
+}
+
+/** The Messages tab's suggested prompts (set without a thread), shown above the DM composer. */
+function renderTabPrompts(c) {
+  const tab = c?.type === 'im' ? ui.data.assistant?.[`${c.id}:`] : undefined;
+  const box = $('tab-prompts');
+  box.hidden = !tab?.prompts?.length;
+  if (box.hidden) return box.replaceChildren();
+  box.replaceChildren(
+    ...(tab.promptsTitle ? [h('div.tab-prompts-title', tab.promptsTitle)] : []),
+    h(
+      'div.assistant-prompts',
+      tab.prompts.map((p) =>
+        h(
+          'button.prompt-chip',
+          { type: 'button', 'data-testid': 'tab-prompt', 'data-message': p.message },
+          p.title,
+        ),
+      ),
+    ),
+  );
+}
+
+/** Opening a DM is opening the bot's Messages tab: Slack tells the app (app_home_opened). */
+function openedConversation(c) {
+  if (c?.type === 'im') post('/ui/open', { channel: c.id }).then(refreshSoon);
+}
+
+function renderComposers(c) {
+  renderTabPrompts(c);
+  const archived = !!c?.archived;
+  for (const id of ['composer-input', 'composer-send', 'thread-input', 'thread-send'])
+    $(id).disabled = archived || !c;
+  $('archived-note').hidden = !archived;
+  if (!c) return;
+  const target = c.type === 'im' ? ui.data.bot.name : `#${c.name}`;
+  $('composer-input').placeholder = archived
+    ? 'This channel has been archived.'
+    : `Message ${target} — type @agent to mention the bot, /agent help for commands`;
+  $('thread-input').placeholder = archived ? 'This channel has been archived.' : 'Reply…';
+}
+
+function render() {
+  if (!ui.data) return;
+  if (!currentChannel()) {
+    // First load (or the channel vanished): honour #name / #id in the URL, else the first channel.
+    const want = decodeURIComponent(location.hash.slice(1));
+    const cs = ui.data.channels;
+    const pick =
+      (want && cs.find((c) => c.id === want || c.name === want)) ||
+      cs.find((c) => c.type === 'channel') ||
+      cs[0];
+    ui.channelId = pick?.id ?? null;
+    ui.thread = null;
+    openedConversation(pick);
+  }
+  const c = currentChannel();
+  renderSidebar();
+  renderHeader(c);
+  renderMain(c);
+  renderThread(c);
+  renderComposers(c);
+}
+
+/* ---------- traffic panel ---------- */
+
+function trafficEl(e) {
+  const pending = e.state === 'pending';
+  const failed = !pending && (e.ok === false || (e.status ?? 0) >= 400);
+  const result = pending
+    ? h('span.tr-pending', h('span.spinner', { 'aria-hidden': 'true' }), 'pending…')
+    : h(
+        'span.tr-result',
+        h('span.tr-status', String(e.status ?? (failed ? 'error' : '—'))),
+        e.durationMs != null && h('span.tr-dur', `${Math.round(e.durationMs)} ms`),
+      );
+  const d = new Date(e.at);
+  return h(
+    'div.traffic-entry',
+    {
+      class: classes(`op-${e.operation}`, pending && 'pending', failed && 'failed'),
+      'data-testid': 'traffic-entry',
+      'data-operation': e.operation,
+      'data-state': e.state,
+      'data-id': e.id,
+    },
+    h(
+      'div.tr-row',
+      h(
+        'span.tr-op',
+        e.operation === 'deleteSession' && icon('trash'),
+        OP_LABELS[e.operation] ?? e.operation,
+      ),
+      result,
+    ),
+    h(
+      'div.tr-row.tr-sub',
+      h('span.tr-path', `${e.method ?? ''} ${e.path ?? ''}`.trim()),
+      h('time', `${hhmm(d)}:${pad(d.getSeconds())}`),
+    ),
+    e.sessionId && h('div.tr-session', { title: e.sessionId }, `session ${e.sessionId}`),
+    e.summary && h('div.tr-summary', e.summary),
+  );
+}
+
+function renderTraffic() {
+  const entries = [...ui.traffic.values()].sort((a, b) => b.at - a.at);
+  $('traffic-count').textContent = entries.length ? plural(entries.length, 'call') : '';
+  $('traffic-list').replaceChildren(
+    ...(entries.length
+      ? entries.map(trafficEl)
+      : [
+          h(
+            'div.traffic-empty',
+            'No calls yet. Mention @agent in a channel or DM the bot to create a session.',
+          ),
+        ]),
+  );
+}
+
+let trafficFrame = 0;
+function scheduleTraffic() {
+  if (trafficFrame) return; // one repaint per frame, however many events arrived
+  trafficFrame = requestAnimationFrame(() => {
+    trafficFrame = 0;
+    renderTraffic();
+  });
+}
+
+/* ---------- server I/O ---------- */
+
+function toast(text) {
+  const box = $('toasts');
+  if ([...box.children].some((t) => t.textContent === text)) return; // don't stack identical errors
+  const el = h('div.toast', { role: 'alert', 'data-testid': 'toast' }, text);
+  box.append(el);
+  setTimeout(() => el.remove(), 6000);
+}
+
+async function post(path, body) {
+  const what = path.replace('/ui/', '');
+  try {
+    const init = {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    };
+    const res = await fetch(path, init);
+    const json = await res.json().catch(() => ({ ok: false, error: `HTTP ${res.status}` }));
+    if (!json.ok) toast(`${what} failed: ${json.error ?? `HTTP ${res.status}`}`);
+    return json;
+  } catch (err) {
+    toast(`${what} failed: ${err.message}`);
+    return { ok: false, error: err.message };
+  }
+}
+
+let refreshTimer = 0;
+let fetching = false;
+let refetch = false;
+// "change" events arrive in bursts (post, reaction, status…): coalesce them into one fetch.
+function refreshSoon() {
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(loadState, 50);
+}
+
+async function loadState() {
+  if (fetching) {
+    refetch = true; // a change landed mid-fetch: fetch once more afterwards
+    return;
+  }
+  fetching = true;
+  try {
+    const res = await fetch('/ui/state');
+    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    ui.data = await res.json();
+    render();
+  } catch (err) {
+    toast(`Could not load state: ${err.message}`);
+  } finally {
+    fetching = false;
+    if (refetch) {
+      refetch = false;
+      loadState();
+    }
+  }
+}
+
+function connectStream() {
+  const es = new EventSource('/ui/stream');
+  const live = $('traffic-live');
+  es.addEventListener('open', () => {
+    live.textContent = 'live';
+    live.classList.add('on');
+    refreshSoon(); // we may have missed changes while disconnected
+  });
+  es.addEventListener('error', () => {
+    live.textContent = 'reconnecting…';
+    live.classList.remove('on');
+  });
+  es.addEventListener('change', refreshSoon);
+  es.addEventListener('traffic', (ev) => {
+    try {
+      const entry = JSON.parse(ev.data);
+      const prev = ui.traffic.get(entry.id);
+      // Keep the first-seen time so that an entry does not jump around when it completes.
+      ui.traffic.set(entry.id, { ...prev, ...entry, at: prev?.at ?? entry.at });
+      scheduleTraffic();
+    } catch (err) {
+      console.warn('bad traffic event', ev.data, err);
+    }
+  });
+}
+
+/* ---------- interactions ---------- */
+
+function autosize(ta) {
+  ta.style.height = 'auto';
+  ta.style.height = `${Math.min(ta.scrollHeight, 200)}px`;
+}
+
+async function send(input, threadTs) {
+  const text = input.value.trim();
+  const channel = ui.channelId;
+  if (!text || !channel || input.disabled) return;
+  input.value = '';
+  autosize(input);
+  // Slash commands are channel-level, even when typed in the thread composer.
+  const res = text.startsWith('/')
+    ? await post('/ui/command', { channel, text })
+    : await post('/ui/message', threadTs ? { channel, text, threadTs } : { channel, text });
+  if (!res.ok && !input.value) {
+    input.value = text; // give the text back so it can be retried
+    autosize(input);
+  }
+  refreshSoon();
+}
+
+function wireComposer(input, button, threadTs) {
+  input.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
+      ev.preventDefault();
+      send(input, threadTs());
+    }
+  });
+  input.addEventListener('input', () => autosize(input));
+  button.addEventListener('click', () => send(input, threadTs()));
+}
+
+function selectChannel(id) {
+  if (!id || id === ui.channelId) return;
+  const input = $('composer-input');
+  ui.drafts[ui.channelId] = input.value;
+  ui.channelId = id;
+  ui.thread = null;
+  closeMenu();
+  input.value = ui.drafts[id] ?? '';
+  autosize(input);
+  const c = currentChannel();
+  history.replaceState(null, '', `#${encodeURIComponent(c.type === 'im' ? c.id : c.name)}`);
+  render();
+  openedConversation(c);
+  if (!input.disabled) input.focus();
+}
+
+function setThread(ts, focus = false) {
+  ui.thread = ts;
+  ui.listSig.thread = ''; // a freshly opened thread starts at its latest reply
+  render();
+  if (focus && !$('thread-input').disabled) $('thread-input').focus();
+}
+
+function openMenu(button, ts) {
+  const menu = $('menu');
+  ui.menu = { channel: ui.channelId, ts };
+  menu.hidden = false;
+  const r = button.getBoundingClientRect();
+  const { offsetWidth: w, offsetHeight: ht } = menu;
+  menu.style.top = `${r.bottom + 4 + ht < window.innerHeight ? r.bottom + 4 : r.top - ht - 4}px`;
+  menu.style.left = `${Math.max(8, Math.min(r.right - w, window.innerWidth - w - 8))}px`;
+}
+
+function closeMenu() {
+  ui.menu = null;
+  $('menu').hidden = true;
+}
+
+function onListClick(ev) {
+  const target = ev.target.closest('[data-action]');
+  const ts = target?.closest('[data-testid="message"]')?.dataset.ts;
+  switch (target?.dataset.action) {
+    case 'open-thread':
+      return setThread(ts);
+    case 'reply':
+      return setThread(ts, true);
+    case 'more':
+      ev.stopPropagation(); // or the document-level "click outside" handler closes it right away
+      return openMenu(target, ts);
+    case 'dismiss':
+      ui.dismissed.add(target.closest('[data-testid="ephemeral"]').dataset.id);
+      return render();
+  }
+}
+
+function init() {
+  wireComposer($('composer-input'), $('composer-send'), () => undefined);
+  wireComposer($('thread-input'), $('thread-send'), () => ui.thread);
+  for (const id of ['message-list', 'thread-list']) {
+    $(id).addEventListener('click', onListClick);
+    $(id).addEventListener('scroll', closeMenu, { passive: true });
+  }
+  for (const id of ['channel-list', 'dm-list']) {
+    $(id).addEventListener('click', (ev) =>
+      selectChannel(ev.target.closest('[data-channel-id]')?.dataset.channelId),
+    );
+  }
+  $('thread-close').addEventListener('click', () => setThread(null));
+  $('archive-btn').addEventListener('click', async () => {
+    const c = currentChannel();
+    if (!c || c.archived) return;
+    $('archive-btn').disabled = true;
+    const res = await post('/ui/archive', { channel: c.id });
+    $('archive-btn').disabled = !res.ok;
+    refreshSoon();
+  });
+  $('menu').addEventListener('click', async (ev) => {
+    if (!ev.target.closest('[data-action="shortcut-reset"]') || !ui.menu) return;
+    const { channel, ts } = ui.menu;
+    closeMenu();
+    await post('/ui/shortcut', { channel, ts });
+    refreshSoon();
+  });
+  $('tab-prompts').addEventListener('click', async (ev) => {
+    const chip = ev.target.closest('.prompt-chip');
+    if (!chip) return;
+    await post('/ui/message', { channel: ui.channelId, text: chip.dataset.message });
+    refreshSoon();
+  });
+  $('thread-extra').addEventListener('click', async (ev) => {
+    const chip = ev.target.closest('.prompt-chip');
+    if (!chip || !ui.thread) return;
+    await post('/ui/message', { channel: ui.channelId, text: chip.dataset.message, threadTs: ui.thread });
+    refreshSoon();
+  });
+  document.querySelector('.composer-hint').addEventListener('click', (ev) => {
+    const chip = ev.target.closest('[data-insert]');
+    const input = $('composer-input');
+    if (!chip || input.disabled) return;
+    const add = chip.dataset.insert;
+    input.value = add.startsWith('/') || !input.value ? add : `${input.value.replace(/\s*$/, ' ')}${add}`;
+    autosize(input);
+    input.focus();
+  });
+  document.addEventListener('click', (ev) => {
+    if (ui.menu && !ev.target.closest('#menu')) closeMenu();
+  });
+  document.addEventListener('keydown', (ev) => {
+    if (ev.key !== 'Escape') return;
+    if (ui.menu) closeMenu();
+    else if (ui.thread) setThread(null);
+  });
+
+  renderTraffic();
+  loadState();
+  connectStream();
+}
+
+init();
