@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { type Bot, createBot } from '../src/app.js';
 import { loadConfig, secretsOf } from '../src/config.js';
@@ -13,7 +14,7 @@ import { mountWebUi } from './web-ui.js';
 export interface DemoOptions {
   /** Port of the page (and of the fake Slack behind it); 0 picks a free one. */
   port: number;
-  /** The embedded store's directory. */
+  /** Where the demo keeps its embedded store (in `store/`, started afresh each run). */
   dataDir: string;
   /** A real agent service to use instead of the emulator. */
   agent?: { baseUrl: string; apiKey: string; agentId: string };
@@ -95,6 +96,7 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
     const traffic = await AgentTrafficProxy.start(agentTarget.baseUrl);
     cleanups.push(() => traffic.stop());
 
+    const storeDir = await freshStoreDir(options.dataDir);
     const botPort = await freePort();
     const signingSecret = randomBytes(16).toString('hex');
     const inherited = Object.fromEntries(
@@ -111,7 +113,7 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
       AGENT_BASE_URL: traffic.baseUrl,
       AGENT_API_KEY: agentTarget.apiKey,
       AGENT_ID: agentTarget.agentId,
-      DATA_DIR: path.resolve(options.dataDir),
+      DATA_DIR: storeDir,
       LOG_LEVEL: options.logLevel,
       SLASH_COMMAND: COMMAND,
     });
@@ -137,5 +139,29 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
   } catch (error) {
     await stop().catch(() => {});
     throw error;
+  }
+}
+
+/**
+ * The fake Slack and the emulator start empty every time, so the store does too: mappings from an earlier
+ * run would point at threads and sessions that no longer exist. A store another demo is using is left alone.
+ */
+async function freshStoreDir(dataDir: string): Promise<string> {
+  const storeDir = path.resolve(dataDir, 'store');
+  const owner = Number((await readFile(path.join(storeDir, 'store.lock'), 'utf8').catch(() => '')).trim());
+  if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && isAlive(owner))
+    throw new Error(
+      `${dataDir} is in use by another demo (process ${owner}); stop it or pick another --data-dir`,
+    );
+  await rm(storeDir, { recursive: true, force: true });
+  return storeDir;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

@@ -29,7 +29,8 @@ if (args.help) {
   process.stdout.write(`Usage: npm run demo [-- --port N] [-- --data-dir DIR]
 
   --port N         page port (env DEMO_PORT, default 3030; 0: any free port)
-  --data-dir DIR   embedded store directory (env DEMO_DATA_DIR, default ./data/demo)
+  --data-dir DIR   where the bot's embedded store lives (env DEMO_DATA_DIR, default ./data/demo);
+                   it starts empty each run, like the fake Slack and the emulator
 
 Set AGENT_BASE_URL, AGENT_API_KEY and AGENT_ID to talk to a real agent service instead of the emulator;
 DEMO_AGENT_LATENCY_MS sets the emulator's answer time (default 1500). Other bot settings (MENTION_ONLY,
