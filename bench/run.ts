@@ -222,6 +222,7 @@ async function runTarget(target: Target): Promise<Row[]> {
       ...processFigures(child.pid ?? 0),
     });
     process.stderr.write(`  ${target}: ${scenario.name} done\n`);
+    if (target === 'bot') process.stderr.write(`    ${await runtimeDiagnostics(port)}\n`);
   }
 
   child.kill('SIGTERM');
@@ -229,6 +230,31 @@ async function runTarget(target: Target): Promise<Row[]> {
   await Promise.all([slack.stop(), agent.stop()]);
   await database?.drop();
   return rows;
+}
+
+/**
+ * What the bot's own /metrics say about pauses since start: event-loop delay and garbage collection
+ * (prom-client's default metrics), to tell CPU saturation from stalls when latency tails grow.
+ */
+async function runtimeDiagnostics(port: number): Promise<string> {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? Number.NaN);
+    const ms = (seconds: number) => `${(seconds * 1000).toFixed(1)} ms`;
+    const gc = (kind: string) => {
+      const sum = value(new RegExp(`nodejs_gc_duration_seconds_sum\\{kind="${kind}"\\} ([0-9.e+-]+)`));
+      const count = value(new RegExp(`nodejs_gc_duration_seconds_count\\{kind="${kind}"\\} ([0-9.e+-]+)`));
+      return `${kind} ${count} / ${ms(sum)}`;
+    };
+    return [
+      `event-loop delay p50 ${ms(value(/nodejs_eventloop_lag_p50_seconds (\S+)/))}`,
+      `p99 ${ms(value(/nodejs_eventloop_lag_p99_seconds (\S+)/))}`,
+      `max ${ms(value(/nodejs_eventloop_lag_max_seconds (\S+)/))}`,
+      `GC since start: ${gc('minor')}, ${gc('major')}, ${gc('incremental')}`,
+    ].join(', ');
+  } catch (error) {
+    return `no runtime diagnostics (${String(error)})`;
+  }
 }
 
 /** Peak resident memory (VmHWM) and CPU time so far, from /proc. */
