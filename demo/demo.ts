@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { readFile, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { type Bot, createBot } from '../src/app.js';
 import { loadConfig, secretsOf } from '../src/config.js';
+import { embeddedStoreOwner } from '../src/db/database.js';
 import { createLogger } from '../src/observability/logger.js';
 import { REQUIRED_BOT_SCOPES } from '../src/slack/requirements.js';
 import { AgentServiceEmulator } from '../test/fakes/agent-service.js';
@@ -148,20 +149,11 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
  */
 async function freshStoreDir(dataDir: string): Promise<string> {
   const storeDir = path.resolve(dataDir, 'store');
-  const owner = Number((await readFile(path.join(storeDir, 'store.lock'), 'utf8').catch(() => '')).trim());
-  if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && isAlive(owner))
+  const owner = await embeddedStoreOwner(storeDir);
+  if (owner !== undefined && owner !== process.pid)
     throw new Error(
       `${dataDir} is in use by another demo (process ${owner}); stop it or pick another --data-dir`,
     );
   await rm(storeDir, { recursive: true, force: true });
   return storeDir;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

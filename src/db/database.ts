@@ -167,6 +167,12 @@ async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
   throw new StoreError(`cannot lock the embedded store in ${dataDir}`);
 }
 
+/** The live process holding the embedded store in `dataDir`, if any (its lock names it). */
+export async function embeddedStoreOwner(dataDir: string): Promise<number | undefined> {
+  const owner = Number((await readFile(path.join(dataDir, 'store.lock'), 'utf8').catch(() => '')).trim());
+  return Number.isInteger(owner) && owner > 0 && isAlive(owner) ? owner : undefined;
+}
+
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
