@@ -115,7 +115,10 @@ async function runTarget(target: Target): Promise<Row[]> {
     ...(database ? { DATABASE_URL: database.url } : {}),
   };
   const script = target === 'bot' ? 'dist/src/main.js' : 'dist/bench/baseline-relay.js';
-  const flags = CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`] : [];
+  const flags = [
+    ...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []),
+    ...(CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`] : []),
+  ];
   const child = spawn(process.execPath, [...flags, script], { env, stdio: ['ignore', 'ignore', 'inherit'] });
   const url = `http://127.0.0.1:${port}/slack/events`;
   await waitForPort(port, child);
@@ -247,9 +250,9 @@ async function runtimeDiagnostics(port: number): Promise<string> {
       return `${kind} ${count} / ${ms(sum)}`;
     };
     return [
-      `event-loop delay p50 ${ms(value(/nodejs_eventloop_lag_p50_seconds (\S+)/))}`,
-      `p99 ${ms(value(/nodejs_eventloop_lag_p99_seconds (\S+)/))}`,
-      `max ${ms(value(/nodejs_eventloop_lag_max_seconds (\S+)/))}`,
+      `event-loop delay p50 ${ms(value(/^nodejs_eventloop_lag_p50_seconds (\S+)$/m))}`,
+      `p99 ${ms(value(/^nodejs_eventloop_lag_p99_seconds (\S+)$/m))}`,
+      `max ${ms(value(/^nodejs_eventloop_lag_max_seconds (\S+)$/m))}`,
       `GC since start: ${gc('minor')}, ${gc('major')}, ${gc('incremental')}`,
     ].join(', ');
   } catch (error) {
