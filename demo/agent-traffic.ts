@@ -24,7 +24,8 @@ export interface TrafficEntry {
 export type TrafficListener = (entry: TrafficEntry) => void;
 
 const SUMMARY_CHARS = 80;
-const MAX_BODY_BYTES = 1_000_000;
+const MAX_BODY_BYTES = 10_000_000;
+const UPSTREAM_TIMEOUT_MS = 15 * 60_000;
 
 /**
  * A recording reverse proxy in front of the agent service (the emulator or a real one): the bot is pointed
@@ -161,7 +162,13 @@ function classify(method: string, path: string): { operation: TrafficOperation; 
 function passThroughHeaders(req: IncomingMessage): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined || ['host', 'connection', 'keep-alive', 'transfer-encoding'].includes(name))
+    // accept-encoding too: the answer is read (for the panel) and passed on as plain bytes.
+    if (
+      value === undefined ||
+      ['host', 'connection', 'keep-alive', 'transfer-encoding', 'accept-encoding', 'content-length'].includes(
+        name,
+      )
+    )
       continue;
     headers[name] = Array.isArray(value) ? value.join(', ') : value;
   }
@@ -174,7 +181,9 @@ function send(
 ): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
   const transport = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
-    const req = transport(url, { method: options.method, headers: options.headers }, (res) => {
+    const headers = { ...options.headers, 'content-length': String(options.body.length) };
+    // Longer than any agent timeout the bot would use, so the bot's own timeout is what users meet.
+    const req = transport(url, { method: options.method, headers, timeout: UPSTREAM_TIMEOUT_MS }, (res) => {
       readBody(res).then((body) => {
         const headers: Record<string, string> = {};
         const type = res.headers['content-type'];
@@ -182,6 +191,7 @@ function send(
         resolve({ status: res.statusCode ?? 502, headers, body });
       }, reject);
     });
+    req.on('timeout', () => req.destroy(new Error('the agent service did not answer in time')));
     req.on('error', reject);
     req.end(options.body.length > 0 ? options.body : undefined);
   });

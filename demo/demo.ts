@@ -5,7 +5,7 @@ import { type Bot, createBot } from '../src/app.js';
 import { loadConfig, secretsOf } from '../src/config.js';
 import { embeddedStoreOwner } from '../src/db/database.js';
 import { createLogger } from '../src/observability/logger.js';
-import { REQUIRED_BOT_SCOPES } from '../src/slack/requirements.js';
+import { AGENT_VIEW_SCOPES, REQUIRED_BOT_SCOPES } from '../src/slack/requirements.js';
 import { AgentServiceEmulator } from '../test/fakes/agent-service.js';
 import { FakeSlack } from '../test/fakes/slack.js';
 import { freePort } from '../test/helpers/free-port.js';
@@ -63,15 +63,24 @@ const DEMO_OWNED = new Set([
 export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
   const cleanups: (() => Promise<void> | void)[] = [];
   const stop = async () => {
-    for (const cleanup of cleanups.reverse()) await cleanup();
+    // Every step runs even if one fails, so no server or store lock is left behind.
+    const failures: unknown[] = [];
+    for (const cleanup of cleanups.reverse()) {
+      try {
+        await cleanup();
+      } catch (error) {
+        failures.push(error);
+      }
+    }
     cleanups.length = 0;
+    if (failures.length > 0) throw failures[0];
   };
   try {
     const slack = await FakeSlack.start({
       port: options.port,
       teamName: 'Demo workspace',
       // As if installed from manifest.yml.
-      scopes: Object.keys(REQUIRED_BOT_SCOPES),
+      scopes: [...Object.keys(REQUIRED_BOT_SCOPES), ...Object.keys(AGENT_VIEW_SCOPES)],
       users: {
         U0BOT: { name: 'agent', realName: 'Agent', isBot: true },
         [ME.id]: { name: ME.name, realName: 'You' },
@@ -104,8 +113,10 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
       Object.entries(options.botEnv ?? {}).filter(([name]) => !DEMO_OWNED.has(name)),
     );
     const config = loadConfig({
-      // A slow answer shows the "taking a while" note sooner than in production.
+      // A slow answer shows the "taking a while" note sooner than in production, and the working
+      // reaction shows early enough to be seen against the emulator's answer time.
       SLOW_NOTICE_MS: '8000',
+      WORKING_INDICATOR_DELAY_MS: '300',
       ...inherited,
       SLACK_BOT_TOKEN: slack.botToken,
       SLACK_SIGNING_SECRET: signingSecret,

@@ -33,7 +33,7 @@ if (args.help) {
                    it starts empty each run, like the fake Slack and the emulator
 
 Set AGENT_BASE_URL, AGENT_API_KEY and AGENT_ID to talk to a real agent service instead of the emulator;
-DEMO_AGENT_LATENCY_MS sets the emulator's answer time (default 1500). Other bot settings (MENTION_ONLY,
+DEMO_AGENT_LATENCY_MS sets the emulator's answer time (default 2000). Other bot settings (MENTION_ONLY,
 WORKING_INDICATOR_DELAY_MS, ...) are read from the environment as usual.
 `);
   process.exit(0);
@@ -43,7 +43,7 @@ const portText = args.port ?? process.env.DEMO_PORT ?? '3030';
 const port = Number(portText);
 if (!/^\d+$/.test(portText) || port > 65_535)
   fail(`demo: --port must be a whole number from 0 to 65535 (got "${portText}")`);
-const latencyText = process.env.DEMO_AGENT_LATENCY_MS ?? '1500';
+const latencyText = process.env.DEMO_AGENT_LATENCY_MS ?? '2000';
 if (!/^\d+$/.test(latencyText))
   fail(`demo: DEMO_AGENT_LATENCY_MS must be a whole number of milliseconds (got "${latencyText}")`);
 
@@ -82,7 +82,8 @@ process.stdout.write(
 
 let stopping = false;
 const shutdown = () => {
-  if (stopping) return;
+  // A second Ctrl-C does not wait for the clean stop.
+  if (stopping) process.exit(130);
   stopping = true;
   process.stdout.write('Stopping…\n');
   demo.stop().then(

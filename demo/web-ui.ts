@@ -244,6 +244,9 @@ export function mountWebUi(options: WebUiOptions): { close(): void } {
   };
 
   slack.mount('/', async (req, res, url) => {
+    // Served on loopback for this machine's browser: a rebound DNS name or another site's page is refused.
+    if (!isSameOrigin(req))
+      return sendJson(res, 403, { ok: false, error: 'requests must come from the demo page' });
     if (req.method === 'GET' && url.pathname === '/ui/state') return sendJson(res, 200, state());
     if (req.method === 'GET' && url.pathname === '/ui/stream') {
       res.writeHead(200, {
@@ -256,8 +259,12 @@ export function mountWebUi(options: WebUiOptions): { close(): void } {
       req.on('close', () => streams.delete(res));
       return;
     }
-    const action = url.pathname.startsWith('/ui/') ? actions[url.pathname.slice('/ui/'.length)] : undefined;
+    const name = url.pathname.startsWith('/ui/') ? url.pathname.slice('/ui/'.length) : '';
+    const action = Object.hasOwn(actions, name) ? actions[name] : undefined;
     if (req.method === 'POST' && action) {
+      // A JSON body needs a CORS preflight, which this server never grants to another site.
+      if (!(req.headers['content-type'] ?? '').startsWith('application/json'))
+        return sendJson(res, 403, { ok: false, error: 'requests must come from the demo page' });
       try {
         const body = parseJsonObject(await readText(req)) ?? {};
         return sendJson(res, 200, { ok: true, ...(await action(body)) });
@@ -266,7 +273,10 @@ export function mountWebUi(options: WebUiOptions): { close(): void } {
         return sendJson(res, error instanceof UiError ? 400 : 502, { ok: false, error: message });
       }
     }
-    const asset = req.method === 'GET' ? STATIC_FILES[url.pathname] : undefined;
+    const asset =
+      req.method === 'GET' && Object.hasOwn(STATIC_FILES, url.pathname)
+        ? STATIC_FILES[url.pathname]
+        : undefined;
     if (!asset) {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('Not Found');
       return;
@@ -316,6 +326,14 @@ export function toSlackText(typed: string, slack: FakeSlack): string {
         : users.find((known) => known.name.toLowerCase() === lower);
     return user ? `${before}<@${user.id}>` : whole;
   });
+}
+
+/** The page is served on loopback; anything naming another host (DNS rebinding) or origin is refused. */
+function isSameOrigin(req: IncomingMessage): boolean {
+  const host = req.headers.host ?? '';
+  if (!/^(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/.test(host)) return false;
+  const origin = req.headers.origin;
+  return origin === undefined || origin === `http://${host}`;
 }
 
 async function readText(req: IncomingMessage): Promise<string> {

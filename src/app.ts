@@ -26,7 +26,7 @@ import { AccessPolicy } from './slack/access-policy.js';
 import { registerCommands } from './slack/commands.js';
 import { DurableApp } from './slack/durable-app.js';
 import { SlackHttpReceiver } from './slack/http-receiver.js';
-import { missingScopes, REQUIRED_BOT_SCOPES } from './slack/requirements.js';
+import { AGENT_VIEW_SCOPES, missingScopes, scopePurpose } from './slack/requirements.js';
 import { cachedUserNameResolver } from './slack/user-names.js';
 
 const HOUSEKEEPING_INTERVAL_MS = 60 * 60 * 1000;
@@ -68,7 +68,7 @@ export class SlackAuthError extends Error {}
 /** Builds the whole bot from configuration: store, agent client, Slack identity check, Bolt app. */
 export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const identity = await checkSlackIdentity(config, logger);
-  reportMissingScopes(identity, logger);
+  reportMissingScopes(identity, config.agentView.enabled, logger);
   const metrics = new BotMetrics();
   const rawDb = await openDatabase(config.store);
   const db = instrumentDatabase(rawDb, metrics);
@@ -287,16 +287,18 @@ async function checkSlackIdentity(config: Config, logger: Logger): Promise<BotId
 }
 
 /** One clear line per scope the token lacks, naming the manifest entry that fixes it. */
-function reportMissingScopes(identity: BotIdentity, logger: Logger): void {
-  const missing = missingScopes(identity.scopes);
+function reportMissingScopes(identity: BotIdentity, agentView: boolean, logger: Logger): void {
+  const missing = missingScopes(identity.scopes, agentView);
   if (missing === undefined) {
     logger.info('Slack did not report the granted scopes; skipping the scope self-check');
     return;
   }
   for (const scope of missing) {
+    const neededFor = scopePurpose(scope);
     logger.warn(
-      { scope, neededFor: REQUIRED_BOT_SCOPES[scope] },
-      `Slack scope "${scope}" is not granted (needed for ${REQUIRED_BOT_SCOPES[scope]}): add it under oauth_config.scopes.bot in manifest.yml and reinstall the app`,
+      { scope, neededFor },
+      `Slack scope "${scope}" is not granted (needed for ${neededFor}): add it under oauth_config.scopes.bot in manifest.yml and reinstall the app` +
+        (scope in AGENT_VIEW_SCOPES ? ', or set SLACK_AGENT_VIEW=false for the classic bot' : ''),
     );
   }
 }

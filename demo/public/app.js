@@ -283,7 +283,7 @@ function richEl(el) {
       return mentionHtml(`@${el.range}`, 'me');
     case 'emoji':
       return el.unicode
-        ? String.fromCodePoint(...el.unicode.split('-').map((x) => Number.parseInt(x, 16)))
+        ? escText(String.fromCodePoint(...el.unicode.split('-').map((x) => Number.parseInt(x, 16) || 0xfffd)))
         : escText(emoji(el.name));
     default:
       return escText(el?.text ?? '');

@@ -29,6 +29,14 @@ export class MessageClaims {
     return rows.length === 1;
   }
 
+  /** Gives a claim back, so the next attempt may act (for side effects that did not happen). */
+  async release(message: MessageRef, purpose: ClaimPurpose): Promise<void> {
+    await this.db.query(
+      'DELETE FROM handled_messages WHERE team_id = $1 AND channel_id = $2 AND message_ts = $3 AND purpose = $4',
+      [message.teamId, message.channelId, message.ts, purpose],
+    );
+  }
+
   /** Forgets claims older than Slack's retry and edit horizon. */
   async prune(olderThanDays = 7): Promise<number> {
     const rows = await this.db.query(

@@ -350,23 +350,31 @@ export class Relay {
 
   /**
    * The Messages tab was opened (agent experience): its suggested prompts, headed by the greeting, and the
-   * greeting as a message the first time only.
+   * greeting as a message the first time only. Each is best effort on its own; returns whether the
+   * greeting was posted (false when it was not due or failed).
    */
   async welcome(
     channelId: string,
     greeting: string,
     prompts: readonly { title: string; message: string }[],
     firstTime: boolean,
-  ): Promise<void> {
+  ): Promise<boolean> {
     if (prompts.length > 0) {
       // No thread_ts: for an agent app the prompts belong to the tab (with one, Slack ignores the call).
-      await this.deps.slack.assistant.threads.setSuggestedPrompts({
-        channel_id: channelId,
-        title: greeting,
-        prompts: [...prompts],
-      });
+      await this.deps.slack.assistant.threads
+        .setSuggestedPrompts({ channel_id: channelId, title: greeting, prompts: [...prompts] })
+        .catch((error: unknown) =>
+          this.deps.logger.warn({ err: error }, 'could not set the suggested prompts'),
+        );
     }
-    if (firstTime) await this.post(channelId, undefined, greeting);
+    if (!firstTime) return false;
+    try {
+      await this.post(channelId, undefined, greeting);
+      return true;
+    } catch (error) {
+      this.deps.logger.warn({ err: error }, 'could not post the greeting');
+      return false;
+    }
   }
 
   private async tellUser(message: InboundMessage, text: string, logger: Logger): Promise<void> {
@@ -399,8 +407,10 @@ export function targetOf(message: InboundMessage): IndicatorTarget {
 /** A conversation title from its first prompt: one line, cut at a word near the limit. */
 export function titleFromPrompt(prompt: string, maxChars = TITLE_MAX_CHARS): string {
   const line = prompt.replace(/\s+/g, ' ').trim();
-  if (line.length <= maxChars) return line;
-  const cut = line.slice(0, maxChars - 1);
+  // By code points, so an emoji is never split in half.
+  const chars = Array.from(line);
+  if (chars.length <= maxChars) return line;
+  const cut = chars.slice(0, maxChars - 1).join('');
   const atWord = cut.lastIndexOf(' ');
   return `${(atWord > maxChars / 2 ? cut.slice(0, atWord) : cut).trimEnd()}…`;
 }

@@ -46,7 +46,12 @@ function openPostgres(databaseUrl: string): SqlDatabase {
     kind: 'postgres',
     async query<Row extends object>(sql: string, params?: readonly unknown[]) {
       try {
-        const result = await pool.query(statementOf(sql, params));
+        const result = await pool.query(statementOf(sql, params)).catch(async (error: unknown) => {
+          if (!isStalePlan(error)) throw error;
+          // A migration changed a table under statements prepared before it: name them all afresh.
+          renameStatements();
+          return pool.query(statementOf(sql, params));
+        });
         return result.rows as Row[];
       } catch (error) {
         throw asStoreError(error);
@@ -83,6 +88,7 @@ function openPostgres(databaseUrl: string): SqlDatabase {
 }
 
 const statementNames = new Map<string, string>();
+let statementGeneration = 1;
 /** Our SQL texts are a fixed set; past this, something builds SQL dynamically and gets no name. */
 const MAX_NAMED_STATEMENTS = 500;
 
@@ -95,10 +101,21 @@ function statementOf(sql: string, params: readonly unknown[] | undefined): pg.Qu
   if (!params || params.length === 0) return { text: sql };
   let name = statementNames.get(sql);
   if (name === undefined && statementNames.size < MAX_NAMED_STATEMENTS) {
-    name = `bridge_${statementNames.size + 1}`;
+    name = `bridge_${statementGeneration}_${statementNames.size + 1}`;
     statementNames.set(sql, name);
   }
   return { name, text: sql, values: [...params] };
+}
+
+function renameStatements(): void {
+  statementNames.clear();
+  statementGeneration++;
+}
+
+/** PostgreSQL refuses a prepared statement whose result columns changed since it was prepared. */
+function isStalePlan(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  return code === '0A000' && typeof message === 'string' && message.includes('cached plan must not change');
 }
 
 async function openEmbedded(dataDir: string): Promise<SqlDatabase> {

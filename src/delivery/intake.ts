@@ -149,31 +149,41 @@ export class Intake {
     // The agent experience: the Messages tab was opened; greet and suggest prompts after the ack.
     app_home_opened: async ({ event, team_id: teamId }, after) => {
       const channel = typeof event.channel === 'string' ? event.channel : undefined;
+      const userId = typeof event.user === 'string' ? event.user : '';
       if (!this.deps.agentView.enabled || event.tab !== 'messages' || !channel) {
         this.ignore(event.type, 'not-the-messages-tab');
         return;
       }
+      const decision = this.deps.access.check({ teamId, channelId: channel, userId });
+      if (decision !== 'allowed') {
+        this.ignore(event.type, decision);
+        return;
+      }
+      const ref = { teamId, channelId: channel, ts: 'welcome' };
+      const firstTime = await this.deps.claims.claim(ref, 'greeting');
       const { greeting, suggestedPrompts } = this.deps.agentView;
-      const firstTime = await this.deps.claims.claim(
-        { teamId, channelId: channel, ts: 'welcome' },
-        'greeting',
-      );
-      after.push(() => this.deps.relay.welcome(channel, greeting, suggestedPrompts, firstTime));
+      after.push(async () => {
+        const greeted = await this.deps.relay.welcome(channel, greeting, suggestedPrompts, firstTime);
+        // A greeting that could not be posted is not used up: the next opening tries again.
+        if (firstTime && !greeted) await this.deps.claims.release(ref, 'greeting');
+      });
     },
     // Stop pressed in Slack's UI on a Messages-tab conversation: the same as mentioning `stop` there.
-    agent_session_stopped: async ({ event, team_id: teamId }, after) => {
+    agent_session_stopped: async ({ event, team_id: teamId, event_id: eventId }, after) => {
       const channel = typeof event.channel === 'string' ? event.channel : undefined;
       const threadTs = typeof event.thread_ts === 'string' ? event.thread_ts : undefined;
       if (!channel || !threadTs) {
         this.ignore(event.type, 'no-thread');
         return;
       }
-      const stopTs = typeof event.event_ts === 'string' ? event.event_ts : threadTs;
-      if (!(await this.deps.claims.claim({ teamId, channelId: channel, ts: stopTs }, 'control'))) return;
       const thread: ThreadKey = { teamId, channelId: channel, threadTs };
       const threadKey = threadKeyString(thread);
+      // Cancelling is idempotent, so it runs before the claim: a retry after a failure here still cancels.
       const cancelled = (await this.deps.inbox.cancelWaiting(threadKey)) as InboundMessage[];
       const answering = await this.deps.inbox.isRunning(threadKey);
+      // One notice per press; a Slack retry of the same event finds the claim.
+      const ref = { teamId, channelId: channel, ts: `stop:${eventId}` };
+      if (!(await this.deps.claims.claim(ref, 'control'))) return;
       after.push(() => this.deps.relay.reportStop(thread, threadTs, cancelled, answering));
     },
     tokens_revoked: async (envelope) => {

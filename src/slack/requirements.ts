@@ -16,9 +16,23 @@ export const REQUIRED_BOT_SCOPES: Readonly<Record<string, string>> = {
   commands: 'the slash command and the Reset conversation shortcut',
 };
 
+/** Needed only with Slack's agent experience (SLACK_AGENT_VIEW, manifest.yml's features.agent_view). */
+export const AGENT_VIEW_SCOPES: Readonly<Record<string, string>> = {
+  'assistant:write': 'the status, title and suggested prompts of Messages-tab conversations',
+};
+
+/** What a scope is needed for. */
+export function scopePurpose(scope: string): string | undefined {
+  return REQUIRED_BOT_SCOPES[scope] ?? AGENT_VIEW_SCOPES[scope];
+}
+
 /** Scopes the bot needs that the token lacks; undefined when Slack did not report the granted scopes. */
-export function missingScopes(granted: readonly string[] | undefined): string[] | undefined {
+export function missingScopes(
+  granted: readonly string[] | undefined,
+  agentView = false,
+): string[] | undefined {
   if (!granted) return undefined;
   const have = new Set(granted);
-  return Object.keys(REQUIRED_BOT_SCOPES).filter((scope) => !have.has(scope));
+  const needed = [...Object.keys(REQUIRED_BOT_SCOPES), ...(agentView ? Object.keys(AGENT_VIEW_SCOPES) : [])];
+  return needed.filter((scope) => !have.has(scope));
 }

@@ -30,7 +30,7 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
     demo = await startDemo({
       port: 0,
       dataDir,
-      emulatorLatencyMs: 1_500,
+      emulatorLatencyMs: 2_000,
       logLevel: 'warn',
       prettyLogs: false,
     });

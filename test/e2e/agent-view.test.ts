@@ -86,6 +86,27 @@ describe('agent experience (Messages tab)', () => {
     ).toHaveLength(1);
   });
 
+  it('greets on a later opening when the first greeting could not be posted', async () => {
+    const { slack, bot } = stack;
+    const bobDm = 'D0BOB';
+    const greetings = () =>
+      slack
+        .callsOf('chat.postMessage')
+        .filter((c) => c.args.channel === bobDm && textOf(c) === 'Hello! Ask me anything.');
+    slack.failNext('chat.postMessage', { type: 'error', error: 'internal_error' });
+    await send(bot, appHomeOpenedEvent({ channel: bobDm, user: 'U0BOB' }));
+    await waitFor(() => greetings().length >= 1, 'greeting attempted');
+    await sleep(500); // the claim is given back after the failed post
+    await send(bot, appHomeOpenedEvent({ channel: bobDm, user: 'U0BOB' }));
+    await waitFor(
+      () => slack.channelMessages(bobDm).some((m) => m.text === 'Hello! Ask me anything.'),
+      'greeted',
+    );
+    await send(bot, appHomeOpenedEvent({ channel: bobDm, user: 'U0BOB' }));
+    await sleep(300);
+    expect(slack.channelMessages(bobDm).filter((m) => m.text === 'Hello! Ask me anything.')).toHaveLength(1);
+  });
+
   it('gives each conversation thread its own session, with status while working and a title set once', async () => {
     const { slack, agent, bot } = stack;
     const sessionsBefore = agent.requestsFor('createSession').length;
