@@ -23,6 +23,7 @@ import { SessionDeleter } from './sessions/session-deleter.js';
 import { SessionManager } from './sessions/session-manager.js';
 import { SessionStore, type ThreadSession } from './sessions/session-store.js';
 import { AccessPolicy } from './slack/access-policy.js';
+import { AgentViewConversations } from './slack/agent-view.js';
 import { registerCommands } from './slack/commands.js';
 import { DurableApp } from './slack/durable-app.js';
 import { SlackHttpReceiver } from './slack/http-receiver.js';
@@ -68,7 +69,7 @@ export class SlackAuthError extends Error {}
 /** Builds the whole bot from configuration: store, agent client, Slack identity check, Bolt app. */
 export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const identity = await checkSlackIdentity(config, logger);
-  reportMissingScopes(identity, config.agentView.enabled, logger);
+  reportMissingScopes(identity, config.agentView.mode === 'on', logger);
   const metrics = new BotMetrics();
   const rawDb = await openDatabase(config.store);
   const db = instrumentDatabase(rawDb, metrics);
@@ -155,6 +156,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   );
 
   const access = new AccessPolicy(config.access);
+  const agentViewConversations = new AgentViewConversations(db, config.agentView.mode);
   const relay = new Relay({
     inbox,
     agentFor,
@@ -186,6 +188,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     botUserId: identity.botUserId,
     mentionOnly: config.conversation.mentionOnly,
     agentView: config.agentView,
+    agentViewConversations,
     worker,
     access,
     userRateLimit: config.access.userRateLimit,
@@ -200,7 +203,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     agent,
     workspaceUrl: identity.url,
     access,
-    agentView: config.agentView.enabled,
+    agentViewConversations,
     logger,
   });
   app.error(async (error) => {

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { AgentViewMode } from './slack/agent-view.js';
 
 /** Thrown for a missing or invalid setting; the message is one line that names the variable. */
 export class ConfigError extends Error {
@@ -78,8 +79,11 @@ export interface Config {
   };
   /** Slack's agent experience (manifest `features.agent_view`): conversations in the app's Messages tab. */
   agentView: {
-    /** On: every top-level DM message starts its own thread and session, with status and title. */
-    enabled: boolean;
+    /**
+     * In Messages-tab conversations every top-level DM message starts its own thread and session, with
+     * status and title. `auto`: a DM is one once its Messages tab was opened (only agent apps hear that).
+     */
+    mode: AgentViewMode;
     /** Shown when the Messages tab opens (at most 4). */
     suggestedPrompts: readonly SuggestedPrompt[];
     /** Posted once per person in the Messages tab, and the heading of the suggested prompts. */
@@ -205,7 +209,7 @@ export function loadConfig(env: Env = process.env): Config {
   };
 
   const agentView = {
-    enabled: parseBoolean('SLACK_AGENT_VIEW', read('SLACK_AGENT_VIEW') ?? 'true'),
+    mode: parseAgentViewMode(read('SLACK_AGENT_VIEW') ?? 'auto'),
     suggestedPrompts: parseSuggestedPrompts(read('SUGGESTED_PROMPTS') ?? DEFAULT_SUGGESTED_PROMPTS),
     greeting: read('AGENT_VIEW_GREETING') ?? DEFAULT_GREETING,
   };
@@ -336,6 +340,14 @@ function parseIdList(name: string, raw: string | undefined): ReadonlySet<string>
   if (bad !== undefined)
     throw new ConfigError(name, `must be a comma-separated list of Slack ids (bad entry "${bad}")`);
   return new Set(ids);
+}
+
+function parseAgentViewMode(raw: string): AgentViewMode {
+  const value = raw.toLowerCase();
+  if (value === 'auto') return 'auto';
+  if (['true', '1', 'yes', 'on'].includes(value)) return 'on';
+  if (['false', '0', 'no', 'off'].includes(value)) return 'off';
+  throw new ConfigError('SLACK_AGENT_VIEW', `must be auto, true or false (got "${raw}")`);
 }
 
 /** `title::message` entries separated by `|`; an entry without `::` is its own title. */

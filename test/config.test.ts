@@ -42,7 +42,7 @@ describe('loadConfig', () => {
       slowNoticeMs: 20_000,
       workingIndicatorDelayMs: 1_000,
     });
-    expect(config.agentView.enabled).toBe(true);
+    expect(config.agentView.mode).toBe('auto');
     expect(config.agentView.suggestedPrompts).toHaveLength(3);
     expect(config.store).toEqual({ kind: 'embedded', dataDir: path.resolve('data') });
     expect(config.logLevel).toBe('info');
@@ -54,7 +54,11 @@ describe('loadConfig', () => {
       SLACK_AGENT_VIEW: 'false',
       SUGGESTED_PROMPTS: 'Plan::Plan my week| Just ask ',
     });
-    expect(config.agentView.enabled).toBe(false);
+    expect(config.agentView.mode).toBe('off');
+    expect(loadConfig({ ...valid, SLACK_AGENT_VIEW: 'true' }).agentView.mode).toBe('on');
+    expect(() => loadConfig({ ...valid, SLACK_AGENT_VIEW: 'maybe' })).toThrow(
+      /SLACK_AGENT_VIEW must be auto, true or false/,
+    );
     expect(config.agentView.suggestedPrompts).toEqual([
       { title: 'Plan', message: 'Plan my week' },
       { title: 'Just ask', message: 'Just ask' },

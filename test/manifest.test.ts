@@ -77,7 +77,9 @@ describe.each([
       ? 'declares the agent experience as the bot runs it by default'
       : 'leaves the agent experience out',
     () => {
-      expect(defaults.agentView.enabled).toBe(true);
+      // auto: an app from manifest.yml hears app_home_opened and so runs the agent experience; one from the
+      // classic manifest never does and stays classic.
+      expect(defaults.agentView.mode).toBe('auto');
       if (!agentView) {
         expect(manifest.features.agent_view).toBeUndefined();
         return;

@@ -40,9 +40,10 @@ export class MessageClaims {
   /** Forgets claims older than Slack's retry and edit horizon. */
   async prune(olderThanDays = 7): Promise<number> {
     const rows = await this.db.query(
-      // A greeting is once per conversation for good, not just within the retry horizon.
+      // A greeting is once per conversation for good, and a Messages-tab marker stays (see AgentViewConversations).
       `DELETE FROM handled_messages
-       WHERE handled_at < now() - make_interval(days => $1) AND purpose <> 'greeting' RETURNING 1`,
+       WHERE handled_at < now() - make_interval(days => $1) AND purpose NOT IN ('greeting', 'agent-view')
+       RETURNING 1`,
       [olderThanDays],
     );
     return rows.length;

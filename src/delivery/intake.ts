@@ -8,6 +8,7 @@ import type { BotMetrics } from '../observability/metrics.js';
 import type { SessionManager } from '../sessions/session-manager.js';
 import { type ThreadKey, threadKeyString } from '../sessions/thread-key.js';
 import { type AccessPolicy, rateLimitedText, refusalText } from '../slack/access-policy.js';
+import type { AgentViewConversations } from '../slack/agent-view.js';
 import {
   controlWordOf,
   type EventEnvelope,
@@ -52,8 +53,10 @@ export interface IntakeDependencies {
   botUserId: string;
   /** Thread replies reach the agent only when they mention the bot. */
   mentionOnly: boolean;
-  /** Slack's agent experience: DM conversations are threads of the Messages tab. */
+  /** Slack's agent experience: its greeting and prompts. */
   agentView: AgentViewConfig;
+  /** Which DMs are Messages-tab conversations (a thread and session per conversation). */
+  agentViewConversations: AgentViewConversations;
   /** Runs recorded work: the intake claims a job for it directly when it has room. */
   worker: Pick<Worker, 'kickThread' | 'hasRoom' | 'adopt'>;
   access: AccessPolicy;
@@ -150,7 +153,7 @@ export class Intake {
     app_home_opened: async ({ event, team_id: teamId }, after) => {
       const channel = typeof event.channel === 'string' ? event.channel : undefined;
       const userId = typeof event.user === 'string' ? event.user : '';
-      if (!this.deps.agentView.enabled || event.tab !== 'messages' || !channel) {
+      if (this.deps.agentViewConversations.mode === 'off' || event.tab !== 'messages' || !channel) {
         this.ignore(event.type, 'not-the-messages-tab');
         return;
       }
@@ -159,6 +162,7 @@ export class Intake {
         this.ignore(event.type, decision);
         return;
       }
+      await this.deps.agentViewConversations.markOpened(teamId, channel);
       const ref = { teamId, channelId: channel, ts: 'welcome' };
       const firstTime = await this.deps.claims.claim(ref, 'greeting');
       const { greeting, suggestedPrompts } = this.deps.agentView;
@@ -219,7 +223,9 @@ export class Intake {
 
   private async acceptMessage(message: HumanMessage, followUp: boolean, after: AfterAck[]): Promise<void> {
     const { inbox, relay } = this.deps;
-    const { thread, replyThreadTs } = placementOf(message, this.deps.agentView.enabled);
+    const agentView =
+      message.isDm && (await this.deps.agentViewConversations.isAgentView(message.teamId, message.channel));
+    const { thread, replyThreadTs } = placementOf(message, agentView);
     const threadKey = threadKeyString(thread);
     const eventType = followUp || message.isDm ? 'message' : 'app_mention';
     const ref = { teamId: message.teamId, channelId: message.channel, ts: message.ts };
@@ -266,7 +272,7 @@ export class Intake {
       replyThreadTs,
       hasFiles: message.hasFiles,
       eventId: message.eventId,
-      agentThread: this.deps.agentView.enabled && message.isDm && replyThreadTs !== undefined,
+      agentThread: agentView && replyThreadTs !== undefined,
     };
     const limit = this.deps.userRateLimit;
     const { outcome, queued, claimed } = await inbox.admit(
@@ -320,7 +326,9 @@ export class Intake {
 
   /** A waiting message takes the new words; one already sent tells its author, once, that edits are not re-sent. */
   private async acceptEdit(edit: NonNullable<ReturnType<typeof editOf>>, after: AfterAck[]): Promise<void> {
-    const { thread, replyThreadTs } = placementOf(edit, this.deps.agentView.enabled);
+    const agentView =
+      edit.isDm && (await this.deps.agentViewConversations.isAgentView(edit.teamId, edit.channel));
+    const { thread, replyThreadTs } = placementOf(edit, agentView);
     const dedupeKey = messageDedupeKey(thread.teamId, thread.channelId, edit.ts, 'message');
     const waiting = (await this.deps.inbox.payloadOf(dedupeKey)) as InboundMessage | undefined;
     if (

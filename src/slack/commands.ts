@@ -7,6 +7,7 @@ import type { SessionManager } from '../sessions/session-manager.js';
 import type { ThreadSession } from '../sessions/session-store.js';
 import { DM_MAIN_THREAD } from '../sessions/thread-key.js';
 import { type AccessPolicy, refusalText } from './access-policy.js';
+import type { AgentViewConversations } from './agent-view.js';
 
 export const RESET_SHORTCUT_CALLBACK_ID = 'reset_conversation';
 
@@ -18,8 +19,8 @@ export interface CommandOptions {
   /** Workspace URL from auth.test, for links to threads. */
   workspaceUrl?: string;
   access: AccessPolicy;
-  /** Agent experience: a top-level DM message starts its own thread, so it is reset as one. */
-  agentView: boolean;
+  /** In a Messages-tab conversation a top-level DM message starts its own thread, so it is reset as one. */
+  agentViewConversations: AgentViewConversations;
   logger: Logger;
 }
 
@@ -98,7 +99,10 @@ export function registerCommands(app: App, options: CommandOptions): void {
     // A message with thread_ts is in (or is the root of) a thread: that thread is reset. In a 1:1 DM, a plain
     // top-level message belongs to the DM's main conversation.
     const rootTs = message.thread_ts ?? message.ts;
-    const inDmMain = !options.agentView && isDirectMessage(channelId) && message.thread_ts === undefined;
+    const inDmMain =
+      isDirectMessage(channelId) &&
+      message.thread_ts === undefined &&
+      !(await options.agentViewConversations.isAgentView(teamId, channelId).catch(() => false));
     const thread = { teamId, channelId, threadTs: inDmMain ? DM_MAIN_THREAD : rootTs };
     const replyThreadTs = inDmMain ? undefined : rootTs;
     try {

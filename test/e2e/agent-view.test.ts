@@ -50,8 +50,8 @@ const statusCalls = (slack: FakeSlack, threadTs: string) =>
 const textOf = (call: SlackApiCall) => String(call.args.text);
 
 describe('agent experience (Messages tab)', () => {
+  // SLACK_AGENT_VIEW is left at its default (auto): opening the Messages tab is what makes a DM one.
   const stack = useStack({
-    SLACK_AGENT_VIEW: 'true',
     SUGGESTED_PROMPTS: 'Plan::Plan my week|Explain::Explain this error to me',
     AGENT_VIEW_GREETING: 'Hello! Ask me anything.',
   });
@@ -107,8 +107,31 @@ describe('agent experience (Messages tab)', () => {
     expect(slack.channelMessages(bobDm).filter((m) => m.text === 'Hello! Ask me anything.')).toHaveLength(1);
   });
 
+  it('treats a DM as a classic one until its Messages tab is opened (apps without agent_view never are)', async () => {
+    const { slack, bot } = stack;
+    const carolDm = 'D0CAROL';
+    const carol = (text: string) =>
+      messageEvent({ channel: carolDm, channelType: 'im', user: 'U0CAROL', text, ts: nextTs() });
+    await send(bot, carol('before the tab'));
+    const classic = await slack.waitForCall('chat.postMessage', (c) => c.args.channel === carolDm);
+    expect(classic.args.thread_ts).toBeUndefined();
+    expect(slack.callsOf('assistant.threads.setStatus').filter((c) => c.args.channel_id === carolDm)).toEqual(
+      [],
+    );
+
+    await send(bot, appHomeOpenedEvent({ channel: carolDm, user: 'U0CAROL' }));
+    const opened = carol('after the tab');
+    await send(bot, opened);
+    const threaded = await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.channel === carolDm && textOf(c).includes('after the tab'),
+    );
+    expect(threaded.args.thread_ts).toBe(opened.event.ts);
+  });
+
   it('gives each conversation thread its own session, with status while working and a title set once', async () => {
     const { slack, agent, bot } = stack;
+    await send(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }));
     const sessionsBefore = agent.requestsFor('createSession').length;
     const first = nextTs();
     const second = nextTs();
@@ -162,6 +185,7 @@ describe('agent experience (Messages tab)', () => {
     ],
   ])('clears the status when the agent fails (%s)', async (_kind, inject) => {
     const { slack, agent, bot } = stack;
+    await send(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }));
     inject(agent);
     const ts = nextTs();
     await send(bot, dmMessage('this one fails', ts));
@@ -176,6 +200,7 @@ describe('agent experience (Messages tab)', () => {
 
   it('stop pressed in Slack cancels the queued prompts of that conversation', async () => {
     const { slack, agent, bot } = stack;
+    await send(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }));
     agent.setLatency(800, 'sendMessage'); // within this stack's 1 s agent timeout
     const root = nextTs();
     try {

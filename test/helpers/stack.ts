@@ -60,8 +60,6 @@ export function botEnvironment(options: BotSetup, port: number): Record<string, 
     USER_RATE_LIMIT: '0',
     // Indicators show at once, so tests can watch them on fast answers; the delay has its own test.
     WORKING_INDICATOR_DELAY_MS: '0',
-    // Classic DMs unless a test turns the agent experience on (its own suite).
-    SLACK_AGENT_VIEW: 'false',
     ...(options.store.kind === 'embedded'
       ? { DATA_DIR: options.store.dataDir }
       : { DATABASE_URL: options.store.databaseUrl }),
