@@ -133,7 +133,10 @@ export class Relay {
       let session: ThreadSession | undefined;
       if (reply === undefined) {
         if (job.sent) {
-          // A previous owner sent the prompt and died before storing the answer: asking again would run it twice.
+          // A previous owner sent the prompt and stopped before its answer was recorded: asking again would
+          // run it twice. If the answer reached Slack anyway (its record was a checkpoint lost with the
+          // database server), there is nothing to say.
+          if ((await this.partsFoundInSlack(job, message, logger)).size > 0) return;
           logger.warn(
             { session: job.sessionId },
             'prompt was sent before an interruption; its answer is lost',

@@ -239,7 +239,7 @@ export class Inbox {
   /** Extends the leases of jobs this process is still working on. */
   async heartbeat(ids: readonly number[]): Promise<void> {
     if (ids.length === 0) return;
-    await this.db.query(
+    await this.db.checkpoint(
       `WITH jobs AS (
          UPDATE inbox SET lease_until = now() + make_interval(secs => $2)
          WHERE id = ANY($1::bigint[]) AND owner = $3 AND state = 'running')
@@ -249,20 +249,21 @@ export class Inbox {
     );
   }
 
+  /** Recorded durably before the prompt leaves: whatever crashes after this, it is never sent again. */
   async markSent(id: number, sessionId: string): Promise<void> {
-    await this.progress(id, 'sent_at = now(), session_id = $2', [sessionId]);
+    await this.progress(id, 'sent_at = now(), session_id = $2', [sessionId], 'durable');
   }
 
   async storeReply(id: number, reply: string): Promise<void> {
-    await this.progress(id, 'agent_reply = $2', [reply]);
+    await this.progress(id, 'agent_reply = $2', [reply], 'checkpoint');
   }
 
   async markPartsPosted(id: number, count: number): Promise<void> {
-    await this.progress(id, 'parts_posted = $2', [count]);
+    await this.progress(id, 'parts_posted = $2', [count], 'checkpoint');
   }
 
   async setSlowNotice(id: number, ts: string | null): Promise<void> {
-    await this.progress(id, 'slow_notice_ts = $2', [ts]);
+    await this.progress(id, 'slow_notice_ts = $2', [ts], 'checkpoint');
   }
 
   /**
@@ -270,7 +271,8 @@ export class Inbox {
    * releases the thread, so a busy thread moves on without a separate claim.
    */
   async finish(id: number, claimNext: boolean): Promise<ClaimedJob | undefined> {
-    const rows = await this.db.query<JobRow>(
+    // A checkpoint: lost with the database server, the job is simply resumed and finds its reply posted.
+    const rows = await this.db.checkpoint<JobRow>(
       `WITH done AS (
          UPDATE inbox SET state = 'done', owner = NULL, lease_until = NULL, finished_at = now(),
                 agent_reply = NULL, payload = '{}'
@@ -380,13 +382,22 @@ export class Inbox {
     return rows.length;
   }
 
-  /** Progress writes only land while this process still owns the job. */
-  private async progress(id: number, assignments: string, values: unknown[]): Promise<void> {
-    await this.db.query(`UPDATE inbox SET ${assignments} WHERE id = $1 AND owner = $${values.length + 2}`, [
-      id,
-      ...values,
-      this.owner,
-    ]);
+  /**
+   * Progress writes only land while this process still owns the job. Checkpoints may be lost with the
+   * database server (not with the bot): the next owner then re-checks Slack for posted parts.
+   */
+  private async progress(
+    id: number,
+    assignments: string,
+    values: unknown[],
+    durability: 'durable' | 'checkpoint',
+  ): Promise<void> {
+    const write = durability === 'durable' ? this.db.query : this.db.checkpoint;
+    await write.call(
+      this.db,
+      `UPDATE inbox SET ${assignments} WHERE id = $1 AND owner = $${values.length + 2}`,
+      [id, ...values, this.owner],
+    );
   }
 }
 

@@ -14,19 +14,23 @@ export function agentCallObserver(metrics: BotMetrics): (info: AgentCallInfo) =>
 
 /** Times every store query; the database object is otherwise unchanged. */
 export function instrumentDatabase(db: SqlDatabase, metrics: BotMetrics): SqlDatabase {
-  return {
-    kind: db.kind,
-    async query<Row extends object>(sql: string, params?: readonly unknown[]): Promise<Row[]> {
+  const timed =
+    (run: SqlDatabase['query']) =>
+    async <Row extends object>(sql: string, params?: readonly unknown[]): Promise<Row[]> => {
       const end = metrics.storeQuerySeconds.startTimer();
       try {
-        const rows = await db.query<Row>(sql, params);
+        const rows = await run<Row>(sql, params);
         end({ outcome: 'ok' });
         return rows;
       } catch (error) {
         end({ outcome: 'error' });
         throw error;
       }
-    },
+    };
+  return {
+    kind: db.kind,
+    query: timed((sql, params) => db.query(sql, params)),
+    checkpoint: timed((sql, params) => db.checkpoint(sql, params)),
     transaction: (work) => db.transaction(work),
     close: () => db.close(),
   };

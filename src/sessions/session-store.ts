@@ -55,7 +55,8 @@ export class SessionStore {
    */
   async touch(session: ThreadSession, at = new Date()): Promise<void> {
     const updated: ThreadSession = { ...session, lastActiveAt: at.toISOString() };
-    await this.db.query(
+    // Activity only feeds idle expiry, which works in days: a checkpoint is enough.
+    await this.db.checkpoint(
       `UPDATE ${SESSIONS_TABLE} SET value = $1
        WHERE key = $2 AND (value::jsonb -> 'value' ->> 'sessionId') = $3`,
       [

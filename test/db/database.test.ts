@@ -10,6 +10,19 @@ describe.runIf(runPostgres)('PostgreSQL handle', () => {
     await Promise.all(databases.map((database) => database.drop()));
   });
 
+  it('waits for the disk on ordinary writes and not on checkpoints', async () => {
+    const database = await createTestDatabase();
+    databases.push(database);
+    const db = await openDatabase({ kind: 'postgres', databaseUrl: database.url });
+    try {
+      const setting = 'SELECT current_setting($1) AS value';
+      expect(await db.query(setting, ['synchronous_commit'])).toEqual([{ value: 'on' }]);
+      expect(await db.checkpoint(setting, ['synchronous_commit'])).toEqual([{ value: 'off' }]);
+    } finally {
+      await db.close();
+    }
+  });
+
   it('keeps answering after a table under its prepared statements gains a column', async () => {
     const database = await createTestDatabase();
     databases.push(database);

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/db/database.js';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
 import { type BotProcess, spawnBot } from '../helpers/bot-process.js';
@@ -213,6 +214,38 @@ function guarantees(topology: Topology) {
       const posts = slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root);
       expect(posts.map(textOf)).toEqual(['echo[s-1#1]: post once']);
       expect(prompts(agent)).toEqual(['post once']);
+    });
+
+    it('does not report an answer lost when it reached Slack but its record did not survive', async () => {
+      const { victim, survivor } = await spawnSurvivorAndVictim();
+      const root = nextTs();
+      const body = mentionBody('posted, record lost', root);
+      slack.ingestEvent(body);
+      slack.setLatency('chat.postMessage', 3_000);
+      await send(victim.eventsUrl, body);
+      await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+      victim.child.kill('SIGKILL');
+      await victim.exited;
+      slack.setLatency('chat.postMessage', undefined);
+      // The reply checkpoint is written without waiting for the disk: a crash of the database server can
+      // lose it. Emulate that loss.
+      const db = await openDatabase(store);
+      await db.query(
+        `UPDATE inbox SET agent_reply = NULL, parts_posted = 0 WHERE dedupe_key LIKE '%' || $1 || ':message'`,
+        [root],
+      );
+      await db.close();
+
+      await survivor();
+      await waitFor(
+        () => slack.reactionsOn(CHANNEL, root).length === 0,
+        'job finished by the survivor',
+        25_000,
+      );
+      await sleep(300);
+      const posts = slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root);
+      expect(posts.map(textOf)).toEqual(['echo[s-1#1]: posted, record lost']);
+      expect(prompts(agent)).toEqual(['posted, record lost']);
     });
 
     it('drains on SIGTERM: refuses new events, finishes the answer in progress and exits 0', async () => {
