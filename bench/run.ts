@@ -4,7 +4,7 @@
  * signed events at a set rate and prints one table (and bench/results/latest.json). Stops by itself.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { AgentServiceEmulator } from '../test/fakes/agent-service.js';
 import { FakeSlack } from '../test/fakes/slack.js';
 import { freePort } from '../test/helpers/free-port.js';
@@ -119,7 +119,11 @@ async function runTarget(target: Target): Promise<Row[]> {
     ...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []),
     ...(CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`] : []),
   ];
-  const child = spawn(process.execPath, [...flags, script], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  // The process's own log (JSON lines at LOG_LEVEL=warn) goes to a file, for looking into failures.
+  mkdirSync('bench/results', { recursive: true });
+  const log = openSync(`bench/results/${target}.log`, 'w');
+  const child = spawn(process.execPath, [...flags, script], { env, stdio: ['ignore', log, 'inherit'] });
+  closeSync(log);
   const url = `http://127.0.0.1:${port}/slack/events`;
   await waitForPort(port, child);
 

@@ -180,13 +180,16 @@ interface FailureSlot {
   remaining: number;
 }
 
+/** What an install from manifest.yml grants. */
 const DEFAULT_SCOPES = [
   'app_mentions:read',
   'assistant:write',
   'channels:history',
   'channels:read',
   'chat:write',
+  'commands',
   'groups:history',
+  'groups:read',
   'im:history',
   'mpim:history',
   'reactions:read',
