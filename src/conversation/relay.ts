@@ -167,7 +167,11 @@ export class Relay {
         if (message.agentThread && message.replyThreadTs === message.ts && job.attempts === 1)
           void this.setTitle(message, titleFromPrompt(prompt), logger);
         const agentId = this.deps.agentFor(thread.channelId);
-        session = await this.deps.sessions.sessionFor(thread, agentId, message.userId);
+        // Read along with recording the job when it was claimed at once; looked up otherwise.
+        session =
+          job.sessionRow !== undefined && job.attempts === 1
+            ? await this.deps.sessions.sessionFromRow(job.sessionRow, thread, agentId, message.userId)
+            : await this.deps.sessions.sessionFor(thread, agentId, message.userId);
         const answer = await this.ask(job, message, session, prompt, logger);
         reply = answer.reply;
         session = answer.usedSession;

@@ -1,4 +1,5 @@
 import type { SqlDatabase } from '../db/database.js';
+import { SESSIONS_TABLE_QUALIFIED } from '../db/schema.js';
 
 export type JobKind = 'message' | 'reset';
 export type JobState = 'pending' | 'running' | 'done' | 'cancelled';
@@ -40,6 +41,11 @@ export interface ClaimedJob {
   slowNoticeTs?: string;
   /** Recorded behind other work of its thread: it shows the "queued" indicator until it starts. */
   queued: boolean;
+  /**
+   * The thread's stored session row as read when the job was recorded and claimed in one statement:
+   * null when the thread had none, undefined when it was not read (look it up).
+   */
+  sessionRow?: string | null;
 }
 
 interface JobRow {
@@ -60,6 +66,7 @@ interface JobRow {
 /** The job columns (all null when nothing was inserted) plus the admission figures. */
 type AdmitRow = Omit<JobRow, 'id'> & {
   id: string | number | null;
+  session_row: string | null;
   state: string | null;
   open: string | number;
   recent: string | number;
@@ -92,6 +99,8 @@ export class Inbox {
     job: NewJob,
     limits: AdmitLimits,
     claim: boolean,
+    /** Row key of the thread's session mapping: a job claimed here comes with it, saving a lookup. */
+    sessionRowKey?: string,
   ): Promise<{ outcome: AdmitOutcome; queued: boolean; claimed?: ClaimedJob }> {
     const rows = await this.db.query<AdmitRow>(
       `WITH open AS (
@@ -126,7 +135,8 @@ export class Inbox {
          WHERE NOT EXISTS (SELECT 1 FROM lease) AND EXISTS (SELECT 1 FROM inserted)
          ON CONFLICT (thread_key) DO NOTHING)
        SELECT inserted.*, (SELECT n FROM open) AS open, (SELECT n FROM recent) AS recent,
-              NOT (SELECT fresh FROM allowed) AS known, EXISTS (SELECT 1 FROM lease) AS leased
+              NOT (SELECT fresh FROM allowed) AS known, EXISTS (SELECT 1 FROM lease) AS leased,
+              (SELECT value FROM ${SESSIONS_TABLE_QUALIFIED} WHERE key = $11::text) AS session_row
        FROM (SELECT 1) one LEFT JOIN inserted ON true`,
       [
         job.threadKey,
@@ -139,13 +149,20 @@ export class Inbox {
         this.owner,
         this.leaseMs / 1000,
         claim,
+        sessionRowKey ?? null,
       ],
     );
     const row = rows[0];
     const queued = Number(row?.open ?? 0) > 0;
     if (row?.id !== null && row?.id !== undefined) {
       // Its thread was free and nothing older waits: this process runs it at once, no claim needed.
-      const claimed = row.state === 'running' ? toClaimedJob({ ...row, id: row.id }) : undefined;
+      const claimed =
+        row.state === 'running'
+          ? {
+              ...toClaimedJob({ ...row, id: row.id }),
+              ...(sessionRowKey === undefined ? {} : { sessionRow: row.session_row }),
+            }
+          : undefined;
       return { outcome: 'inserted', queued, claimed };
     }
     // A duplicate that raced in after the lease was taken: give the thread back.

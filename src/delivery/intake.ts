@@ -6,6 +6,7 @@ import type { InboundMessage, Relay, ResetRequest } from '../conversation/relay.
 import type { Logger } from '../observability/logger.js';
 import type { BotMetrics } from '../observability/metrics.js';
 import type { SessionManager } from '../sessions/session-manager.js';
+import { SessionStore } from '../sessions/session-store.js';
 import { type ThreadKey, threadKeyString } from '../sessions/thread-key.js';
 import { type AccessPolicy, rateLimitedText, refusalText } from '../slack/access-policy.js';
 import type { AgentViewConversations } from '../slack/agent-view.js';
@@ -285,6 +286,7 @@ export class Intake {
       },
       { maxOpenPerThread: MAX_OPEN_PER_THREAD, userPerMinute: limit },
       this.deps.worker.hasRoom(),
+      SessionStore.rowKey(thread, this.deps.agentFor(thread.channelId)),
     );
     if (outcome === 'duplicate') {
       this.deps.metrics.eventsDeduplicated.inc({ type: eventType });

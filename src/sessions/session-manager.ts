@@ -1,7 +1,7 @@
 import type { AgentClient } from '../agent/client.js';
 import type { Logger } from '../observability/logger.js';
 import type { DeletionReason, SessionDeleter } from './session-deleter.js';
-import type { SessionFilter, SessionStore, ThreadSession } from './session-store.js';
+import { type SessionFilter, SessionStore, type ThreadSession } from './session-store.js';
 import type { ThreadKey } from './thread-key.js';
 
 /**
@@ -27,6 +27,21 @@ export class SessionManager {
   /** The thread's session, created on the agent service when the thread has none yet. */
   async sessionFor(thread: ThreadKey, agentId: string, userId: string): Promise<ThreadSession> {
     return (await this.store.get(thread, agentId)) ?? this.create(thread, agentId, userId);
+  }
+
+  /**
+   * The thread's session given its row as already read with other work (null: it had none), created on
+   * the agent service when there is none. An unreadable row is looked up again.
+   */
+  async sessionFromRow(
+    row: string | null,
+    thread: ThreadKey,
+    agentId: string,
+    userId: string,
+  ): Promise<ThreadSession> {
+    if (row === null) return this.create(thread, agentId, userId);
+    const session = SessionStore.fromRow(row);
+    return session?.agentId === agentId ? session : this.sessionFor(thread, agentId, userId);
   }
 
   /** Replaces a session the agent service no longer knows. */

@@ -37,6 +37,16 @@ export class SessionStore {
 
   static namespace = NAMESPACE;
 
+  /** The row key of a thread's mapping, for statements that read it along with other work. */
+  static rowKey(thread: ThreadKey, agentId: string): string {
+    return `${NAMESPACE}:${sessionKeyString(thread, agentId)}`;
+  }
+
+  /** A mapping as read straight from its row (see rowKey); undefined if unreadable. */
+  static fromRow(raw: string): ThreadSession | undefined {
+    return parseSession(raw);
+  }
+
   async get(thread: ThreadKey, agentId: string): Promise<ThreadSession | undefined> {
     return this.guard('read', () => this.keyv.get(sessionKeyString(thread, agentId)));
   }
@@ -59,11 +69,7 @@ export class SessionStore {
     await this.db.checkpoint(
       `UPDATE ${SESSIONS_TABLE} SET value = $1
        WHERE key = $2 AND (value::jsonb -> 'value' ->> 'sessionId') = $3`,
-      [
-        JSON.stringify({ value: updated }),
-        `${NAMESPACE}:${sessionKeyString(session, session.agentId)}`,
-        session.sessionId,
-      ],
+      [JSON.stringify({ value: updated }), SessionStore.rowKey(session, session.agentId), session.sessionId],
     );
   }
 
