@@ -55,6 +55,19 @@ function guarantees(topology: Topology) {
     const mentionBody = (text: string, ts: string, threadTs?: string) =>
       appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: `<@U0BOT> ${text}`, ts, threadTs });
 
+    /** After a takeover: the job finished (indicator cleared), one reply in the thread, one prompt. */
+    async function expectAnsweredOnce(root: string, prompt: string): Promise<void> {
+      await waitFor(
+        () => slack.reactionsOn(CHANNEL, root).length === 0,
+        'job finished by the survivor',
+        25_000,
+      );
+      await sleep(300);
+      const posts = slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root);
+      expect(posts.map(textOf)).toEqual([`echo[s-1#1]: ${prompt}`]);
+      expect(prompts(agent)).toEqual([prompt]);
+    }
+
     /** Replaces the in-process instances with the bot in a child process (the embedded store allows one). */
     async function spawnSurvivorAndVictim(): Promise<{
       victim: BotProcess;
@@ -205,15 +218,7 @@ function guarantees(topology: Topology) {
       slack.setLatency('chat.postMessage', undefined);
 
       await survivor();
-      await waitFor(
-        () => slack.reactionsOn(CHANNEL, root).length === 0,
-        'job finished by the survivor',
-        25_000,
-      );
-      await sleep(300);
-      const posts = slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root);
-      expect(posts.map(textOf)).toEqual(['echo[s-1#1]: post once']);
-      expect(prompts(agent)).toEqual(['post once']);
+      await expectAnsweredOnce(root, 'post once');
     });
 
     it('does not report an answer lost when it reached Slack but its record did not survive', async () => {
@@ -237,15 +242,7 @@ function guarantees(topology: Topology) {
       await db.close();
 
       await survivor();
-      await waitFor(
-        () => slack.reactionsOn(CHANNEL, root).length === 0,
-        'job finished by the survivor',
-        25_000,
-      );
-      await sleep(300);
-      const posts = slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root);
-      expect(posts.map(textOf)).toEqual(['echo[s-1#1]: posted, record lost']);
-      expect(prompts(agent)).toEqual(['posted, record lost']);
+      await expectAnsweredOnce(root, 'posted, record lost');
     });
 
     it('drains on SIGTERM: refuses new events, finishes the answer in progress and exits 0', async () => {
