@@ -49,6 +49,8 @@ export class WorkIndicators {
     private readonly slowNoticeMs: number,
     /** The working reaction waits this long: an answer that comes sooner needs no indicator (0: at once). */
     private readonly workingDelayMs = 0,
+    /** How often an agent thread's status is set again while the answer is still coming. */
+    private readonly statusRefreshMs = AGENT_STATUS_REFRESH_MS,
   ) {}
 
   async showQueued(target: IndicatorTarget): Promise<void> {
@@ -104,7 +106,7 @@ export class WorkIndicators {
     let setting = this.setAgentStatus(target.channelId, threadTs, status);
     const refresh = setInterval(() => {
       setting = this.setAgentStatus(target.channelId, threadTs, status);
-    }, AGENT_STATUS_REFRESH_MS);
+    }, this.statusRefreshMs);
     refresh.unref();
     const slow =
       this.slowNoticeMs > 0
