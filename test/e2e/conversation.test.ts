@@ -45,6 +45,10 @@ const postsIn = (slack: FakeSlack, channel: string, threadTs: string | undefined
     .callsOf('chat.postMessage')
     .filter((c) => c.args.channel === channel && c.args.thread_ts === threadTs);
 const textOf = (call: SlackApiCall) => String(call.args.text);
+/** A message in the test channel, as Slack's `message.channels` event delivers it. */
+const channelMessage = (fields: Omit<Parameters<typeof messageEvent>[0], 'channel' | 'channelType'>) =>
+  messageEvent({ channel: CHANNEL, channelType: 'channel', ...fields });
+
 const promptsSent = (agent: AgentServiceEmulator) => agent.requestsFor('sendMessage').map((r) => r.prompt);
 
 describe('threads, DMs and what is relayed', () => {
@@ -55,16 +59,7 @@ describe('threads, DMs and what is relayed', () => {
     const root = nextTs();
     await mention(bot, { channel: CHANNEL, text: '<@U0BOT> start', ts: root });
     await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
-    await send(
-      bot,
-      messageEvent({
-        channel: CHANNEL,
-        channelType: 'channel',
-        user: 'U0ALICE',
-        text: 'follow up',
-        threadTs: root,
-      }),
-    );
+    await send(bot, channelMessage({ user: 'U0ALICE', text: 'follow up', threadTs: root }));
     const reply = await slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === root && textOf(c).includes('follow up'),
@@ -76,20 +71,8 @@ describe('threads, DMs and what is relayed', () => {
     const { slack, agent, bot } = stack;
     const before = agent.requests.length;
     const strangers = nextTs();
-    await send(
-      bot,
-      messageEvent({
-        channel: CHANNEL,
-        channelType: 'channel',
-        user: 'U0BOB',
-        text: 'not for you',
-        threadTs: strangers,
-      }),
-    );
-    await send(
-      bot,
-      messageEvent({ channel: CHANNEL, channelType: 'channel', user: 'U0BOB', text: 'top level chatter' }),
-    );
+    await send(bot, channelMessage({ user: 'U0BOB', text: 'not for you', threadTs: strangers }));
+    await send(bot, channelMessage({ user: 'U0BOB', text: 'top level chatter' }));
     await sleep(300);
     expect(agent.requests.length).toBe(before);
     expect(postsIn(slack, CHANNEL, strangers)).toHaveLength(0);
@@ -157,63 +140,25 @@ describe('threads, DMs and what is relayed', () => {
     await waitFor(() => promptsSent(agent).includes('thread for noise'), 'first prompt');
     const before = agent.requests.length;
     const noise = [
-      messageEvent({
-        channel: CHANNEL,
-        channelType: 'channel',
-        text: 'beep',
-        botId: 'B0OTHER',
-        subtype: 'bot_message',
-        threadTs: root,
-      }),
-      messageEvent({
-        channel: CHANNEL,
-        channelType: 'channel',
-        user: 'U0OTHERBOT',
-        text: 'robot',
-        botId: 'B0OTHER',
-        threadTs: root,
-      }),
-      messageEvent({
-        channel: CHANNEL,
-        channelType: 'channel',
-        user: 'U0BOT',
-        text: 'my own words',
-        threadTs: root,
-      }),
-      messageEvent({
-        channel: CHANNEL,
-        channelType: 'channel',
-        user: 'U0BOB',
-        text: '<@U0BOB> has joined',
-        subtype: 'channel_join',
-        threadTs: root,
-      }),
-      messageEvent({
-        channel: CHANNEL,
-        channelType: 'channel',
-        text: '',
-        subtype: 'message_deleted',
-        threadTs: root,
-        extra: { deleted_ts: root },
-      }),
+      channelMessage({ text: 'beep', botId: 'B0OTHER', subtype: 'bot_message', threadTs: root }),
+      channelMessage({ user: 'U0OTHERBOT', text: 'robot', botId: 'B0OTHER', threadTs: root }),
+      channelMessage({ user: 'U0BOT', text: 'my own words', threadTs: root }),
+      channelMessage({ user: 'U0BOB', text: '<@U0BOB> has joined', subtype: 'channel_join', threadTs: root }),
+      channelMessage({ text: '', subtype: 'message_deleted', threadTs: root, extra: { deleted_ts: root } }),
       appMentionEvent({
         channel: CHANNEL,
         user: 'U0OTHERBOT',
         text: '<@U0BOT> bots talking',
         threadTs: root,
       }),
-      messageEvent({
-        channel: CHANNEL,
-        channelType: 'channel',
+      channelMessage({
         user: 'U0OTHERBOT',
         text: 'broadcast by a bot',
         subtype: 'thread_broadcast',
         botId: 'B0OTHER',
         threadTs: root,
       }),
-      messageEvent({
-        channel: CHANNEL,
-        channelType: 'channel',
+      channelMessage({
         user: 'U0OTHERBOT',
         text: 'a file from a bot',
         subtype: 'file_share',
@@ -233,9 +178,7 @@ describe('threads, DMs and what is relayed', () => {
     await mention(bot, { channel: CHANNEL, text: '<@U0BOT> original words', ts: root });
     await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
     const edit = (newText: string, oldText: string) =>
-      messageEvent({
-        channel: CHANNEL,
-        channelType: 'channel',
+      channelMessage({
         text: '',
         subtype: 'message_changed',
         extra: {
@@ -326,14 +269,7 @@ describe('correctness under real Slack delivery', () => {
       ts,
       threadTs: root,
     });
-    const asMessage = messageEvent({
-      channel: CHANNEL,
-      channelType: 'channel',
-      user: 'U0ALICE',
-      text: '<@U0BOT> only once',
-      ts,
-      threadTs: root,
-    });
+    const asMessage = channelMessage({ user: 'U0ALICE', text: '<@U0BOT> only once', ts, threadTs: root });
     await Promise.all([
       send(bot, asMention),
       send(bot, asMessage),
@@ -381,14 +317,7 @@ describe('correctness under real Slack delivery', () => {
     const queuedTs = nextTs();
     await send(
       bot,
-      messageEvent({
-        channel: CHANNEL,
-        channelType: 'channel',
-        user: 'U0ALICE',
-        text: 'while you think',
-        ts: queuedTs,
-        threadTs: root,
-      }),
+      channelMessage({ user: 'U0ALICE', text: 'while you think', ts: queuedTs, threadTs: root }),
     );
     await slack.waitForCall(
       'reactions.add',
@@ -415,17 +344,7 @@ describe('correctness under real Slack delivery', () => {
     await slack.waitForCall('reactions.add', (c) => c.args.timestamp === root && c.args.name === 'eyes');
     const queued = [nextTs(), nextTs()];
     for (const [i, ts] of queued.entries()) {
-      await send(
-        bot,
-        messageEvent({
-          channel: CHANNEL,
-          channelType: 'channel',
-          user: 'U0ALICE',
-          text: `queued ${i}`,
-          ts,
-          threadTs: root,
-        }),
-      );
+      await send(bot, channelMessage({ user: 'U0ALICE', text: `queued ${i}`, ts, threadTs: root }));
     }
     for (const ts of queued) {
       await slack.waitForCall(
@@ -456,18 +375,9 @@ describe('correctness under real Slack delivery', () => {
     );
 
     // A Slack retry of a cancelled message does not bring it back.
-    await send(
-      bot,
-      messageEvent({
-        channel: CHANNEL,
-        channelType: 'channel',
-        user: 'U0ALICE',
-        text: 'queued 0',
-        ts: queued[0],
-        threadTs: root,
-      }),
-      { retryNum: 1 },
-    );
+    await send(bot, channelMessage({ user: 'U0ALICE', text: 'queued 0', ts: queued[0], threadTs: root }), {
+      retryNum: 1,
+    });
     await sleep(300);
     expect(promptsSent(agent)).not.toContain('queued 0');
   });
@@ -476,10 +386,7 @@ describe('correctness under real Slack delivery', () => {
     const { slack, bot } = stack;
     const strangers = nextTs();
     for (const text of ['stop', 'reset']) {
-      await send(
-        bot,
-        messageEvent({ channel: CHANNEL, channelType: 'channel', user: 'U0BOB', text, threadTs: strangers }),
-      );
+      await send(bot, channelMessage({ user: 'U0BOB', text, threadTs: strangers }));
     }
     await sleep(300);
     expect(postsIn(slack, CHANNEL, strangers)).toHaveLength(0);
@@ -492,22 +399,10 @@ describe('correctness under real Slack delivery', () => {
     await mention(bot, { channel: CHANNEL, text: '<@U0BOT> busy now', ts: root });
     await slack.waitForCall('reactions.add', (c) => c.args.timestamp === root && c.args.name === 'eyes');
     const waitingTs = nextTs();
+    await send(bot, channelMessage({ user: 'U0ALICE', text: 'teh typo', ts: waitingTs, threadTs: root }));
     await send(
       bot,
-      messageEvent({
-        channel: CHANNEL,
-        channelType: 'channel',
-        user: 'U0ALICE',
-        text: 'teh typo',
-        ts: waitingTs,
-        threadTs: root,
-      }),
-    );
-    await send(
-      bot,
-      messageEvent({
-        channel: CHANNEL,
-        channelType: 'channel',
+      channelMessage({
         text: '',
         subtype: 'message_changed',
         extra: {
