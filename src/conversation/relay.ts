@@ -114,13 +114,7 @@ export class Relay {
 
   private async runMessage(job: ClaimedJob, message: InboundMessage): Promise<void> {
     const { thread } = message;
-    const logger = this.deps.logger.child({
-      job: job.id,
-      eventId: message.eventId,
-      team: thread.teamId,
-      channel: thread.channelId,
-      thread: thread.threadTs,
-    });
+    const logger = this.jobLogger(job, thread, { eventId: message.eventId });
     const target = targetOf(message);
     if (job.queued && job.attempts === 1) void this.deps.indicators.clearQueued(target);
     const clearWorking = this.deps.indicators.showWorking(target, {
@@ -196,12 +190,7 @@ export class Relay {
 
   private async runReset(job: ClaimedJob, request: ResetRequest): Promise<void> {
     const { thread } = request;
-    const logger = this.deps.logger.child({
-      job: job.id,
-      team: thread.teamId,
-      channel: thread.channelId,
-      thread: thread.threadTs,
-    });
+    const logger = this.jobLogger(job, thread);
     let count: number;
     try {
       count = await this.deps.sessions.retireWhere(
@@ -346,6 +335,17 @@ export class Relay {
 
   private async post(channel: string, threadTs: string | undefined, text: string): Promise<void> {
     await this.deps.slack.chat.postMessage({ channel, thread_ts: threadTs, text });
+  }
+
+  /** Every line logged about a job names it and its thread. */
+  private jobLogger(job: ClaimedJob, thread: ThreadKey, extra: Record<string, unknown> = {}): Logger {
+    return this.deps.logger.child({
+      job: job.id,
+      ...extra,
+      team: thread.teamId,
+      channel: thread.channelId,
+      thread: thread.threadTs,
+    });
   }
 
   private async setTitle(message: InboundMessage, title: string, logger: Logger): Promise<void> {

@@ -698,16 +698,7 @@ export class FakeSlack {
     delete args.token;
     const call: SlackApiCall = { method, args, at: Date.now(), tokenKind: this.classifyToken(token) };
     const response = this.respond(call);
-    this.calls.push(call);
-    for (const listener of this.listeners) {
-      try {
-        listener(call, response);
-      } catch (error) {
-        // A faulty observer (e.g. the demo UI) must not break the API for the bot under test.
-        process.emitWarning(`FakeSlack onCall listener threw: ${String(error)}`);
-      }
-    }
-    this.pokeWaiters();
+    this.record(call, response);
 
     const send = () => {
       if (res.destroyed) return;
@@ -726,6 +717,20 @@ export class FakeSlack {
     this.responseTimers.add(timer);
   }
 
+  /** Keeps the call, tells the observers and wakes whoever waits for it. */
+  private record(call: SlackApiCall, response: SlackApiResponse): void {
+    this.calls.push(call);
+    for (const listener of this.listeners) {
+      try {
+        listener(call, response);
+      } catch (error) {
+        // A faulty observer (e.g. the demo UI) must not break the API for the bot under test.
+        process.emitWarning(`FakeSlack onCall listener threw: ${String(error)}`);
+      }
+    }
+    this.pokeWaiters();
+  }
+
   /**
    * Slash commands and shortcuts carry a `response_url`; apps POST JSON there to answer. Recorded as
    * calls of the pseudo-method `response_url`, with `responseId` naming which request it answers.
@@ -734,16 +739,7 @@ export class FakeSlack {
     const args = await this.readArgs(req, url);
     args.responseId = decodeURIComponent(url.pathname.slice('/response/'.length));
     const call: SlackApiCall = { method: 'response_url', args, at: Date.now(), tokenKind: 'none' };
-    const response: SlackApiResponse = { status: 200, headers: { 'content-type': 'text/plain' }, body: 'ok' };
-    this.calls.push(call);
-    for (const listener of this.listeners) {
-      try {
-        listener(call, response);
-      } catch (error) {
-        process.emitWarning(`FakeSlack onCall listener threw: ${String(error)}`);
-      }
-    }
-    this.pokeWaiters();
+    this.record(call, { status: 200, headers: { 'content-type': 'text/plain' }, body: 'ok' });
     res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
   }
 
