@@ -1,4 +1,5 @@
 import type { Logger } from '../observability/logger.js';
+import { CoalescedPass } from '../util/coalesced-pass.js';
 import type { ClaimedJob, Inbox } from './inbox.js';
 
 export interface WorkerOptions {
@@ -20,8 +21,10 @@ export class Worker {
   private readonly running = new Map<number, Promise<void>>();
   private pollTimer: NodeJS.Timeout | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
-  private claiming: Promise<void> | undefined;
-  private claimAgain = false;
+  private readonly claiming = new CoalescedPass(
+    () => this.fill(),
+    (error) => this.logger.warn({ err: error }, 'could not claim work from the inbox; will retry'),
+  );
   private stopped = true;
   /** Claiming stopped for lack of room: claim again as soon as a job ends. */
   private saturated = false;
@@ -48,22 +51,7 @@ export class Worker {
 
   /** Looks for runnable jobs now (coalesced with a pass already under way). */
   kick(): void {
-    if (this.stopped) return;
-    if (this.claiming) {
-      this.claimAgain = true;
-      return;
-    }
-    this.claiming = this.fill()
-      .catch((error: unknown) =>
-        this.logger.warn({ err: error }, 'could not claim work from the inbox; will retry'),
-      )
-      .finally(() => {
-        this.claiming = undefined;
-        if (this.claimAgain) {
-          this.claimAgain = false;
-          this.kick();
-        }
-      });
+    if (!this.stopped) this.claiming.kick();
   }
 
   /**
@@ -73,7 +61,7 @@ export class Worker {
   async stop(drainMs: number): Promise<{ finished: boolean; handedBack: number }> {
     this.stopped = true;
     clearInterval(this.pollTimer);
-    await this.claiming;
+    await this.claiming.settled();
     const finished = await Promise.race([
       Promise.all(this.running.values()).then(() => true),
       new Promise<false>((resolve) => setTimeout(resolve, drainMs, false).unref()),

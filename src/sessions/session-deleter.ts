@@ -2,6 +2,7 @@ import type { AgentClient } from '../agent/client.js';
 import { isAgentServiceError } from '../agent/errors.js';
 import type { SqlDatabase } from '../db/database.js';
 import type { Logger } from '../observability/logger.js';
+import { CoalescedPass } from '../util/coalesced-pass.js';
 
 export type DeletionReason = 'reset' | 'channel-gone' | 'workspace-gone' | 'idle' | 'orphan';
 
@@ -30,8 +31,10 @@ const BATCH = 25;
  */
 export class SessionDeleter {
   private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private rerun = false;
+  private readonly passes = new CoalescedPass(
+    () => this.runDue(),
+    (error) => this.logger.warn({ err: error }, 'session deletion pass failed; will retry'),
+  );
   private stopped = false;
 
   constructor(
@@ -47,13 +50,18 @@ export class SessionDeleter {
 
   /** Records the deletions durably, then starts working on them. */
   async schedule(sessions: readonly SessionToDelete[]): Promise<void> {
-    for (const session of sessions) {
-      await this.db.query(
-        `INSERT INTO pending_session_deletions (agent_id, session_id, reason) VALUES ($1, $2, $3)
-         ON CONFLICT (agent_id, session_id) DO NOTHING`,
-        [session.agentId, session.sessionId, session.reason],
-      );
-    }
+    if (sessions.length === 0) return;
+    // One statement for a whole channel or workspace, however many sessions it had.
+    await this.db.query(
+      `INSERT INTO pending_session_deletions (agent_id, session_id, reason)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
+       ON CONFLICT (agent_id, session_id) DO NOTHING`,
+      [
+        sessions.map((session) => session.agentId),
+        sessions.map((session) => session.sessionId),
+        sessions.map((session) => session.reason),
+      ],
+    );
     this.kick();
   }
 
@@ -68,25 +76,12 @@ export class SessionDeleter {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
-    await this.running;
+    await this.passes.settled();
   }
 
   /** Runs a pass now (or right after the one in progress). */
   kick(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.rerun = true;
-      return;
-    }
-    this.running = this.runDue()
-      .catch((error: unknown) => this.logger.warn({ err: error }, 'session deletion pass failed; will retry'))
-      .finally(() => {
-        this.running = undefined;
-        if (this.rerun) {
-          this.rerun = false;
-          this.kick();
-        }
-      });
+    if (!this.stopped) this.passes.kick();
   }
 
   async pendingCount(): Promise<number> {

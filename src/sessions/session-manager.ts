@@ -84,7 +84,7 @@ export class SessionManager {
     if (sessions.length === 0) return 0;
     // Deletion first, then the mapping: a crash in between leaves a deletion to finish, never an orphan.
     await this.deleter.schedule(sessions.map(({ agentId, sessionId }) => ({ agentId, sessionId, reason })));
-    for (const session of sessions) await this.store.delete(session, session.agentId);
+    await this.store.deleteAll(sessions);
     this.logger.info({ count: sessions.length, reason }, 'agent sessions retired');
     return sessions.length;
   }

@@ -55,6 +55,13 @@ export class SessionStore {
     await this.guard('write', () => this.keyv.set(sessionKeyString(session, session.agentId), session));
   }
 
+  /** Forgets several mappings in one go. */
+  async deleteAll(sessions: readonly ThreadSession[]): Promise<void> {
+    if (sessions.length === 0) return;
+    const keys = sessions.map((session) => sessionKeyString(session, session.agentId));
+    await this.guard('delete', () => this.keyv.deleteMany(keys));
+  }
+
   async delete(thread: ThreadKey, agentId: string): Promise<void> {
     await this.guard('delete', () => this.keyv.delete(sessionKeyString(thread, agentId)));
   }
