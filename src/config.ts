@@ -364,10 +364,13 @@ function parseSuggestedPrompts(raw: string): SuggestedPrompt[] {
   if (prompts.length > MAX_SUGGESTED_PROMPTS)
     throw new ConfigError(
       'SUGGESTED_PROMPTS',
-      `Slack shows at most ${MAX_SUGGESTED_PROMPTS} suggested prompts (got ${prompts.length})`,
+      `must list at most ${MAX_SUGGESTED_PROMPTS} prompts, as many as Slack shows (got ${prompts.length})`,
     );
   if (prompts.some((prompt) => prompt.message === ''))
-    throw new ConfigError('SUGGESTED_PROMPTS', 'each entry needs a message: "title::message|title::message"');
+    throw new ConfigError(
+      'SUGGESTED_PROMPTS',
+      'must give each entry a message: "title::message|title::message"',
+    );
   return prompts;
 }
 

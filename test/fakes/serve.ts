@@ -14,7 +14,7 @@ agent.onRequest(({ phase, request }) => {
   if (phase !== 'end') return;
   const session = request.sessionId ? ` session=${request.sessionId}` : '';
   process.stdout.write(
-    `agent: ${request.operation}${session} -> ${request.status} in ${request.durationMs} ms\n`,
+    `agent: ${request.operation}${session} -> ${request.status} in ${Math.round(request.durationMs ?? 0)} ms\n`,
   );
 });
 slack.onCall((call) => {
