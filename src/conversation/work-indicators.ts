@@ -43,6 +43,9 @@ export interface WorkingOptions {
  * indicator that cannot be shown or cleared must never fail the answer.
  */
 export class WorkIndicators {
+  /** The last reaction call per message and reaction name, while one is under way. */
+  private readonly reactionCalls = new Map<string, Promise<void>>();
+
   constructor(
     private readonly slack: WebClient,
     private readonly logger: Logger,
@@ -140,7 +143,29 @@ export class WorkIndicators {
     }
   }
 
-  private async addReaction(target: IndicatorTarget, name: string): Promise<void> {
+  /**
+   * Reaction calls on one message and name run in the order they were made: a removal sent while its
+   * addition is still on the way could reach Slack first and leave the reaction behind for good.
+   */
+  private inOrder(target: IndicatorTarget, name: string, call: () => Promise<void>): Promise<void> {
+    const key = `${target.channelId}/${target.ts}/${name}`;
+    const run = (this.reactionCalls.get(key) ?? Promise.resolve()).then(call);
+    this.reactionCalls.set(key, run);
+    void run.finally(() => {
+      if (this.reactionCalls.get(key) === run) this.reactionCalls.delete(key);
+    });
+    return run;
+  }
+
+  private addReaction(target: IndicatorTarget, name: string): Promise<void> {
+    return this.inOrder(target, name, () => this.sendAddReaction(target, name));
+  }
+
+  private removeReaction(target: IndicatorTarget, name: string): Promise<void> {
+    return this.inOrder(target, name, () => this.sendRemoveReaction(target, name));
+  }
+
+  private async sendAddReaction(target: IndicatorTarget, name: string): Promise<void> {
     try {
       await this.slack.reactions.add({ channel: target.channelId, timestamp: target.ts, name });
     } catch (error) {
@@ -149,7 +174,7 @@ export class WorkIndicators {
     }
   }
 
-  private async removeReaction(target: IndicatorTarget, name: string): Promise<void> {
+  private async sendRemoveReaction(target: IndicatorTarget, name: string): Promise<void> {
     try {
       await this.slack.reactions.remove({ channel: target.channelId, timestamp: target.ts, name });
     } catch (error) {

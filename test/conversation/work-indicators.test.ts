@@ -55,3 +55,25 @@ describe('the status of an agent thread', () => {
     expect(statuses(threadTs)).toHaveLength(count);
   });
 });
+
+describe('reaction indicators', () => {
+  let slack: FakeSlack;
+  beforeAll(async () => {
+    slack = await FakeSlack.start();
+  });
+  afterAll(() => slack.stop());
+
+  it('are never left behind when the removal is made while the addition is still on its way', async () => {
+    // Additions reach Slack slowly, so a removal sent without waiting would take effect first, as a no-op.
+    slack.delayArrival('reactions.add', 150);
+    const client = new WebClient(slack.botToken, { slackApiUrl: slack.apiUrl });
+    const indicators = new WorkIndicators(client, createLogger({ level: 'silent', secrets: [] }), 0);
+    const target = { channelId: 'C0QUEUE', ts: '1700000000.000200', replyThreadTs: '1700000000.000200' };
+    const showing = indicators.showQueued(target);
+    await indicators.clearQueued(target);
+    await showing;
+    slack.delayArrival('reactions.add', undefined);
+    expect(slack.callsOf('reactions.add')).toHaveLength(1);
+    expect(slack.reactionsOn('C0QUEUE', target.ts)).toEqual([]);
+  });
+});

@@ -295,6 +295,7 @@ export class FakeSlack {
   private readonly archived = new Set<string>();
   private readonly scopes: string[];
   private readonly latency: Map<string, number>;
+  private readonly arrivalDelay = new Map<string, number>();
   private readonly failures = new Map<string, FailureSlot[]>();
   private readonly listeners = new Set<SlackCallListener>();
   private readonly waiters = new Set<() => void>();
@@ -482,6 +483,15 @@ export class FakeSlack {
   setLatency(method: string, ms: number | undefined): void {
     if (ms === undefined) this.latency.delete(method);
     else this.latency.set(method, ms);
+  }
+
+  /**
+   * Delays acting on a method's calls (where `setLatency` delays only the answer), as a slow network
+   * path would: a call made later on another connection can then take effect first.
+   */
+  delayArrival(method: string, ms: number | undefined): void {
+    if (ms === undefined) this.arrivalDelay.delete(method);
+    else this.arrivalDelay.set(method, ms);
   }
 
   archiveChannel(channel: string, archived = true): void {
@@ -693,6 +703,8 @@ export class FakeSlack {
     }
     const method = decodeURIComponent(url.pathname.slice('/api/'.length));
     const args = await this.readArgs(req, url);
+    const arrival = this.arrivalDelay.get(method) ?? 0;
+    if (arrival > 0) await new Promise((resolve) => setTimeout(resolve, arrival));
     const bearer = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
     const token = bearer ?? (typeof args.token === 'string' ? args.token : undefined);
     delete args.token;
