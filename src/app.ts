@@ -29,6 +29,7 @@ import { DurableApp } from './slack/durable-app.js';
 import { SlackHttpReceiver } from './slack/http-receiver.js';
 import { AGENT_VIEW_SCOPES, missingScopes, scopePurpose } from './slack/requirements.js';
 import { cachedUserNameResolver } from './slack/user-names.js';
+import { webApiTransport } from './slack/web-api-transport.js';
 
 const HOUSEKEEPING_INTERVAL_MS = 60 * 60 * 1000;
 /** Threads worked on at once by one process; jobs mostly wait on the agent, so this can be large. */
@@ -36,6 +37,9 @@ const WORKER_CONCURRENCY = 2_000;
 
 /** Slack request bodies are small; anything near this is not Slack and is refused (HTTP 413). */
 const MAX_REQUEST_BODY_BYTES = 1024 * 1024;
+/** Keep-alive sockets to Slack's Web API: enough that a burst of replies never waits for one. */
+const SLACK_MAX_SOCKETS = 512;
+const SLACK_CALL_TIMEOUT_MS = 20_000;
 
 /** Who the bot is in Slack, from auth.test. */
 export interface BotIdentity {
@@ -125,10 +129,15 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
       logger: boltLogger(logger),
       clientOptions: {
         slackApiUrl: config.slack.apiUrl,
-        fetch: instrumentedSlackFetch(metrics),
+        // WebClient reads only what WebApiResponse declares (see web-api-transport.ts).
+        fetch: instrumentedSlackFetch(
+          metrics,
+          webApiTransport({ maxSockets: SLACK_MAX_SOCKETS, timeoutMs: SLACK_CALL_TIMEOUT_MS }),
+        ) as typeof fetch,
         // Bolt's default of 100 concurrent Web API calls would make threads wait on each other in a burst.
         maxRequestConcurrency: 1_000,
-        timeout: 20_000,
+        // The transport times calls out itself (a socket timer, not an AbortSignal per call).
+        timeout: 0,
         // A few quick retries: Bolt's default keeps retrying a post for half an hour, holding the thread.
         retryConfig: { retries: 4, factor: 2, minTimeout: 500, maxTimeout: 5_000 },
       },

@@ -1,5 +1,6 @@
 import type { AgentCallInfo } from '../agent/client.js';
 import type { SqlDatabase } from '../db/database.js';
+import type { WebApiFetch } from '../slack/web-api-transport.js';
 import type { BotMetrics } from './metrics.js';
 
 /** Agent client hook: latency per attempt, failures by kind, prompts relayed. */
@@ -41,9 +42,9 @@ export function instrumentDatabase(db: SqlDatabase, metrics: BotMetrics): SqlDat
  * (WebClient binds its methods at construction, so wrapping the transport is the one place that sees all.
  * Slack's own `ok: false` errors arrive with status 200; they are logged where they matter.)
  */
-export function instrumentedSlackFetch(metrics: BotMetrics): typeof fetch {
+export function instrumentedSlackFetch(metrics: BotMetrics, transport: WebApiFetch): WebApiFetch {
   return async (input, init) => {
-    const response = await fetch(input, init);
+    const response = await transport(input, init);
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const method = url.slice(url.lastIndexOf('/') + 1) || 'unknown';
     if (response.status === 429) metrics.slackRateLimited.inc();
