@@ -122,6 +122,7 @@ export class Relay {
       resumed: job.attempts > 1,
       onSlowNotice: (ts) => this.deps.inbox.setSlowNotice(job.id, ts),
     });
+    let storing: Promise<void> | undefined;
     try {
       let reply = job.agentReply;
       let session: ThreadSession | undefined;
@@ -169,10 +170,15 @@ export class Relay {
         const answer = await this.ask(job, message, session, prompt, logger);
         reply = answer.reply;
         session = answer.usedSession;
-        await this.deps.inbox.storeReply(job.id, reply);
+        // Recorded while the reply is posted, not before: it only matters if this process stops before
+        // the post lands, and a reply that cannot be recorded is still worth posting.
+        storing = this.deps.inbox.storeReply(job.id, reply).catch((error: unknown) => {
+          logger.warn({ err: error }, 'could not record the reply before posting it');
+        });
         logger.debug({ session: session.sessionId, chars: reply.length }, 'agent replied');
       }
       await this.postReply(job, message, formatAgentReply(reply), logger);
+      await storing;
       session ??= await this.deps.sessions.existing(thread, this.deps.agentFor(thread.channelId));
       if (session) {
         await this.deps.sessions.touch(session).catch((error: unknown) => {
@@ -182,6 +188,8 @@ export class Relay {
     } catch (error) {
       await this.reportFailure(message, error, logger);
     } finally {
+      // The job is finished only after its reply checkpoint has landed (or failed).
+      await storing;
       await clearWorking().catch((error: unknown) =>
         logger.warn({ err: error }, 'could not clear indicator'),
       );

@@ -202,6 +202,29 @@ function guarantees(topology: Topology) {
       expect(prompts(agent).filter((p) => p === 'in flight')).toHaveLength(1);
     });
 
+    it('keeps an answer Slack could not take yet: the next owner posts it without asking the agent again', async () => {
+      const { victim, survivor } = await spawnSurvivorAndVictim();
+      const root = nextTs();
+      const body = mentionBody('keep this answer', root);
+      slack.ingestEvent(body);
+      // Slack fails the post (the victim keeps retrying it) until the victim is gone.
+      slack.failNext('chat.postMessage', { type: 'http', status: 503 }, 1_000);
+      await send(victim.eventsUrl, body);
+      await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+      await sleep(200); // the reply's record is written alongside the first attempt
+      victim.child.kill('SIGKILL');
+      await victim.exited;
+      slack.clearFailures('chat.postMessage');
+
+      await survivor();
+      const answered = () =>
+        slack.threadMessages(CHANNEL, root).filter((m) => m.text?.endsWith(': keep this answer'));
+      await waitFor(() => answered().length > 0, 'recorded answer posted by the survivor', 25_000);
+      await sleep(300);
+      expect(answered()).toHaveLength(1);
+      expect(prompts(agent)).toEqual(['keep this answer']);
+    });
+
     it('never posts a reply twice when killed between posting it and recording that', async () => {
       const { victim, survivor } = await spawnSurvivorAndVictim();
       const root = nextTs();

@@ -480,6 +480,11 @@ export class FakeSlack {
     this.failures.set(method, queue);
   }
 
+  /** Drops the failures still queued for a method. */
+  clearFailures(method: string): void {
+    this.failures.delete(method);
+  }
+
   setLatency(method: string, ms: number | undefined): void {
     if (ms === undefined) this.latency.delete(method);
     else this.latency.set(method, ms);
