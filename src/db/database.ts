@@ -2,6 +2,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import type { StoreConfig } from '../config.js';
+import { StatementBatcher } from './statement-batcher.js';
 
 /** The one SQL handle a process uses: real PostgreSQL, or PGlite (PostgreSQL in WebAssembly) on local disk. */
 export interface SqlDatabase {
@@ -43,6 +44,10 @@ export async function openDatabase(config: StoreConfig): Promise<SqlDatabase> {
   return config.kind === 'postgres' ? openPostgres(config.databaseUrl) : openEmbedded(config.dataDir);
 }
 
+/** Batches in flight at once on each pool: few, so that statements arriving meanwhile go together. */
+const DURABLE_LANES = 16;
+const CHECKPOINT_LANES = 8;
+
 function openPostgres(databaseUrl: string): SqlDatabase {
   const newPool = (max: number, options?: string) => {
     const created = new pg.Pool({
@@ -62,22 +67,43 @@ function openPostgres(databaseUrl: string): SqlDatabase {
   const checkpointPool = newPool(20, '-c synchronous_commit=off');
   const run = async <Row extends object>(on: pg.Pool, sql: string, params?: readonly unknown[]) => {
     try {
-      const result = await on.query(statementOf(sql, params)).catch(async (error: unknown) => {
-        if (!isStalePlan(error)) throw error;
-        // A migration changed a table under statements prepared before it: name them all afresh.
-        renameStatements();
-        return on.query(statementOf(sql, params));
-      });
-      return result.rows as Row[];
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return (await on.query(statementOf(sql, params))).rows as Row[];
+        } catch (error) {
+          if (isStalePlan(error) && attempt === 1) {
+            // A migration changed a table under statements prepared before it: name them all afresh.
+            renameStatements();
+          } else if (isDeadlock(error) && attempt < DEADLOCK_ATTEMPTS) {
+            // PostgreSQL rolled this statement back to break a lock cycle; it goes again shortly.
+            await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * attempt));
+          } else {
+            throw error;
+          }
+        }
+      }
     } catch (error) {
       throw asStoreError(error);
     }
   };
+  // Statements issued while others are in flight go together (see StatementBatcher); DDL and other
+  // statements without parameters go by themselves.
+  const batched = (on: pg.Pool, lanes: number) => {
+    const batcher = new StatementBatcher(on, (sql, params) => run(on, sql, params), { lanes, maxBatch: 64 });
+    return async <Row extends object>(sql: string, params?: readonly unknown[]): Promise<Row[]> => {
+      const name = params && params.length > 0 ? statementOf(sql, params).name : undefined;
+      if (!params || name === undefined) return run<Row>(on, sql, params);
+      try {
+        return (await batcher.run(name, sql, params)) as Row[];
+      } catch (error) {
+        throw asStoreError(error);
+      }
+    };
+  };
   return {
     kind: 'postgres',
-    query: <Row extends object>(sql: string, params?: readonly unknown[]) => run<Row>(pool, sql, params),
-    checkpoint: <Row extends object>(sql: string, params?: readonly unknown[]) =>
-      run<Row>(checkpointPool, sql, params),
+    query: batched(pool, DURABLE_LANES),
+    checkpoint: batched(checkpointPool, CHECKPOINT_LANES),
     async transaction<T>(work: (query: SqlQuery) => Promise<T>): Promise<T> {
       let client: pg.PoolClient;
       try {
@@ -133,6 +159,13 @@ function statementOf(sql: string, params: readonly unknown[] | undefined): pg.Qu
 function renameStatements(): void {
   statementNames.clear();
   statementGeneration++;
+}
+
+const DEADLOCK_ATTEMPTS = 5;
+
+/** PostgreSQL chose this statement's transaction to break a deadlock: nothing of it happened. */
+function isDeadlock(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === '40P01';
 }
 
 /** PostgreSQL refuses a prepared statement whose result columns changed since it was prepared. */
