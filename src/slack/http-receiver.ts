@@ -3,6 +3,9 @@ import type { App, CustomRoute, Receiver, ReceiverEvent } from '@slack/bolt';
 import { isValidSlackRequest } from '@slack/bolt';
 import type { Logger } from '../observability/logger.js';
 
+/** How long an idle keep-alive connection stays open (above the usual 60 s of load balancers). */
+const IDLE_CONNECTION_MS = 65_000;
+
 export interface SlackHttpReceiverOptions {
   signingSecret: string;
   port: number;
@@ -49,6 +52,10 @@ export class SlackHttpReceiver implements Receiver {
         if (!res.headersSent) respond(res, 500);
       });
     });
+    // Slack and load balancers reuse idle connections for longer than Node's 5 s default; closing one just as
+    // a request arrives on it resets that request (a failed delivery Slack has to retry).
+    server.keepAliveTimeout = IDLE_CONNECTION_MS;
+    server.headersTimeout = IDLE_CONNECTION_MS + 1_000;
     this.server = server;
     return new Promise((resolve, reject) => {
       server.once('error', reject);

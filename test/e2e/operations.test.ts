@@ -1,3 +1,4 @@
+import { Agent, request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
@@ -307,5 +308,26 @@ describe('access control and abuse', () => {
     );
     await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
     expect((await fetch(`${bot.baseUrl}/healthz`)).status).toBe(200);
+  });
+
+  it('keeps an idle connection open longer than the 5 s (plus a grace second) after which Node would drop it', async () => {
+    const { bot } = await startStack();
+    const keepAlive = new Agent({ keepAlive: true, maxSockets: 1 });
+    const get = () =>
+      new Promise<{ status: number; socket: unknown }>((resolve, reject) => {
+        const request = httpRequest(`${bot.baseUrl}/healthz`, { agent: keepAlive }, (response) => {
+          response.resume();
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, socket: request.socket }));
+        });
+        request.on('error', reject);
+        request.end();
+      });
+    const first = await get();
+    await sleep(7_000);
+    // Slack (or a load balancer) reusing the connection now must not meet a reset.
+    const second = await get();
+    expect(second.status).toBe(200);
+    expect(second.socket).toBe(first.socket);
+    keepAlive.destroy();
   });
 });
