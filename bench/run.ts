@@ -90,6 +90,8 @@ interface Row {
   /** Reply time minus event time, worst message (the burst target is 2.5 s against a 2 s agent). */
   answeredMaxMs: number;
   delivered: number;
+  /** Deliveries answered with no 2xx (or a broken connection); each was delivered again, as Slack does. */
+  unacknowledged: number;
   lost: number;
   duplicated: number;
   peakRssMb: number;
@@ -158,6 +160,7 @@ async function runTarget(target: Target): Promise<Row[]> {
     const acks: number[] = [];
     let handled = 0;
     let deliveries = 0;
+    let unacknowledged = 0;
     const roots: string[] = [];
     const inflight: Promise<void>[] = [];
     const started = performance.now();
@@ -180,11 +183,18 @@ async function runTarget(target: Target): Promise<Row[]> {
         threadTs: root,
       });
       sent.set(token, performance.now());
-      const send = (retryNum?: number) => {
+      const send = (retryNum?: number): Promise<void> => {
         deliveries++;
         return deliver(url, SECRET, body, retryNum).then(({ ackMs, status }) => {
           acks.push(ackMs);
-          if (status >= 200 && status < 300) handled++;
+          if (status >= 200 && status < 300) {
+            handled++;
+            return;
+          }
+          // Not acknowledged: Slack delivers it again (at once, then after a minute: here after a moment).
+          unacknowledged++;
+          const attempt = (retryNum ?? 0) + 1;
+          if (attempt <= 3) return sleep(300).then(() => send(attempt));
         });
       };
       inflight.push(send());
@@ -224,6 +234,7 @@ async function runTarget(target: Target): Promise<Row[]> {
       addedP99: percentile(added, 99),
       answeredMaxMs: Math.max(...answered),
       delivered: sent.size - lost,
+      unacknowledged,
       lost,
       duplicated,
       ...processFigures(child.pid ?? 0),
@@ -305,6 +316,7 @@ function printTable(rows: Row[]): void {
     'added p99 ms',
     'answered max ms',
     'delivered',
+    'unacked',
     'lost',
     'dup',
     'peak RSS MB',
@@ -327,6 +339,7 @@ function printTable(rows: Row[]): void {
         fmt(row.addedP99),
         fmt(row.answeredMaxMs, 0),
         String(row.delivered),
+        String(row.unacknowledged),
         String(row.lost),
         String(row.duplicated),
         fmt(row.peakRssMb, 0),
@@ -344,6 +357,7 @@ function printTable(rows: Row[]): void {
         fmt(bot.addedP50 / base.addedP50, 2),
         fmt(bot.addedP99 / base.addedP99, 2),
         fmt(bot.answeredMaxMs / base.answeredMaxMs, 2),
+        '',
         '',
         '',
         '',
