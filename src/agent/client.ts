@@ -9,6 +9,9 @@ import {
   isAgentServiceError,
 } from './errors.js';
 
+/** Longest an idle keep-alive socket is kept (shorter when the server announces a shorter Keep-Alive). */
+const IDLE_SOCKET_MS = 30_000;
+
 export interface AgentRetryOptions {
   /** Total attempts, including the first. */
   attempts: number;
@@ -138,8 +141,11 @@ export class AgentClient {
     this.onCall = options.onCall;
 
     const maxSockets = options.maxSockets ?? DEFAULT_MAX_SOCKETS;
-    this.httpAgent = new http.Agent({ keepAlive: true, maxSockets });
-    this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets });
+    // `timeout` makes Node close an idle socket a second before the server's Keep-Alive hint says the server
+    // will (Node applies the hint only when the agent has a timeout): reusing a socket the server is closing
+    // fails the prompt with ECONNRESET, and a prompt is never sent twice. Requests set their own timeout.
+    this.httpAgent = new http.Agent({ keepAlive: true, maxSockets, timeout: IDLE_SOCKET_MS });
+    this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets, timeout: IDLE_SOCKET_MS });
     this.http = axios.create({
       timeout: options.timeoutMs,
       httpAgent: this.httpAgent,

@@ -1,6 +1,9 @@
 import http from 'node:http';
 import https from 'node:https';
 
+/** Longest an idle keep-alive socket to Slack is kept (less if Slack announces less). */
+const IDLE_SOCKET_MS = 30_000;
+
 /**
  * What Slack's WebClient reads of a response (`WebClient.makeRequest` and `buildResult` in
  * @slack/web-api 8): status, headers, the body as text or bytes, and the URL.
@@ -57,10 +60,10 @@ class BufferedResponse implements WebApiResponse {
  * streamed or multipart bodies) still goes through `fetch`.
  */
 export function webApiTransport(options: WebApiTransportOptions): WebApiFetch {
-  const agents = {
-    'http:': new http.Agent({ keepAlive: true, maxSockets: options.maxSockets }),
-    'https:': new https.Agent({ keepAlive: true, maxSockets: options.maxSockets }),
-  };
+  // With a timeout, Node also closes an idle socket a second before the server's Keep-Alive hint, instead
+  // of reusing one the server is closing (a "socket hang up" and a retried call).
+  const agentOptions = { keepAlive: true, maxSockets: options.maxSockets, timeout: IDLE_SOCKET_MS };
+  const agents = { 'http:': new http.Agent(agentOptions), 'https:': new https.Agent(agentOptions) };
   return (input, init = {}) => {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const body = init.body;

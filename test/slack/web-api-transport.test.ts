@@ -56,6 +56,20 @@ describe('the Web API transport under WebClient', () => {
     await new Promise((resolve) => silent.close(resolve));
   });
 
+  it("lets go of an idle connection before the server's announced keep-alive ends, not as it closes it", async () => {
+    // Node's own server announces `Keep-Alive: timeout=5` and closes idle connections after that.
+    const server = createServer((_req, res) => res.end('{"ok":true}'));
+    let closed = 0;
+    server.on('connection', (socket) => socket.on('close', () => closed++));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const transport = webApiTransport({ maxSockets: 1, timeoutMs: 1_000 });
+    await transport(`http://127.0.0.1:${port}/api/auth.test`, { method: 'POST', body: '' });
+    await new Promise((resolve) => setTimeout(resolve, 4_600));
+    expect(closed).toBe(1);
+    await new Promise((resolve) => server.close(resolve));
+  });
+
   it('refuses to follow a redirect when asked not to', async () => {
     const redirecting = createServer((_req, res) =>
       res.writeHead(302, { location: 'http://example.invalid/' }).end(),
