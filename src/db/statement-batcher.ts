@@ -21,19 +21,21 @@ interface Pending {
 export type SingleRunner = (sql: string, params: readonly unknown[]) => Promise<object[]>;
 
 /**
- * Group commit for PostgreSQL: statements issued while the lanes are busy wait and then go together,
- * in one round trip and one transaction, as `EXECUTE`s of statements prepared once per connection.
+ * Group commit for PostgreSQL: statements issued in the same turn of the event loop, or while the lanes
+ * are busy, go together, in one round trip and one transaction, as `EXECUTE`s of statements prepared once
+ * per connection.
  *
  * On a loopback or in a VM, each round trip costs far more CPU (socket writes, wake-ups on both sides,
  * a WAL flush per commit) than the small statements the bot runs per message, so under load this is
- * what keeps the bot and PostgreSQL from saturating. When a lane is free a statement goes alone, at once,
- * by the ordinary path: a quiet bot pays no waiting. A batch the server refuses (a deadlock, a stale
+ * what keeps the bot and PostgreSQL from saturating. A statement with nothing to go with goes alone by the
+ * ordinary path: a quiet bot pays one turn of the event loop. A batch the server refuses (a deadlock, a stale
  * plan, a constraint) is rolled back whole and its statements are run again one by one, so each caller
  * gets its own result or error.
  */
 export class StatementBatcher {
   private readonly queue: Pending[] = [];
   private busyLanes = 0;
+  private dispatchScheduled = false;
   /** Statements prepared with SQL `PREPARE` on each connection (a namespace apart from the driver's). */
   private readonly prepared = new WeakMap<pg.PoolClient, Set<string>>();
 
@@ -46,7 +48,14 @@ export class StatementBatcher {
   run(name: string, sql: string, params: readonly unknown[]): Promise<object[]> {
     return new Promise((resolve, reject) => {
       this.queue.push({ name, sql, params, resolve, reject });
-      this.dispatch();
+      if (this.dispatchScheduled) return;
+      // Statements issued in the same turn of the event loop (say, the next step of every job whose
+      // statement just came back) go together, at the cost of that one turn.
+      this.dispatchScheduled = true;
+      setImmediate(() => {
+        this.dispatchScheduled = false;
+        this.dispatch();
+      });
     });
   }
 
