@@ -5,6 +5,8 @@ import type { Logger } from '../observability/logger.js';
 
 /** How long an idle keep-alive connection stays open (above the usual 60 s of load balancers). */
 const IDLE_CONNECTION_MS = 65_000;
+/** At shutdown, connections still busy after this are cut (acknowledgements take milliseconds). */
+const CLOSE_BOUND_MS = 5_000;
 
 export interface SlackHttpReceiverOptions {
   signingSecret: string;
@@ -68,8 +70,11 @@ export class SlackHttpReceiver implements Receiver {
     if (!server) return;
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
-      // Keep-alive connections would hold close() open until they time out.
+      // Keep-alive connections would hold close() open until they time out: close the idle ones now, and
+      // the busy ones as soon as their request is answered (or, at the latest, after a bound).
+      server.keepAliveTimeout = 1;
       server.closeIdleConnections();
+      setTimeout(() => server.closeAllConnections(), CLOSE_BOUND_MS).unref();
     });
     this.server = undefined;
   }
