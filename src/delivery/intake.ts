@@ -302,9 +302,10 @@ export class Intake {
       return;
     }
     if (queued) after.push(() => relay.showQueued(inbound));
-    // Claimed while recording (its thread was free): run it now. Otherwise it waits its turn.
+    // Claimed while recording (its thread was free): run it now. Queued behind its thread's work, it is
+    // claimed when that work finishes; otherwise (no room when recorded) it is tried again now.
     if (claimed) this.deps.worker.adopt(claimed);
-    else this.deps.worker.kickThread(threadKey);
+    else if (!queued) this.deps.worker.kickThread(threadKey);
   }
 
   /** Records a thread reset behind the thread's current work, cancelling what still waits. */
