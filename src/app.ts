@@ -8,7 +8,7 @@ import { agentRouter } from './agent/routing.js';
 import type { Config } from './config.js';
 import { MessageClaims } from './conversation/message-claims.js';
 import { Relay } from './conversation/relay.js';
-import { WorkIndicators } from './conversation/work-indicators.js';
+import { slackError, WorkIndicators } from './conversation/work-indicators.js';
 import { openDatabase, type SqlDatabase } from './db/database.js';
 import { createSqlKeyv } from './db/keyv-sql-store.js';
 import { migrate, SESSIONS_TABLE } from './db/schema.js';
@@ -280,7 +280,7 @@ async function checkSlackIdentity(config: Config, logger: Logger): Promise<BotId
   try {
     result = await client.auth.test();
   } catch (error) {
-    const code = (error as { data?: { error?: string } }).data?.error;
+    const code = slackError(error);
     if (code) throw new SlackAuthError(`SLACK_BOT_TOKEN was rejected by Slack (auth.test: ${code})`);
     throw new SlackAuthError(
       `cannot reach Slack at ${config.slack.apiUrl} (auth.test failed: ${error instanceof Error ? error.message : String(error)})`,

@@ -1,16 +1,12 @@
-import http from 'node:http';
-import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
+import { type KeepAliveAgents, keepAliveAgents } from '../util/keep-alive-agents.js';
 import {
   type AgentErrorKind,
   type AgentOperation,
   AgentServiceError,
   isAgentServiceError,
 } from './errors.js';
-
-/** Longest an idle keep-alive socket is kept (shorter when the server announces a shorter Keep-Alive). */
-const IDLE_SOCKET_MS = 30_000;
 
 export interface AgentRetryOptions {
   /** Total attempts, including the first. */
@@ -115,8 +111,8 @@ function toPageNumber(value: unknown): number | undefined {
 
 export class AgentClient {
   private readonly http: AxiosInstance;
-  private readonly httpAgent: http.Agent;
-  private readonly httpsAgent: https.Agent;
+  private readonly httpAgent: KeepAliveAgents['http'];
+  private readonly httpsAgent: KeepAliveAgents['https'];
   private readonly base: string;
   private readonly apiKey: string;
   private readonly timeoutMs: number;
@@ -141,11 +137,10 @@ export class AgentClient {
     this.onCall = options.onCall;
 
     const maxSockets = options.maxSockets ?? DEFAULT_MAX_SOCKETS;
-    // `timeout` makes Node close an idle socket a second before the server's Keep-Alive hint says the server
-    // will (Node applies the hint only when the agent has a timeout): reusing a socket the server is closing
-    // fails the prompt with ECONNRESET, and a prompt is never sent twice. Requests set their own timeout.
-    this.httpAgent = new http.Agent({ keepAlive: true, maxSockets, timeout: IDLE_SOCKET_MS });
-    this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets, timeout: IDLE_SOCKET_MS });
+    // Idle sockets are let go before the server closes them: a prompt failing with ECONNRESET is not resent.
+    const agents = keepAliveAgents(maxSockets);
+    this.httpAgent = agents.http;
+    this.httpsAgent = agents.https;
     this.http = axios.create({
       timeout: options.timeoutMs,
       httpAgent: this.httpAgent,

@@ -91,7 +91,7 @@ function openPostgres(databaseUrl: string): SqlDatabase {
   const batched = (on: pg.Pool, lanes: number) => {
     const batcher = new StatementBatcher(on, (sql, params) => run(on, sql, params), { lanes, maxBatch: 64 });
     return async <Row extends object>(sql: string, params?: readonly unknown[]): Promise<Row[]> => {
-      const name = params && params.length > 0 ? statementOf(sql, params).name : undefined;
+      const name = params && params.length > 0 ? statementName(sql) : undefined;
       if (!params || name === undefined) return run<Row>(on, sql, params);
       try {
         return (await batcher.run(name, sql, params)) as Row[];
@@ -148,12 +148,17 @@ const MAX_NAMED_STATEMENTS = 500;
  */
 function statementOf(sql: string, params: readonly unknown[] | undefined): pg.QueryConfig {
   if (!params || params.length === 0) return { text: sql };
+  return { name: statementName(sql), text: sql, values: [...params] };
+}
+
+/** The stable name of a parameterized SQL text (undefined past MAX_NAMED_STATEMENTS). */
+function statementName(sql: string): string | undefined {
   let name = statementNames.get(sql);
   if (name === undefined && statementNames.size < MAX_NAMED_STATEMENTS) {
     name = `bridge_${statementGeneration}_${statementNames.size + 1}`;
     statementNames.set(sql, name);
   }
-  return { name, text: sql, values: [...params] };
+  return name;
 }
 
 function renameStatements(): void {

@@ -69,11 +69,10 @@ export class SlackHttpReceiver implements Receiver {
     const server = this.server;
     if (!server) return;
     await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      // Keep-alive connections would hold close() open until they time out: close the idle ones now, and
-      // the busy ones as soon as their request is answered (or, at the latest, after a bound).
+      // close() drops the idle keep-alive connections; a busy one would stay open for IDLE_CONNECTION_MS
+      // after its answer, so it closes as soon as it is answered (or, at the latest, after a bound).
       server.keepAliveTimeout = 1;
-      server.closeIdleConnections();
+      server.close(() => resolve());
       setTimeout(() => server.closeAllConnections(), CLOSE_BOUND_MS).unref();
     });
     this.server = undefined;

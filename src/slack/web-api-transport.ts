@@ -1,8 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-
-/** Longest an idle keep-alive socket to Slack is kept (less if Slack announces less). */
-const IDLE_SOCKET_MS = 30_000;
+import { keepAliveAgents } from '../util/keep-alive-agents.js';
 
 /**
  * What Slack's WebClient reads of a response (`WebClient.makeRequest` and `buildResult` in
@@ -60,10 +58,8 @@ class BufferedResponse implements WebApiResponse {
  * streamed or multipart bodies) still goes through `fetch`.
  */
 export function webApiTransport(options: WebApiTransportOptions): WebApiFetch {
-  // With a timeout, Node also closes an idle socket a second before the server's Keep-Alive hint, instead
-  // of reusing one the server is closing (a "socket hang up" and a retried call).
-  const agentOptions = { keepAlive: true, maxSockets: options.maxSockets, timeout: IDLE_SOCKET_MS };
-  const agents = { 'http:': new http.Agent(agentOptions), 'https:': new https.Agent(agentOptions) };
+  const pools = keepAliveAgents(options.maxSockets);
+  const agents = { 'http:': pools.http, 'https:': pools.https };
   return (input, init = {}) => {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const body = init.body;
