@@ -218,7 +218,7 @@ describe('agent experience (Messages tab)', () => {
         'chat.postMessage',
         (c) => c.args.thread_ts === root && /stop|cancel/i.test(textOf(c)),
       );
-      expect(textOf(notice)).toMatch(/2/);
+      expect(textOf(notice)).toMatch(/cancelled 2 queued messages/);
       await slack.waitForCall(
         'chat.postMessage',
         (c) => c.args.thread_ts === root && textOf(c).includes('a long question'),

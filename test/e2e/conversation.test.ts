@@ -382,14 +382,28 @@ describe('correctness under real Slack delivery', () => {
     expect(promptsSent(agent)).not.toContain('queued 0');
   });
 
-  it('does not answer "stop" or "reset" said in a thread without mentioning it', async () => {
-    const { slack, bot } = stack;
-    const strangers = nextTs();
+  it('takes "stop" and "reset" said in its thread without a mention as words for the agent, not commands', async () => {
+    const { slack, agent, bot } = stack;
+    agent.setLatency(400, 'sendMessage');
+    const root = nextTs();
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> long task', ts: root });
+    await slack.waitForCall('reactions.add', (c) => c.args.timestamp === root && c.args.name === 'eyes');
+    const queuedTs = nextTs();
+    await send(bot, channelMessage({ user: 'U0ALICE', text: 'still queued', ts: queuedTs, threadTs: root }));
     for (const text of ['stop', 'reset']) {
-      await send(bot, channelMessage({ user: 'U0BOB', text, threadTs: strangers }));
+      await send(bot, channelMessage({ user: 'U0ALICE', text, threadTs: root }));
     }
-    await sleep(300);
-    expect(postsIn(slack, CHANNEL, strangers)).toHaveLength(0);
+    const replies = await slack.waitForCalls('chat.postMessage', 4, (c) => c.args.thread_ts === root, 8_000);
+    agent.setLatency(0, 'sendMessage');
+    // Nothing was cancelled or reset: every message reached the agent, in order, in one session.
+    const texts = replies.map(textOf);
+    expect(texts.map((t) => t.replace(/^echo\[s-\d+#(\d+)\]: /, '#$1 '))).toEqual([
+      '#1 long task',
+      '#2 still queued',
+      '#3 stop',
+      '#4 reset',
+    ]);
+    expect(new Set(texts.map((t) => /^echo\[(s-\d+)#/.exec(t)?.[1])).size).toBe(1);
   });
 
   it('sends the edited words of a message that was still waiting in its queue', async () => {
@@ -485,15 +499,25 @@ describe('correctness under real Slack delivery', () => {
 
   it('waits out Slack rate limits instead of dropping the reply', async () => {
     const { slack, bot } = stack;
-    slack.failNext('chat.postMessage', { type: 'rate_limited', retryAfterSeconds: 1 });
     const root = nextTs();
-    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> rate limited', ts: root });
-    const reply = await slack.waitForCall(
+    // Only this thread's post is refused: posts other tests still make must not use up the failure.
+    slack.failNext(
       'chat.postMessage',
-      (c) => c.args.thread_ts === root && textOf(c).includes('rate limited'),
+      { type: 'rate_limited', retryAfterSeconds: 1 },
+      1,
+      (args) => args.thread_ts === root,
+    );
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> rate limited', ts: root });
+    // The fake records the refused attempt too: wait for the attempt after it.
+    const [refused, accepted] = await slack.waitForCalls(
+      'chat.postMessage',
+      2,
+      (c) => c.args.thread_ts === root,
       10_000,
     );
-    expect(textOf(reply)).toMatch(/: rate limited$/);
+    expect(accepted && textOf(accepted)).toMatch(/: rate limited$/);
+    // Retried once Retry-After had passed, not at once.
+    expect((accepted?.at ?? 0) - (refused?.at ?? 0)).toBeGreaterThanOrEqual(950);
   });
 });
 

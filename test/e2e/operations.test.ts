@@ -58,11 +58,14 @@ afterEach(async () => {
   stack = undefined;
 });
 
-/** The value of one Prometheus sample, e.g. metric('slack_events_received_total{type="app_mention"}'). */
-async function metric(bot: RunningBot, sample: string): Promise<number> {
+/**
+ * The value of one Prometheus sample, e.g. metric('slack_events_received_total{type="app_mention"}');
+ * undefined when the bot does not expose it (so a renamed metric fails a `toBe(0)`).
+ */
+async function metric(bot: RunningBot, sample: string): Promise<number | undefined> {
   const text = await (await fetch(`${bot.baseUrl}/metrics`)).text();
   const line = text.split('\n').find((candidate) => candidate.startsWith(`${sample} `));
-  return line ? Number(line.slice(sample.length + 1)) : 0;
+  return line ? Number(line.slice(sample.length + 1)) : undefined;
 }
 
 const send = (bot: RunningBot, body: unknown, retryNum?: number) =>

@@ -178,6 +178,8 @@ interface PendingAck {
 interface FailureSlot {
   failure: SlackFailure;
   remaining: number;
+  /** Only calls with these arguments fail (other calls of the method pass untouched). */
+  when?: (args: Record<string, unknown>) => boolean;
 }
 
 /** What an install from manifest.yml grants. */
@@ -474,9 +476,14 @@ export class FakeSlack {
 
   // ---------------------------------------------------------------- behaviour control
 
-  failNext(method: string, failure: SlackFailure, times = 1): void {
+  failNext(
+    method: string,
+    failure: SlackFailure,
+    times = 1,
+    when?: (args: Record<string, unknown>) => boolean,
+  ): void {
     const queue = this.failures.get(method) ?? [];
-    queue.push({ failure, remaining: times });
+    queue.push({ failure, remaining: times, ...(when ? { when } : {}) });
     this.failures.set(method, queue);
   }
 
@@ -806,7 +813,7 @@ export class FakeSlack {
 
   private respond(call: SlackApiCall): SlackApiResponse {
     const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
-    const failure = this.takeFailure(call.method);
+    const failure = this.takeFailure(call.method, call.args);
     if (failure) {
       switch (failure.type) {
         case 'error':
@@ -837,10 +844,10 @@ export class FakeSlack {
     return { status: 200, headers, body: handler(call.args) };
   }
 
-  private takeFailure(method: string): SlackFailure | undefined {
+  private takeFailure(method: string, args: Record<string, unknown>): SlackFailure | undefined {
     const queue = this.failures.get(method);
     const slot = queue?.[0];
-    if (!queue || !slot) return undefined;
+    if (!queue || !slot || (slot.when && !slot.when(args))) return undefined;
     slot.remaining -= 1;
     if (slot.remaining <= 0) queue.shift();
     return slot.failure;
