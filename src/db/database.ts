@@ -89,7 +89,11 @@ function openPostgres(databaseUrl: string): SqlDatabase {
   // Statements issued while others are in flight go together (see StatementBatcher); DDL and other
   // statements without parameters go by themselves.
   const batched = (on: pg.Pool, lanes: number) => {
-    const batcher = new StatementBatcher(on, (sql, params) => run(on, sql, params), { lanes, maxBatch: 64 });
+    const batcher = new StatementBatcher(
+      () => checkOut(on),
+      (sql, params) => run(on, sql, params),
+      { lanes, maxBatch: 64 },
+    );
     return async <Row extends object>(sql: string, params?: readonly unknown[]): Promise<Row[]> => {
       const name = params && params.length > 0 ? statementName(sql) : undefined;
       if (!params || name === undefined) return run<Row>(on, sql, params);
@@ -107,7 +111,7 @@ function openPostgres(databaseUrl: string): SqlDatabase {
     async transaction<T>(work: (query: SqlQuery) => Promise<T>): Promise<T> {
       let client: pg.PoolClient;
       try {
-        client = await pool.connect();
+        client = await checkOut(pool);
       } catch (error) {
         throw asStoreError(error);
       }
@@ -134,6 +138,22 @@ function openPostgres(databaseUrl: string): SqlDatabase {
       await Promise.all([pool.end(), checkpointPool.end()]);
     },
   };
+}
+
+const listenedClients = new WeakSet<pg.PoolClient>();
+
+/**
+ * A connection from the pool. The pool listens for errors only on idle connections: a connection the
+ * server ends (a restart, `pg_terminate_backend`) while it is checked out between two queries would
+ * otherwise throw an uncaught 'error' and take the process down. Its next query reports the failure.
+ */
+async function checkOut(pool: pg.Pool): Promise<pg.PoolClient> {
+  const client = await pool.connect();
+  if (!listenedClients.has(client)) {
+    listenedClients.add(client);
+    client.on('error', () => {});
+  }
+  return client;
 }
 
 const statementNames = new Map<string, string>();

@@ -40,7 +40,8 @@ export class StatementBatcher {
   private readonly prepared = new WeakMap<pg.PoolClient, Set<string>>();
 
   constructor(
-    private readonly pool: pg.Pool,
+    /** Checks a connection out of the pool (the caller's, so the pool's error handling applies). */
+    private readonly connect: () => Promise<pg.PoolClient>,
     private readonly runSingle: SingleRunner,
     private readonly options: BatcherOptions,
   ) {}
@@ -78,7 +79,7 @@ export class StatementBatcher {
     }
     let client: pg.PoolClient;
     try {
-      client = await this.pool.connect();
+      client = await this.connect();
     } catch (error) {
       for (const pending of batch) pending.reject(error);
       return;
