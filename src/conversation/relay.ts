@@ -162,12 +162,24 @@ export class Relay {
         if (message.agentThread && message.replyThreadTs === message.ts && job.attempts === 1)
           void this.setTitle(message, titleFromPrompt(prompt), logger);
         const agentId = this.deps.agentFor(thread.channelId);
+        // A new thread's session mapping and the job's "sent" mark are written in one round trip.
+        let markedSentFor: string | undefined;
+        const markSent = async (created: ThreadSession) => {
+          await this.deps.inbox.markSent(job.id, created.sessionId);
+          markedSentFor = created.sessionId;
+        };
         // Read along with recording the job when it was claimed at once; looked up otherwise.
         session =
           job.sessionRow !== undefined && job.attempts === 1
-            ? await this.deps.sessions.sessionFromRow(job.sessionRow, thread, agentId, message.userId)
-            : await this.deps.sessions.sessionFor(thread, agentId, message.userId);
-        const answer = await this.ask(job, message, session, prompt, logger);
+            ? await this.deps.sessions.sessionFromRow(
+                job.sessionRow,
+                thread,
+                agentId,
+                message.userId,
+                markSent,
+              )
+            : await this.deps.sessions.sessionFor(thread, agentId, message.userId, markSent);
+        const answer = await this.ask(job, message, session, prompt, logger, markedSentFor);
         reply = answer.reply;
         session = answer.usedSession;
         // Recorded while the reply is posted, not before: it only matters if this process stops before
@@ -225,9 +237,11 @@ export class Relay {
     session: ThreadSession,
     prompt: string,
     logger: Logger,
+    /** The session the job was already marked sent for, along with creating it. */
+    markedSentFor?: string,
   ): Promise<{ reply: string; usedSession: ThreadSession }> {
     // Recorded before sending: whoever finishes this job after a crash must not send it again.
-    await this.deps.inbox.markSent(job.id, session.sessionId);
+    if (markedSentFor !== session.sessionId) await this.deps.inbox.markSent(job.id, session.sessionId);
     try {
       const reply = await this.deps.agent.sendMessage(session.agentId, session.sessionId, prompt);
       return { reply: reply.text, usedSession: session };

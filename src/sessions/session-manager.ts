@@ -4,6 +4,9 @@ import type { DeletionReason, SessionDeleter } from './session-deleter.js';
 import { type SessionFilter, SessionStore, type ThreadSession } from './session-store.js';
 import type { ThreadKey } from './thread-key.js';
 
+/** A store write made in the same round trip as a newly created session's mapping. */
+export type WithNewSession = (session: ThreadSession) => Promise<void>;
+
 /**
  * The life of the agent sessions behind Slack threads: found or created on demand, replaced when lost,
  * and retired (mapping forgotten, deletion on the service scheduled durably) when a conversation ends.
@@ -24,9 +27,17 @@ export class SessionManager {
     return this.store.get(thread, agentId);
   }
 
-  /** The thread's session, created on the agent service when the thread has none yet. */
-  async sessionFor(thread: ThreadKey, agentId: string, userId: string): Promise<ThreadSession> {
-    return (await this.store.get(thread, agentId)) ?? this.create(thread, agentId, userId);
+  /**
+   * The thread's session, created on the agent service when the thread has none yet. `withNew` is a
+   * store write to make in the same round trip as a new session's mapping (see create).
+   */
+  async sessionFor(
+    thread: ThreadKey,
+    agentId: string,
+    userId: string,
+    withNew?: WithNewSession,
+  ): Promise<ThreadSession> {
+    return (await this.store.get(thread, agentId)) ?? this.create(thread, agentId, userId, withNew);
   }
 
   /**
@@ -38,10 +49,11 @@ export class SessionManager {
     thread: ThreadKey,
     agentId: string,
     userId: string,
+    withNew?: WithNewSession,
   ): Promise<ThreadSession> {
-    if (row === null) return this.create(thread, agentId, userId);
+    if (row === null) return this.create(thread, agentId, userId, withNew);
     const session = SessionStore.fromRow(row);
-    return session?.agentId === agentId ? session : this.sessionFor(thread, agentId, userId);
+    return session?.agentId === agentId ? session : this.sessionFor(thread, agentId, userId, withNew);
   }
 
   /** Replaces a session the agent service no longer knows. */
@@ -89,7 +101,12 @@ export class SessionManager {
     return sessions.length;
   }
 
-  private async create(thread: ThreadKey, agentId: string, startedBy: string): Promise<ThreadSession> {
+  private async create(
+    thread: ThreadKey,
+    agentId: string,
+    startedBy: string,
+    withNew?: WithNewSession,
+  ): Promise<ThreadSession> {
     const sessionId = await this.agent.createSession(agentId);
     const now = new Date().toISOString();
     const session: ThreadSession = {
@@ -102,13 +119,14 @@ export class SessionManager {
       createdAt: now,
       lastActiveAt: now,
     };
-    try {
-      await this.store.set(session);
-    } catch (error) {
+    // Issued together, the two writes go to the store in one round trip (group commit).
+    const [saved, alongside] = await Promise.allSettled([this.store.set(session), withNew?.(session)]);
+    if (saved.status === 'rejected') {
       // The mapping could not be saved: delete the new session so it is not orphaned on the service.
       await this.agent.deleteSession(agentId, sessionId).catch(() => {});
-      throw error;
+      throw saved.reason;
     }
+    if (alongside.status === 'rejected') throw alongside.reason;
     this.logger.info(
       { session: sessionId, agentId, channel: thread.channelId, thread: thread.threadTs },
       'agent session created',
