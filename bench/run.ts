@@ -259,6 +259,7 @@ async function runtimeDiagnostics(port: number): Promise<string> {
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? Number.NaN);
     const ms = (seconds: number) => `${(seconds * 1000).toFixed(1)} ms`;
+    const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
     const gc = (kind: string) => {
       const sum = value(new RegExp(`nodejs_gc_duration_seconds_sum\\{kind="${kind}"\\} ([0-9.e+-]+)`));
       const count = value(new RegExp(`nodejs_gc_duration_seconds_count\\{kind="${kind}"\\} ([0-9.e+-]+)`));
@@ -269,6 +270,9 @@ async function runtimeDiagnostics(port: number): Promise<string> {
       `p99 ${ms(value(/^nodejs_eventloop_lag_p99_seconds (\S+)$/m))}`,
       `max ${ms(value(/^nodejs_eventloop_lag_max_seconds (\S+)$/m))}`,
       `GC since start: ${gc('minor')}, ${gc('major')}, ${gc('incremental')}`,
+      `heap used ${mb(value(/^nodejs_heap_size_used_bytes (\S+)$/m))} of ${mb(value(/^nodejs_heap_size_total_bytes (\S+)$/m))}`,
+      `external ${mb(value(/^nodejs_external_memory_bytes (\S+)$/m))}`,
+      `RSS now ${mb(value(/^process_resident_memory_bytes (\S+)$/m))}`,
     ].join(', ');
   } catch (error) {
     return `no runtime diagnostics (${String(error)})`;
