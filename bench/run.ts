@@ -4,7 +4,7 @@
  * signed events at a set rate and prints one table (and bench/results/latest.json). Stops by itself.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { AgentServiceEmulator } from '../test/fakes/agent-service.js';
 import { FakeSlack } from '../test/fakes/slack.js';
 import { freePort } from '../test/helpers/free-port.js';
@@ -98,6 +98,9 @@ interface Row {
   duplicated: number;
   peakRssMb: number;
   cpuSeconds: number;
+  /** CPU seconds the rest of the machine spent in this scenario: this process (load, fake Slack, agent emulator) and PostgreSQL. */
+  harnessCpuSeconds: number;
+  postgresCpuSeconds: number;
 }
 
 async function runTarget(target: Target): Promise<Row[]> {
@@ -170,6 +173,8 @@ async function runTarget(target: Target): Promise<Row[]> {
     let unacknowledged = 0;
     const roots: string[] = [];
     const inflight: Promise<void>[] = [];
+    const harnessCpuBefore = process.cpuUsage();
+    const postgresCpuBefore = postgresCpuSeconds();
     const started = performance.now();
     for (let i = 0; i < scenario.messages; i++) {
       if (Number.isFinite(scenario.rate)) {
@@ -245,9 +250,13 @@ async function runTarget(target: Target): Promise<Row[]> {
       lost,
       duplicated,
       ...processFigures(child.pid ?? 0),
+      harnessCpuSeconds: cpuSeconds(process.cpuUsage(harnessCpuBefore)),
+      postgresCpuSeconds: postgresCpuSeconds() - postgresCpuBefore,
     });
+    const row = rows[rows.length - 1];
     process.stderr.write(
-      `  ${target}: ${scenario.name} done in ${((performance.now() - started) / 1000).toFixed(1)} s\n`,
+      `  ${target}: ${scenario.name} done in ${((performance.now() - started) / 1000).toFixed(1)} s` +
+        ` (CPU in it: harness ${row?.harnessCpuSeconds.toFixed(1)} s, PostgreSQL ${row?.postgresCpuSeconds.toFixed(1)} s)\n`,
     );
     if (target === 'bot') process.stderr.write(`    ${await runtimeDiagnostics(port)}\n`);
   }
@@ -286,6 +295,36 @@ async function runtimeDiagnostics(port: number): Promise<string> {
   } catch (error) {
     return `no runtime diagnostics (${String(error)})`;
   }
+}
+
+const cpuSeconds = (usage: NodeJS.CpuUsage) => (usage.user + usage.system) / 1e6;
+
+/** CPU time used so far by every PostgreSQL process on the machine (server and backends), from /proc. */
+function postgresCpuSeconds(): number {
+  let ticks = 0;
+  for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (!stat.includes('(postgres)')) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return ticks / 100;
+}
+
+/**
+ * How fast this machine runs plain JavaScript now: a fixed loop, in ms. Figures from machines (or moments)
+ * with different calibrations are not comparable; the same machine varied by 2x between sessions.
+ */
+function calibrationMs(): number {
+  const start = performance.now();
+  let sum = 0;
+  for (let i = 0; i < 100_000_000; i++) sum += i % 7;
+  if (sum < 0) process.stderr.write('');
+  return performance.now() - start;
 }
 
 /** Peak resident memory (VmHWM) and CPU time so far, from /proc. */
@@ -386,6 +425,10 @@ function printTable(rows: Row[]): void {
   }
 }
 
+const calibration = calibrationMs();
+process.stderr.write(
+  `machine: a fixed JavaScript loop took ${calibration.toFixed(0)} ms (lower is faster)\n`,
+);
 const started = Date.now();
 const rows: Row[] = [];
 for (const target of TARGETS) rows.push(...(await runTarget(target)));
@@ -393,9 +436,10 @@ printTable(rows);
 mkdirSync('bench/results', { recursive: true });
 writeFileSync(
   'bench/results/latest.json',
-  `${JSON.stringify({ at: new Date().toISOString(), node: process.version, rows }, null, 2)}\n`,
+  `${JSON.stringify({ at: new Date().toISOString(), node: process.version, calibrationMs: calibration, rows }, null, 2)}\n`,
 );
 process.stdout.write(
-  `\nFigures written to bench/results/latest.json (${((Date.now() - started) / 1000).toFixed(0)} s).\n`,
+  `\nFigures written to bench/results/latest.json (${((Date.now() - started) / 1000).toFixed(0)} s; ` +
+    `calibration loop ${calibration.toFixed(0)} ms).\n`,
 );
 process.exit(0);
