@@ -19,9 +19,7 @@ const CHANNEL = 'C0BENCH';
 
 type Target = 'bot' | 'baseline';
 
-interface Scenario {
-  name: string;
-  agentLatencyMs: number;
+interface Load {
   /** Messages to send (each a distinct Slack message). */
   messages: number;
   /** Messages per second; Infinity: all at once (a burst). */
@@ -31,6 +29,20 @@ interface Scenario {
   /** Share of messages delivered a second time as a Slack retry. */
   retryShare: number;
 }
+
+interface Scenario extends Load {
+  name: string;
+  agentLatencyMs: number;
+}
+
+/**
+ * The warm-up before the scenarios, in a channel of its own: the steady mix (new threads, follow-ups,
+ * retries), then new threads with answers slow enough to show the working indicator.
+ */
+const WARM_UP: { load: Load; agentLatencyMs: number }[] = [
+  { load: { messages: 1_500, rate: 250, threads: 100, retryShare: 0.1 }, agentLatencyMs: 50 },
+  { load: { messages: 1_000, rate: 500, threads: 1_000, retryShare: 0.1 }, agentLatencyMs: 1_200 },
+];
 
 const ALL_SCENARIOS: Scenario[] = [
   {
@@ -61,11 +73,11 @@ const ALL_SCENARIOS: Scenario[] = [
   // New threads only, so that with the warm-up and the scenarios before it the bot has seen 10,040
   // distinct threads when its peak RSS is read here (state lives in the store, caches are bounded).
   {
-    name: '7,400 new threads at 500/s (10,040 in all), agent 200 ms',
+    name: '6,500 new threads at 500/s (10,040 in all), agent 200 ms',
     agentLatencyMs: 200,
-    messages: 7_400,
+    messages: 6_500,
     rate: 500,
-    threads: 7_400,
+    threads: 6_500,
     retryShare: 0,
   },
 ];
@@ -89,6 +101,11 @@ interface Row {
   ackP99: number;
   addedP50: number;
   addedP99: number;
+  /** Added latency split at the agent: event → prompt reaches the agent, and answer leaves it → reply posted. */
+  beforeAgentP50: number;
+  beforeAgentP99: number;
+  afterAgentP50: number;
+  afterAgentP99: number;
   /** Reply time minus event time, worst message (the burst target is 2.5 s against a 2 s agent). */
   answeredMaxMs: number;
   delivered: number;
@@ -96,7 +113,9 @@ interface Row {
   unacknowledged: number;
   lost: number;
   duplicated: number;
+  /** Highest resident memory since the process started (VmHWM), so far. */
   peakRssMb: number;
+  /** CPU seconds the process used in this scenario (from its start until the answers were in). */
   cpuSeconds: number;
   /** CPU seconds the rest of the machine spent in this scenario: this process (load, fake Slack, agent emulator) and PostgreSQL. */
   harnessCpuSeconds: number;
@@ -147,72 +166,36 @@ async function runTarget(target: Target): Promise<Row[]> {
     if (token) replies.set(token, [...(replies.get(token) ?? []), performance.now()]);
   });
 
+  // When each prompt reached the agent and when its answer left: splits added latency into before/after.
+  const promptAt = new Map<string, number>();
+  const answerAt = new Map<string, number>();
+  agent.onRequest(({ phase, request }) => {
+    if (request.operation !== 'sendMessage') return;
+    const token = /(q\d+)/.exec(request.prompt ?? '')?.[1];
+    if (!token) return;
+    if (phase === 'start' && !promptAt.has(token)) promptAt.set(token, performance.now());
+    if (phase === 'end' && !answerAt.has(token)) answerAt.set(token, performance.now());
+  });
+
   const rows: Row[] = [];
-  let counter = 0;
-  // Warm-up, not measured: JIT, connection pools and caches, as in a bot that has been running a while.
-  agent.setLatency(50, 'sendMessage');
-  await Promise.all(
-    Array.from({ length: 200 }, (_, i) =>
-      sleep(i * 10).then(() =>
-        deliver(
-          url,
-          SECRET,
-          appMentionEvent({ channel: 'C0WARMUP', user: `U9${i}`, text: `<@U0BOT> warm ${i}` }),
-        ),
-      ),
-    ),
-  );
-  await sleep(500);
+  // Warm-up, not measured: the scenarios' code paths until the JIT has compiled them, as in a bot that has
+  // been running a while. A shorter warm-up measured the compiler instead: the first 10 s at 200/s cost
+  // the bot 7.7 CPU s, the next 10 s 4.7, and the first run of 1,000 threads in flight 6.5 CPU s, the third 4.9.
+  for (const { load, agentLatencyMs } of WARM_UP) {
+    agent.setLatency(agentLatencyMs, 'sendMessage');
+    await offer(url, load, 'C0WARMUP');
+    await sleep(agentLatencyMs + 500);
+  }
   for (const scenario of SCENARIOS) {
     agent.setLatency(scenario.agentLatencyMs, 'sendMessage');
     replies.clear();
-    const sent = new Map<string, number>();
-    const acks: number[] = [];
-    let handled = 0;
-    let deliveries = 0;
-    let unacknowledged = 0;
-    const roots: string[] = [];
-    const inflight: Promise<void>[] = [];
+    promptAt.clear();
+    answerAt.clear();
     const harnessCpuBefore = process.cpuUsage();
+    const targetCpuBefore = processFigures(child.pid ?? 0).cpuSeconds;
     const postgresCpuBefore = postgresCpuSeconds();
     const started = performance.now();
-    for (let i = 0; i < scenario.messages; i++) {
-      if (Number.isFinite(scenario.rate)) {
-        const due = started + (i * 1000) / scenario.rate;
-        const wait = due - performance.now();
-        if (wait > 1) await sleep(wait);
-      }
-      const thread = i % scenario.threads;
-      const token = `q${counter++}`;
-      const ts = nextTs();
-      const root = roots[thread];
-      if (root === undefined) roots[thread] = ts;
-      const body = appMentionEvent({
-        channel: CHANNEL,
-        user: `U${String(i % 5_000).padStart(7, '0')}`,
-        text: `<@U0BOT> ${token}`,
-        ts,
-        threadTs: root,
-      });
-      sent.set(token, performance.now());
-      const send = (retryNum?: number): Promise<void> => {
-        deliveries++;
-        return deliver(url, SECRET, body, retryNum).then(({ ackMs, status }) => {
-          acks.push(ackMs);
-          if (status >= 200 && status < 300) {
-            handled++;
-            return;
-          }
-          // Not acknowledged: Slack delivers it again (at once, then after a minute: here after a moment).
-          unacknowledged++;
-          const attempt = (retryNum ?? 0) + 1;
-          if (attempt <= 3) return sleep(300).then(() => send(attempt));
-        });
-      };
-      inflight.push(send());
-      if (Math.random() < scenario.retryShare) inflight.push(sleep(300).then(() => send(1)));
-    }
-    await Promise.all(inflight);
+    const { sent, acks, handled, deliveries, unacknowledged } = await offer(url, scenario, CHANNEL);
     const offeredSeconds = (performance.now() - started) / 1000;
     // Wait for the answers (or give up: what is missing then is lost).
     const deadline = performance.now() + scenario.agentLatencyMs + 15_000;
@@ -222,6 +205,8 @@ async function runTarget(target: Target): Promise<Row[]> {
 
     const added: number[] = [];
     const answered: number[] = [];
+    const beforeAgent: number[] = [];
+    const afterAgent: number[] = [];
     let lost = 0;
     let duplicated = 0;
     for (const [token, at] of sent) {
@@ -233,6 +218,10 @@ async function runTarget(target: Target): Promise<Row[]> {
       duplicated += posts.length - 1;
       const first = posts[0] ?? at;
       answered.push(first - at);
+      const reached = promptAt.get(token);
+      const left = answerAt.get(token);
+      if (reached !== undefined) beforeAgent.push(reached - at);
+      if (left !== undefined) afterAgent.push(first - left);
       added.push(first - at - scenario.agentLatencyMs);
     }
     rows.push({
@@ -244,12 +233,16 @@ async function runTarget(target: Target): Promise<Row[]> {
       ackP99: percentile(acks, 99),
       addedP50: percentile(added, 50),
       addedP99: percentile(added, 99),
+      beforeAgentP50: percentile(beforeAgent, 50),
+      beforeAgentP99: percentile(beforeAgent, 99),
+      afterAgentP50: percentile(afterAgent, 50),
+      afterAgentP99: percentile(afterAgent, 99),
       answeredMaxMs: Math.max(...answered),
       delivered: sent.size - lost,
       unacknowledged,
       lost,
       duplicated,
-      ...processFigures(child.pid ?? 0),
+      ...scenarioFigures(processFigures(child.pid ?? 0), targetCpuBefore),
       harnessCpuSeconds: cpuSeconds(process.cpuUsage(harnessCpuBefore)),
       postgresCpuSeconds: postgresCpuSeconds() - postgresCpuBefore,
     });
@@ -258,6 +251,12 @@ async function runTarget(target: Target): Promise<Row[]> {
       `  ${target}: ${scenario.name} done in ${((performance.now() - started) / 1000).toFixed(1)} s` +
         ` (CPU in it: harness ${row?.harnessCpuSeconds.toFixed(1)} s, PostgreSQL ${row?.postgresCpuSeconds.toFixed(1)} s)\n`,
     );
+    if (row) {
+      process.stderr.write(
+        `    added before the agent p50 ${row.beforeAgentP50.toFixed(1)} / p99 ${row.beforeAgentP99.toFixed(1)} ms,` +
+          ` after it p50 ${row.afterAgentP50.toFixed(1)} / p99 ${row.afterAgentP99.toFixed(1)} ms\n`,
+      );
+    }
     if (target === 'bot') process.stderr.write(`    ${await runtimeDiagnostics(port)}\n`);
   }
 
@@ -266,6 +265,67 @@ async function runTarget(target: Target): Promise<Row[]> {
   await Promise.all([slack.stop(), agent.stop()]);
   await database?.drop();
   return rows;
+}
+
+interface Offered {
+  /** Prompt token → when its message was first sent. */
+  sent: Map<string, number>;
+  acks: number[];
+  handled: number;
+  deliveries: number;
+  unacknowledged: number;
+}
+
+let tokenCounter = 0;
+
+/**
+ * Sends a load's messages at its rate, each a mention with a unique token (a new thread's first message
+ * is top level, the rest reply in it), delivers the retry share again as Slack retries, and redelivers
+ * what was not acknowledged. Resolves when every delivery has been answered.
+ */
+async function offer(url: string, load: Load, channel: string): Promise<Offered> {
+  const result: Offered = { sent: new Map(), acks: [], handled: 0, deliveries: 0, unacknowledged: 0 };
+  const roots: string[] = [];
+  const inflight: Promise<void>[] = [];
+  const started = performance.now();
+  for (let i = 0; i < load.messages; i++) {
+    if (Number.isFinite(load.rate)) {
+      const due = started + (i * 1000) / load.rate;
+      const wait = due - performance.now();
+      if (wait > 1) await sleep(wait);
+    }
+    const thread = i % load.threads;
+    const token = `q${tokenCounter++}`;
+    const ts = nextTs();
+    const root = roots[thread];
+    if (root === undefined) roots[thread] = ts;
+    const body = appMentionEvent({
+      channel,
+      user: `U${String(i % 5_000).padStart(7, '0')}`,
+      text: `<@U0BOT> ${token}`,
+      ts,
+      threadTs: root,
+    });
+    result.sent.set(token, performance.now());
+    const send = (retryNum?: number): Promise<void> => {
+      result.deliveries++;
+      return deliver(url, SECRET, body, retryNum).then(({ ackMs, status }) => {
+        result.acks.push(ackMs);
+        if (status >= 200 && status < 300) {
+          result.handled++;
+          return;
+        }
+        // Not acknowledged: Slack delivers it again (at once, then after a minute: here after a moment).
+        result.unacknowledged++;
+        const attempt = (retryNum ?? 0) + 1;
+        if (attempt <= 3) return sleep(300).then(() => send(attempt));
+      });
+    };
+    inflight.push(send());
+    if (Math.random() < load.retryShare) inflight.push(sleep(300).then(() => send(1)));
+  }
+  await Promise.all(inflight);
+  return result;
 }
 
 /**
@@ -325,6 +385,10 @@ function calibrationMs(): number {
   for (let i = 0; i < 100_000_000; i++) sum += i % 7;
   if (sum < 0) process.stderr.write('');
   return performance.now() - start;
+}
+
+function scenarioFigures(now: { peakRssMb: number; cpuSeconds: number }, cpuBefore: number) {
+  return { peakRssMb: now.peakRssMb, cpuSeconds: now.cpuSeconds - cpuBefore };
 }
 
 /** Peak resident memory (VmHWM) and CPU time so far, from /proc. */
