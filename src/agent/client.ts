@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
+import { HttpRequestError, type HttpResponse, sendHttpRequest } from '../util/http-request.js';
 import { type KeepAliveAgents, keepAliveAgents } from '../util/keep-alive-agents.js';
 import {
   type AgentErrorKind,
@@ -68,6 +68,8 @@ const NOT_DELIVERED_CODES = new Set([
   'ENETUNREACH',
 ]);
 const TIMEOUT_CODES = new Set(['ECONNABORTED', 'ETIMEDOUT']);
+/** Content-Type for request bodies, Accept for every request. */
+const JSON_TYPE = 'application/json';
 const UNAVAILABLE_HTTP = new Set([429, 502, 503, 504]);
 
 const NOT_JSON = Symbol('not-json');
@@ -110,9 +112,7 @@ function toPageNumber(value: unknown): number | undefined {
 }
 
 export class AgentClient {
-  private readonly http: AxiosInstance;
-  private readonly httpAgent: KeepAliveAgents['http'];
-  private readonly httpsAgent: KeepAliveAgents['https'];
+  private readonly agents: KeepAliveAgents;
   private readonly base: string;
   private readonly apiKey: string;
   private readonly timeoutMs: number;
@@ -138,23 +138,9 @@ export class AgentClient {
 
     const maxSockets = options.maxSockets ?? DEFAULT_MAX_SOCKETS;
     // Idle sockets are let go before the server closes them: a prompt failing with ECONNRESET is not resent.
-    const agents = keepAliveAgents(maxSockets);
-    this.httpAgent = agents.http;
-    this.httpsAgent = agents.https;
-    this.http = axios.create({
-      timeout: options.timeoutMs,
-      httpAgent: this.httpAgent,
-      httpsAgent: this.httpsAgent,
-      headers: { private_key: options.apiKey, Accept: 'application/json' },
-      // Every body is inspected: the service may report failure with HTTP 200 and `status: false`.
-      validateStatus: () => true,
-      responseType: 'text',
-      // Parse ourselves so a non-JSON body becomes bad_response rather than an exception.
-      transformResponse: [(data: unknown) => data],
-      // A redirect would carry the private_key header to wherever it points.
-      maxRedirects: 0,
-      maxContentLength: MAX_BODY_BYTES,
-    });
+    // Redirects are never followed (one would carry the private_key header to wherever it points), and
+    // every body is inspected whatever the status: the service may report failure with `status: false`.
+    this.agents = keepAliveAgents(maxSockets);
   }
 
   /**
@@ -243,8 +229,8 @@ export class AgentClient {
   /** Destroys pooled sockets; in-flight requests fail as `unavailable` and no retries are scheduled. */
   close(): void {
     this.closed = true;
-    this.httpAgent.destroy();
-    this.httpsAgent.destroy();
+    this.agents.http.destroy();
+    this.agents.https.destroy();
   }
 
   private async withRetry<T>(
@@ -318,32 +304,26 @@ export class AgentClient {
         detail: 'client closed',
       });
     }
-    // axios' own timeout is a socket idle timer; this deadline also bounds slow-drip responses.
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(), this.timeoutMs);
-    const signal = callerSignal ? AbortSignal.any([callerSignal, deadline.signal]) : deadline.signal;
-    let response: AxiosResponse<unknown>;
+    const query = extra.query
+      ? `?${new URLSearchParams(Object.entries(extra.query).map(([name, value]): [string, string] => [name, String(value)]))}`
+      : '';
+    let response: HttpResponse;
     try {
-      response = await this.http.request<unknown>({
+      response = await sendHttpRequest(this.agents, {
         method,
-        url: `${this.base}${path}`,
-        params: extra.query,
-        data: extra.body,
-        headers: extra.body ? { 'Content-Type': 'application/json' } : undefined,
-        signal,
+        url: `${this.base}${path}${query}`,
+        headers: extra.body
+          ? { private_key: this.apiKey, accept: JSON_TYPE, 'content-type': JSON_TYPE }
+          : { private_key: this.apiKey, accept: JSON_TYPE },
+        body: extra.body ? JSON.stringify(extra.body) : undefined,
+        signal: callerSignal,
+        // Bounds the whole exchange, slow-drip responses included.
+        deadlineMs: this.timeoutMs,
+        maxBodyBytes: MAX_BODY_BYTES,
       });
     } catch (error) {
       if (callerSignal?.aborted) throw callerSignal.reason;
-      if (deadline.signal.aborted) {
-        throw new AgentServiceError({
-          kind: 'timeout',
-          operation,
-          detail: `no response in ${this.timeoutMs}ms`,
-        });
-      }
       throw this.transportError(operation, error);
-    } finally {
-      clearTimeout(timer);
     }
     return this.interpret(operation, response);
   }
@@ -351,9 +331,10 @@ export class AgentClient {
   private transportError(operation: AgentOperation, error: unknown): AgentServiceError {
     const code = transportCode(error);
     if (code && TIMEOUT_CODES.has(code)) {
-      return new AgentServiceError({ kind: 'timeout', operation, detail: code });
+      const detail = error instanceof HttpRequestError ? `no response in ${this.timeoutMs}ms` : code;
+      return new AgentServiceError({ kind: 'timeout', operation, detail });
     }
-    if (code === 'ERR_BAD_RESPONSE' && error instanceof Error && /maxContentLength/.test(error.message)) {
+    if (code === 'ERR_BODY_TOO_LARGE') {
       return new AgentServiceError({ kind: 'bad_response', operation, detail: 'response body too large' });
     }
     const notDelivered = code !== undefined && NOT_DELIVERED_CODES.has(code);
@@ -366,9 +347,9 @@ export class AgentClient {
     });
   }
 
-  private interpret(operation: AgentOperation, response: AxiosResponse<unknown>): JsonObject {
+  private interpret(operation: AgentOperation, response: HttpResponse): JsonObject {
     const status = response.status;
-    const raw = typeof response.data === 'string' ? response.data : '';
+    const raw = response.body.toString('utf8');
     let body: unknown = NOT_JSON;
     try {
       body = JSON.parse(raw);

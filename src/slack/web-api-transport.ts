@@ -1,5 +1,4 @@
-import http from 'node:http';
-import https from 'node:https';
+import { sendHttpRequest } from '../util/http-request.js';
 import { keepAliveAgents } from '../util/keep-alive-agents.js';
 
 /**
@@ -59,65 +58,31 @@ class BufferedResponse implements WebApiResponse {
  */
 export function webApiTransport(options: WebApiTransportOptions): WebApiFetch {
   const pools = keepAliveAgents(options.maxSockets);
-  const agents = { 'http:': pools.http, 'https:': pools.https };
-  return (input, init = {}) => {
+  return async (input, init = {}) => {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const body = init.body;
     const simple =
       (typeof body === 'string' || body === undefined || body === null) && !(input instanceof Request);
-    const protocol = url.startsWith('https:') ? 'https:' : url.startsWith('http:') ? 'http:' : undefined;
-    if (!simple || !protocol) return fetch(input, init);
-    return new Promise<WebApiResponse>((resolve, reject) => {
-      const signal = init.signal ?? undefined;
-      if (signal?.aborted) {
-        reject(signal.reason);
-        return;
-      }
-      const headers = headerRecord(init.headers);
-      if (typeof body === 'string') headers['content-length'] = String(Buffer.byteLength(body));
-      const request = (protocol === 'https:' ? https : http).request(
-        url,
-        { method: init.method ?? 'GET', headers, agent: agents[protocol] },
-        (response) => {
-          const chunks: Buffer[] = [];
-          response.on('data', (chunk: Buffer) => chunks.push(chunk));
-          response.on('error', fail);
-          response.on('end', () => {
-            signal?.removeEventListener('abort', onAbort);
-            const status = response.statusCode ?? 0;
-            const location = response.headers.location;
-            if (init.redirect === 'error' && status >= 300 && status < 400 && location) {
-              reject(new TypeError(`redirect to ${location} refused`));
-              return;
-            }
-            resolve(
-              new BufferedResponse(
-                status,
-                response.statusMessage ?? '',
-                url,
-                responseHeaders(response.rawHeaders),
-                chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks),
-              ),
-            );
-          });
-        },
-      );
-      function fail(error: unknown): void {
-        signal?.removeEventListener('abort', onAbort);
-        reject(error);
-      }
-      function onAbort(): void {
-        request.destroy(signal?.reason instanceof Error ? signal.reason : new Error('request aborted'));
-      }
-      signal?.addEventListener('abort', onAbort, { once: true });
-      if (options.timeoutMs > 0) {
-        request.setTimeout(options.timeoutMs, () =>
-          request.destroy(new Error(`no response from Slack within ${options.timeoutMs} ms`)),
-        );
-      }
-      request.on('error', fail);
-      request.end(typeof body === 'string' ? body : undefined);
+    if (!simple || !/^https?:/.test(url)) return fetch(input, init);
+    const response = await sendHttpRequest(pools, {
+      method: init.method ?? 'GET',
+      url,
+      headers: headerRecord(init.headers),
+      body: typeof body === 'string' ? body : undefined,
+      signal: init.signal ?? undefined,
+      deadlineMs: options.timeoutMs,
     });
+    const location = response.headers.location;
+    if (init.redirect === 'error' && response.status >= 300 && response.status < 400 && location) {
+      throw new TypeError(`redirect to ${location} refused`);
+    }
+    return new BufferedResponse(
+      response.status,
+      response.statusText,
+      url,
+      responseHeaders(response.rawHeaders),
+      response.body,
+    );
   };
 }
 

@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type AgentCallInfo, AgentClient, type AgentClientOptions } from '../../src/agent/client.js';
 import { type AgentServiceError, isAgentServiceError } from '../../src/agent/errors.js';
@@ -35,6 +37,30 @@ async function failure(promise: Promise<unknown>): Promise<AgentServiceError> {
   expect(JSON.stringify(error)).not.toContain(KEY);
   expect(error.message.length).toBeLessThan(300);
   return error;
+}
+
+/** A bare HTTP server for answers the emulator never gives (redirects, drips, huge bodies). */
+async function rawServer(
+  handler: (req: http.IncomingMessage, res: http.ServerResponse) => void,
+): Promise<{ url: string; hits: number; close: () => Promise<void> }> {
+  const state = { hits: 0 };
+  const server = http.createServer((req, res) => {
+    state.hits++;
+    req.resume();
+    handler(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    get hits() {
+      return state.hits;
+    },
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
 }
 
 beforeAll(async () => {
@@ -352,6 +378,55 @@ describe('failure mapping', () => {
     const reason = new Error('thread cancelled');
     setTimeout(() => controller.abort(reason), 30);
     await expect(client().sendMessage(AGENT, id, 'x', { signal: controller.signal })).rejects.toBe(reason);
+  });
+
+  it('does not follow a redirect, so the key never reaches where it points', async () => {
+    const elsewhere = await rawServer((_req, res) => res.end('{"status":true,"data":{"session_id":"x"}}'));
+    const redirecting = await rawServer((_req, res) => {
+      res.writeHead(307, { location: `${elsewhere.url}/v1/session/${AGENT}` });
+      res.end();
+    });
+    try {
+      const error = await failure(client({ baseUrl: `${redirecting.url}/v1` }).createSession(AGENT));
+      expect(error).toMatchObject({ kind: 'rejected', httpStatus: 307 });
+      expect(redirecting.hits).toBe(1);
+      expect(elsewhere.hits).toBe(0);
+    } finally {
+      await Promise.all([elsewhere.close(), redirecting.close()]);
+    }
+  });
+
+  it('times out a reply that arrives too slowly, even while bytes keep coming', async () => {
+    const drip = await rawServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"status":true,');
+      const timer = setInterval(() => res.write(' '), 20);
+      res.on('close', () => clearInterval(timer));
+    });
+    try {
+      const started = Date.now();
+      const error = await failure(
+        client({ baseUrl: `${drip.url}/v1`, timeoutMs: 300 }).sendMessage(AGENT, 's', 'x'),
+      );
+      expect(error).toMatchObject({ kind: 'timeout', operation: 'sendMessage' });
+      expect(Date.now() - started).toBeLessThan(2_000);
+    } finally {
+      await drip.close();
+    }
+  });
+
+  it('refuses a reply body over 16 MB as a bad response', async () => {
+    const huge = await rawServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(`{"status":true,"data":{"data":"${'a'.repeat(17 * 1024 * 1024)}"}}`);
+    });
+    try {
+      const error = await failure(client({ baseUrl: `${huge.url}/v1` }).sendMessage(AGENT, 's', 'x'));
+      expect(error.kind).toBe('bad_response');
+      expect(error.message).toContain('response body too large');
+    } finally {
+      await huge.close();
+    }
   });
 
   it('fails calls after close() without touching the network', async () => {
