@@ -5,12 +5,17 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { AgentServiceEmulator } from '../test/fakes/agent-service.js';
 import { FakeSlack } from '../test/fakes/slack.js';
 import { freePort } from '../test/helpers/free-port.js';
 import { createTestDatabase, type TestDatabase } from '../test/helpers/postgres.js';
 import { appMentionEvent, nextTs } from '../test/helpers/slack-events.js';
 import { deliver, percentile, sleep } from './load.js';
+
+/** The bench process's own stalls (load, both fakes): they show up in every figure, bot and baseline alike. */
+const harnessDelay = monitorEventLoopDelay({ resolution: 5 });
+harnessDelay.enable();
 
 const SECRET = 'bench-signing-secret';
 const BOT_TOKEN = 'xoxb-bench-token';
@@ -192,6 +197,7 @@ async function runTarget(target: Target): Promise<Row[]> {
     promptAt.clear();
     answerAt.clear();
     const harnessCpuBefore = process.cpuUsage();
+    harnessDelay.reset();
     const targetCpuBefore = processFigures(child.pid ?? 0).cpuSeconds;
     const postgresCpuBefore = postgresCpuSeconds();
     const started = performance.now();
@@ -249,7 +255,8 @@ async function runTarget(target: Target): Promise<Row[]> {
     const row = rows[rows.length - 1];
     process.stderr.write(
       `  ${target}: ${scenario.name} done in ${((performance.now() - started) / 1000).toFixed(1)} s` +
-        ` (CPU in it: harness ${row?.harnessCpuSeconds.toFixed(1)} s, PostgreSQL ${row?.postgresCpuSeconds.toFixed(1)} s)\n`,
+        ` (CPU in it: harness ${row?.harnessCpuSeconds.toFixed(1)} s, PostgreSQL ${row?.postgresCpuSeconds.toFixed(1)} s;` +
+        ` harness event-loop delay p99 ${(harnessDelay.percentile(99) / 1e6).toFixed(1)} ms, max ${(harnessDelay.max / 1e6).toFixed(1)} ms)\n`,
     );
     if (row) {
       process.stderr.write(

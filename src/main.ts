@@ -1,9 +1,11 @@
 import { type Bot, createBot, SlackAuthError } from './app.js';
 import { ConfigError, loadConfig, secretsOf } from './config.js';
 import { StoreError } from './db/database.js';
+import { applyHeapPolicy } from './heap-policy.js';
 import { createLogger } from './observability/logger.js';
 
 async function main(): Promise<void> {
+  applyHeapPolicy();
   let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig();
