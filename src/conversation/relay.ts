@@ -2,7 +2,7 @@ import type { WebClient } from '@slack/web-api';
 import type { AgentClient } from '../agent/client.js';
 import { isAgentServiceError } from '../agent/errors.js';
 import type { ClaimedJob, Inbox } from '../delivery/inbox.js';
-import type { Logger } from '../observability/logger.js';
+import { type Logger, lazyChild, type ScopedLogger } from '../observability/logger.js';
 import type { SessionManager } from '../sessions/session-manager.js';
 import type { ThreadSession } from '../sessions/session-store.js';
 import type { ThreadKey } from '../sessions/thread-key.js';
@@ -236,7 +236,7 @@ export class Relay {
     message: InboundMessage,
     session: ThreadSession,
     prompt: string,
-    logger: Logger,
+    logger: ScopedLogger,
     /** The session the job was already marked sent for, along with creating it. */
     markedSentFor?: string,
   ): Promise<{ reply: string; usedSession: ThreadSession }> {
@@ -261,7 +261,7 @@ export class Relay {
     job: ClaimedJob,
     message: InboundMessage,
     parts: SlackReplyPart[],
-    logger: Logger,
+    logger: ScopedLogger,
   ): Promise<void> {
     const channel = message.thread.channelId;
     const threadTs = message.replyThreadTs;
@@ -309,7 +309,7 @@ export class Relay {
   private async partsFoundInSlack(
     job: ClaimedJob,
     message: InboundMessage,
-    logger: Logger,
+    logger: ScopedLogger,
   ): Promise<Set<number>> {
     const found = new Set<number>();
     try {
@@ -342,7 +342,7 @@ export class Relay {
     return found;
   }
 
-  private async reportFailure(message: InboundMessage, error: unknown, logger: Logger): Promise<void> {
+  private async reportFailure(message: InboundMessage, error: unknown, logger: ScopedLogger): Promise<void> {
     const referenceId = newReferenceId();
     const kind = failureKindOf(error);
     logger[kind === 'internal' ? 'error' : 'warn'](
@@ -360,8 +360,8 @@ export class Relay {
   }
 
   /** Every line logged about a job names it and its thread. */
-  private jobLogger(job: ClaimedJob, thread: ThreadKey, extra: Record<string, unknown> = {}): Logger {
-    return this.deps.logger.child({
+  private jobLogger(job: ClaimedJob, thread: ThreadKey, extra: Record<string, unknown> = {}): ScopedLogger {
+    return lazyChild(this.deps.logger, {
       job: job.id,
       ...extra,
       team: thread.teamId,
@@ -370,7 +370,7 @@ export class Relay {
     });
   }
 
-  private async setTitle(message: InboundMessage, title: string, logger: Logger): Promise<void> {
+  private async setTitle(message: InboundMessage, title: string, logger: ScopedLogger): Promise<void> {
     if (!message.replyThreadTs || title === '') return;
     await this.deps.slack.assistant.threads
       .setTitle({ channel_id: message.thread.channelId, thread_ts: message.replyThreadTs, title })
@@ -406,7 +406,7 @@ export class Relay {
     }
   }
 
-  private async tellUser(message: InboundMessage, text: string, logger: Logger): Promise<void> {
+  private async tellUser(message: InboundMessage, text: string, logger: ScopedLogger): Promise<void> {
     await this.tellUserDirectly(message.thread.channelId, message.userId, message.replyThreadTs, text).catch(
       (error: unknown) => logger.warn({ err: error }, 'could not post an ephemeral note'),
     );

@@ -118,7 +118,14 @@ function conversationSuite(
         /^:warning: The agent service sent a reply I could not read\. .*\(ref [0-9A-F]{8}\)$/,
       );
       const ref = /\(ref ([0-9A-F]{8})\)/.exec(textOf(notice))?.[1];
-      expect(bot.logs.text).toContain(ref);
+      // The operator's line for that reference names the job and its thread.
+      const logged = bot.logs.lines.find((line) => ref !== undefined && line.includes(ref));
+      expect(logged).toBeDefined();
+      expect(JSON.parse(logged ?? '{}')).toMatchObject({
+        channel: CHANNEL,
+        thread: rootTs,
+        job: expect.any(Number),
+      });
 
       await mention(bot, { channel: CHANNEL, text: '<@U0BOT> try again', threadTs: rootTs });
       const reply = await slack.waitForCall(
