@@ -24,6 +24,9 @@ const CHANNEL = 'C0BENCH';
 
 type Target = 'bot' | 'baseline';
 
+/** As in package.json's `start` script and the Dockerfile's CMD. */
+const BOT_NODE_FLAGS = ['--max-semi-space-size=16'];
+
 interface Load {
   /** Messages to send (each a distinct Slack message). */
   messages: number;
@@ -148,6 +151,8 @@ async function runTarget(target: Target): Promise<Row[]> {
   };
   const script = target === 'bot' ? 'dist/src/main.js' : 'dist/bench/baseline-relay.js';
   const flags = [
+    // The bot runs with the flags `npm start` and the Docker image give it.
+    ...(target === 'bot' ? BOT_NODE_FLAGS : []),
     ...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []),
     ...(CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`] : []),
   ];
