@@ -415,6 +415,24 @@ describe('failure mapping', () => {
     }
   });
 
+  it('fails at once, as unavailable, when the connection drops halfway through a reply', async () => {
+    const cut = await rawServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+      res.write('{"status":true,');
+      setTimeout(() => res.socket?.destroy(), 20);
+    });
+    try {
+      const started = Date.now();
+      const error = await failure(
+        client({ baseUrl: `${cut.url}/v1`, timeoutMs: 5_000 }).sendMessage(AGENT, 's', 'x'),
+      );
+      expect(error).toMatchObject({ kind: 'unavailable', operation: 'sendMessage', notDelivered: false });
+      expect(Date.now() - started).toBeLessThan(2_000);
+    } finally {
+      await cut.close();
+    }
+  });
+
   it('refuses a reply body over 16 MB as a bad response', async () => {
     const huge = await rawServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
