@@ -235,6 +235,7 @@ async function runTarget(target: Target): Promise<Row[]> {
       if (left !== undefined) afterAgent.push(first - left);
       added.push(first - at - scenario.agentLatencyMs);
     }
+    const after = processFigures(child.pid ?? 0);
     rows.push({
       target,
       scenario: scenario.name,
@@ -253,7 +254,8 @@ async function runTarget(target: Target): Promise<Row[]> {
       unacknowledged,
       lost,
       duplicated,
-      ...scenarioFigures(processFigures(child.pid ?? 0), targetCpuBefore),
+      peakRssMb: after.peakRssMb,
+      cpuSeconds: after.cpuSeconds - targetCpuBefore,
       harnessCpuSeconds: cpuSeconds(process.cpuUsage(harnessCpuBefore)),
       postgresCpuSeconds: postgresCpuSeconds() - postgresCpuBefore,
     });
@@ -397,10 +399,6 @@ function calibrationMs(): number {
   for (let i = 0; i < 100_000_000; i++) sum += i % 7;
   if (sum < 0) process.stderr.write('');
   return performance.now() - start;
-}
-
-function scenarioFigures(now: { peakRssMb: number; cpuSeconds: number }, cpuBefore: number) {
-  return { peakRssMb: now.peakRssMb, cpuSeconds: now.cpuSeconds - cpuBefore };
 }
 
 /** Peak resident memory (VmHWM) and CPU time so far, from /proc. */

@@ -72,8 +72,11 @@ export class SlackHttpReceiver implements Receiver {
       // close() drops the idle keep-alive connections; a busy one would stay open for IDLE_CONNECTION_MS
       // after its answer, so it closes as soon as it is answered (or, at the latest, after a bound).
       server.keepAliveTimeout = 1;
-      server.close(() => resolve());
-      setTimeout(() => server.closeAllConnections(), CLOSE_BOUND_MS).unref();
+      const bound = setTimeout(() => server.closeAllConnections(), CLOSE_BOUND_MS).unref();
+      server.close(() => {
+        clearTimeout(bound);
+        resolve();
+      });
     });
     this.server = undefined;
   }

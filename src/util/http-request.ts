@@ -51,8 +51,10 @@ export function sendHttpRequest(agents: KeepAliveAgents, spec: HttpRequest): Pro
       return;
     }
     const secure = spec.url.startsWith('https:');
-    const headers = spec.body === undefined ? spec.headers : { ...spec.headers };
-    if (spec.body !== undefined) headers['content-length'] = String(Buffer.byteLength(spec.body));
+    const headers =
+      spec.body === undefined
+        ? spec.headers
+        : { ...spec.headers, 'content-length': String(Buffer.byteLength(spec.body)) };
     let deadline: NodeJS.Timeout | undefined;
     let settled = false;
     const finish = (error: unknown, response?: HttpResponse) => {
