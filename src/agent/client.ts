@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { HttpRequestError, type HttpResponse, sendHttpRequest } from '../util/http-request.js';
-import { type KeepAliveAgents, keepAliveAgents } from '../util/keep-alive-agents.js';
+import { HttpPools, HttpRequestError, type HttpResponse, sendHttpRequest } from '../util/http-request.js';
 import {
   type AgentErrorKind,
   type AgentOperation,
@@ -66,6 +65,8 @@ const NOT_DELIVERED_CODES = new Set([
   'EAI_AGAIN',
   'EHOSTUNREACH',
   'ENETUNREACH',
+  // undici: no connection within its connect timeout, so nothing was sent.
+  'UND_ERR_CONNECT_TIMEOUT',
 ]);
 const TIMEOUT_CODES = new Set(['ECONNABORTED', 'ETIMEDOUT']);
 /** Content-Type for request bodies, Accept for every request. */
@@ -112,7 +113,7 @@ function toPageNumber(value: unknown): number | undefined {
 }
 
 export class AgentClient {
-  private readonly agents: KeepAliveAgents;
+  private readonly pools: HttpPools;
   private readonly base: string;
   private readonly apiKey: string;
   private readonly timeoutMs: number;
@@ -140,7 +141,7 @@ export class AgentClient {
     // Idle sockets are let go before the server closes them: a prompt failing with ECONNRESET is not resent.
     // Redirects are never followed (one would carry the private_key header to wherever it points), and
     // every body is inspected whatever the status: the service may report failure with `status: false`.
-    this.agents = keepAliveAgents(maxSockets);
+    this.pools = new HttpPools(maxSockets);
   }
 
   /**
@@ -229,8 +230,7 @@ export class AgentClient {
   /** Destroys pooled sockets; in-flight requests fail as `unavailable` and no retries are scheduled. */
   close(): void {
     this.closed = true;
-    this.agents.http.destroy();
-    this.agents.https.destroy();
+    this.pools.destroy();
   }
 
   private async withRetry<T>(
@@ -309,7 +309,7 @@ export class AgentClient {
       : '';
     let response: HttpResponse;
     try {
-      response = await sendHttpRequest(this.agents, {
+      response = await sendHttpRequest(this.pools, {
         method,
         url: `${this.base}${path}${query}`,
         headers: extra.body

@@ -1,5 +1,5 @@
-import { sendHttpRequest } from '../util/http-request.js';
-import { keepAliveAgents } from '../util/keep-alive-agents.js';
+import type { IncomingHttpHeaders } from 'node:http';
+import { HttpPools, sendHttpRequest } from '../util/http-request.js';
 
 /**
  * What Slack's WebClient reads of a response (`WebClient.makeRequest` and `buildResult` in
@@ -57,7 +57,7 @@ class BufferedResponse implements WebApiResponse {
  * streamed or multipart bodies) still goes through `fetch`.
  */
 export function webApiTransport(options: WebApiTransportOptions): WebApiFetch {
-  const pools = keepAliveAgents(options.maxSockets);
+  const pools = new HttpPools(options.maxSockets);
   return async (input, init = {}) => {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const body = init.body;
@@ -80,7 +80,7 @@ export function webApiTransport(options: WebApiTransportOptions): WebApiFetch {
       response.status,
       response.statusText,
       url,
-      responseHeaders(response.rawHeaders),
+      responseHeaders(response.headers),
       response.body,
     );
   };
@@ -97,12 +97,11 @@ function headerRecord(headers: RequestInit['headers']): Record<string, string> {
   return record;
 }
 
-function responseHeaders(raw: readonly string[]): Headers {
+function responseHeaders(parsed: IncomingHttpHeaders): Headers {
   const headers = new Headers();
-  for (let index = 0; index + 1 < raw.length; index += 2) {
-    const name = raw[index];
-    const value = raw[index + 1];
-    if (name !== undefined && value !== undefined) headers.append(name, value);
+  for (const [name, value] of Object.entries(parsed)) {
+    if (Array.isArray(value)) for (const each of value) headers.append(name, each);
+    else if (value !== undefined) headers.append(name, value);
   }
   return headers;
 }

@@ -1,6 +1,5 @@
-import http from 'node:http';
-import https from 'node:https';
-import type { KeepAliveAgents } from './keep-alive-agents.js';
+import type { IncomingHttpHeaders } from 'node:http';
+import { type Dispatcher, Pool } from 'undici';
 
 export interface HttpRequest {
   method: string;
@@ -20,10 +19,8 @@ export interface HttpRequest {
 export interface HttpResponse {
   status: number;
   statusText: string;
-  /** Lower-cased names, as Node parses them. */
-  headers: http.IncomingHttpHeaders;
-  /** Names and values in arrival order, as received. */
-  rawHeaders: string[];
+  /** Lower-cased names; a repeated header's values as an array. */
+  headers: IncomingHttpHeaders;
   body: Buffer;
 }
 
@@ -38,25 +35,77 @@ export class HttpRequestError extends Error {
   }
 }
 
+/** Longest an idle keep-alive connection is kept when the server announces no `Keep-Alive: timeout`. */
+const IDLE_CONNECTION_MS = 30_000;
+/** Taken off the server's announced keep-alive, so that a connection it is closing is never reused. */
+const KEEP_ALIVE_MARGIN_MS = 1_000;
+
 /**
- * One request over a keep-alive pool, answered as a buffered response. This is all our HTTP clients need
- * for small JSON exchanges; general-purpose clients (axios, undici's fetch) cost two to three times the
- * CPU per call here (see the README's benchmark section), which under load is the bot's main cost.
+ * Keep-alive connection pools, one per origin, for one outbound client. Requests never follow redirects
+ * and are never retried here: a prompt must not reach the agent twice.
  */
-export function sendHttpRequest(agents: KeepAliveAgents, spec: HttpRequest): Promise<HttpResponse> {
+export class HttpPools {
+  private readonly pools = new Map<string, Pool>();
+  private closed = false;
+
+  constructor(
+    /** Connections per origin; requests beyond wait for one to be free. */
+    private readonly connections: number,
+  ) {}
+
+  of(origin: string): Pool {
+    let pool = this.pools.get(origin);
+    if (!pool) {
+      if (this.closed) throw new Error('connection pools closed');
+      pool = new Pool(origin, {
+        connections: this.connections,
+        pipelining: 1,
+        keepAliveTimeout: IDLE_CONNECTION_MS,
+        keepAliveTimeoutThreshold: KEEP_ALIVE_MARGIN_MS,
+      });
+      this.pools.set(origin, pool);
+    }
+    return pool;
+  }
+
+  /** Drops every connection at once; requests still running fail. */
+  destroy(): void {
+    this.closed = true;
+    for (const pool of this.pools.values()) void pool.destroy().catch(() => {});
+    this.pools.clear();
+  }
+}
+
+/**
+ * One request over a keep-alive pool, answered as a buffered response: all our HTTP clients need for small
+ * JSON exchanges. undici's dispatcher costs about half the CPU per call of `node:http`, and general-purpose
+ * clients (axios, `fetch`) two to three times as much (see the README's benchmark section); under load
+ * outbound calls are the bot's main cost.
+ */
+export function sendHttpRequest(pools: HttpPools, spec: HttpRequest): Promise<HttpResponse> {
   return new Promise<HttpResponse>((resolve, reject) => {
     const { signal } = spec;
     if (signal?.aborted) {
       reject(signal.reason);
       return;
     }
-    const secure = spec.url.startsWith('https:');
-    const headers =
-      spec.body === undefined
-        ? spec.headers
-        : { ...spec.headers, 'content-length': String(Buffer.byteLength(spec.body)) };
+    const url = new URL(spec.url);
+    let pool: Pool;
+    try {
+      pool = pools.of(url.origin);
+    } catch (error) {
+      reject(error);
+      return;
+    }
     let deadline: NodeJS.Timeout | undefined;
     let settled = false;
+    /** Set once the request has a connection; before that, an abort is remembered in `abortWith`. */
+    let controller: Dispatcher.DispatchController | undefined;
+    let abortWith: Error | undefined;
+    const cancel = (error: Error) => {
+      if (controller) controller.abort(error);
+      else abortWith = error;
+    };
     const finish = (error: unknown, response?: HttpResponse) => {
       if (settled) return;
       settled = true;
@@ -65,49 +114,62 @@ export function sendHttpRequest(agents: KeepAliveAgents, spec: HttpRequest): Pro
       if (response) resolve(response);
       else reject(error);
     };
-    const request = (secure ? https : http).request(
-      spec.url,
-      { method: spec.method, headers, agent: secure ? agents.https : agents.http },
-      (response) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        response.on('data', (chunk: Buffer) => {
-          size += chunk.byteLength;
-          if (spec.maxBodyBytes !== undefined && size > spec.maxBodyBytes) {
-            const error = new HttpRequestError('response body too large', 'ERR_BODY_TOO_LARGE');
-            request.destroy(error);
-            finish(error);
-            return;
-          }
-          chunks.push(chunk);
-        });
-        response.on('error', finish);
-        response.on('end', () =>
-          finish(undefined, {
-            status: response.statusCode ?? 0,
-            statusText: response.statusMessage ?? '',
-            headers: response.headers,
-            rawHeaders: response.rawHeaders,
-            body: chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks),
-          }),
-        );
-      },
-    );
     function onAbort(): void {
-      request.destroy();
+      cancel(new Error('aborted'));
       finish(signal?.reason);
     }
     signal?.addEventListener('abort', onAbort, { once: true });
     if (spec.deadlineMs !== undefined && spec.deadlineMs > 0) {
       const ms = spec.deadlineMs;
-      // One timer for the whole exchange: a socket idle timer would let a slow drip run forever.
+      // One timer for the whole exchange: an idle timer would let a slow drip run forever.
       deadline = setTimeout(() => {
         const error = new HttpRequestError(`no complete response within ${ms} ms`, 'ETIMEDOUT');
-        request.destroy(error);
+        cancel(error);
         finish(error);
       }, ms);
     }
-    request.on('error', finish);
-    request.end(spec.body);
+
+    let status = 0;
+    let statusText = '';
+    let headers: IncomingHttpHeaders = {};
+    const chunks: Buffer[] = [];
+    let size = 0;
+    pool.dispatch(
+      {
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
+        method: spec.method as Dispatcher.HttpMethod,
+        headers: spec.headers,
+        body: spec.body,
+      },
+      {
+        onRequestStart(started) {
+          controller = started;
+          if (abortWith) started.abort(abortWith);
+        },
+        onResponseStart(_controller, statusCode, responseHeaders, statusMessage) {
+          status = statusCode;
+          statusText = statusMessage ?? '';
+          headers = responseHeaders;
+        },
+        onResponseData(current, chunk) {
+          size += chunk.byteLength;
+          if (spec.maxBodyBytes !== undefined && size > spec.maxBodyBytes) {
+            const error = new HttpRequestError('response body too large', 'ERR_BODY_TOO_LARGE');
+            current.abort(error);
+            finish(error);
+            return;
+          }
+          chunks.push(chunk);
+        },
+        onResponseEnd() {
+          const body = chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks);
+          finish(undefined, { status, statusText, headers, body });
+        },
+        onResponseError(_controller, error) {
+          finish(error);
+        },
+      },
+    );
   });
 }

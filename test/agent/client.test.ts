@@ -42,7 +42,7 @@ async function failure(promise: Promise<unknown>): Promise<AgentServiceError> {
 /** A bare HTTP server for answers the emulator never gives (redirects, drips, huge bodies). */
 async function rawServer(
   handler: (req: http.IncomingMessage, res: http.ServerResponse) => void,
-): Promise<{ url: string; hits: number; close: () => Promise<void> }> {
+): Promise<{ url: string; hits: number; closeConnections: () => void; close: () => Promise<void> }> {
   const state = { hits: 0 };
   const server = http.createServer((req, res) => {
     state.hits++;
@@ -56,6 +56,7 @@ async function rawServer(
     get hits() {
       return state.hits;
     },
+    closeConnections: () => server.closeAllConnections(),
     close: () => {
       server.closeAllConnections();
       return new Promise<void>((resolve) => server.close(() => resolve()));
@@ -378,6 +379,28 @@ describe('failure mapping', () => {
     const reason = new Error('thread cancelled');
     setTimeout(() => controller.abort(reason), 30);
     await expect(client().sendMessage(AGENT, id, 'x', { signal: controller.signal })).rejects.toBe(reason);
+  });
+
+  it('drops an aborted send still waiting for a connection, so it never reaches the service', async () => {
+    const hung = await rawServer(() => {});
+    try {
+      const oneConnection = client({ baseUrl: `${hung.url}/v1`, maxSockets: 1 });
+      void oneConnection.sendMessage(AGENT, 's-1', 'first').catch(() => {});
+      const controller = new AbortController();
+      const reason = new Error('thread cancelled');
+      const queued = oneConnection.sendMessage(AGENT, 's-2', 'second', { signal: controller.signal });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const started = Date.now();
+      controller.abort(reason);
+      await expect(queued).rejects.toBe(reason);
+      expect(Date.now() - started).toBeLessThan(500);
+      // Closing the first connection frees it; the cancelled prompt must not go out on it.
+      hung.closeConnections();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(hung.hits).toBe(1);
+    } finally {
+      await hung.close();
+    }
   });
 
   it('does not follow a redirect, so the key never reaches where it points', async () => {
