@@ -162,6 +162,10 @@ async function runTarget(target: Target): Promise<Row[]> {
   const log = openSync(`bench/results/${target}.log`, 'w');
   const child = spawn(process.execPath, [...flags, script], { env, stdio: ['ignore', log, log] });
   closeSync(log);
+  // If the bench dies (an exception, process.exit), the process it measures must not live on: an orphaned
+  // bot keeps polling PostgreSQL and takes CPU from every later run.
+  const killChild = () => child.kill('SIGKILL');
+  process.once('exit', killChild);
   const url = `http://127.0.0.1:${port}/slack/events`;
   await waitForPort(port, child);
   process.stderr.write(
@@ -276,6 +280,7 @@ async function runTarget(target: Target): Promise<Row[]> {
 
   child.kill('SIGTERM');
   await new Promise((resolve) => child.once('exit', resolve));
+  process.removeListener('exit', killChild);
   await Promise.all([slack.stop(), agent.stop()]);
   await database?.drop();
   return rows;
@@ -498,6 +503,9 @@ function printTable(rows: Row[]): void {
     process.stdout.write(`${line.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join('  ')}\n`);
   }
 }
+
+// Interrupted (Ctrl-C, a CI timeout): exit through 'exit', which stops the process being measured.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
 
 const calibration = calibrationMs();
 process.stderr.write(
