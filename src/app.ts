@@ -24,6 +24,7 @@ import { SessionManager } from './sessions/session-manager.js';
 import { SessionStore, type ThreadSession } from './sessions/session-store.js';
 import { AccessPolicy } from './slack/access-policy.js';
 import { AgentViewConversations } from './slack/agent-view.js';
+import { AnswerWebClient } from './slack/answer-web-client.js';
 import { registerCommands } from './slack/commands.js';
 import { DurableApp } from './slack/durable-app.js';
 import { SlackHttpReceiver } from './slack/http-receiver.js';
@@ -117,6 +118,20 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   let draining = false;
   const routes = [...healthRoutes(() => !draining, db), metricsRoute(metrics)];
   // The intake needs the app's client (for after-ack notices) and the app needs the intake: tie them late.
+  // One transport (and so one connection pool) for Bolt's client and the answer client.
+  const slackFetch = instrumentedSlackFetch(
+    metrics,
+    webApiTransport({ maxSockets: SLACK_MAX_SOCKETS, timeoutMs: SLACK_CALL_TIMEOUT_MS }),
+  );
+  const slackClientOptions = {
+    slackApiUrl: config.slack.apiUrl,
+    // Bolt's default of 100 concurrent Web API calls would make threads wait on each other in a burst.
+    maxRequestConcurrency: 1_000,
+    // The transport times calls out itself (one timer per call, not an AbortSignal per call).
+    timeout: 0,
+    // A few quick retries: Bolt's default keeps retrying a post for half an hour, holding the thread.
+    retryConfig: { retries: 4, factor: 2, minTimeout: 500, maxTimeout: 5_000 },
+  };
   let intake: Intake | undefined;
   const app = new DurableApp(
     {
@@ -127,20 +142,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
       tokenVerificationEnabled: false,
       convoStore: false,
       logger: boltLogger(logger),
-      clientOptions: {
-        slackApiUrl: config.slack.apiUrl,
-        // WebClient reads only what WebApiResponse declares (see web-api-transport.ts).
-        fetch: instrumentedSlackFetch(
-          metrics,
-          webApiTransport({ maxSockets: SLACK_MAX_SOCKETS, timeoutMs: SLACK_CALL_TIMEOUT_MS }),
-        ) as typeof fetch,
-        // Bolt's default of 100 concurrent Web API calls would make threads wait on each other in a burst.
-        maxRequestConcurrency: 1_000,
-        // The transport times calls out itself (a socket timer, not an AbortSignal per call).
-        timeout: 0,
-        // A few quick retries: Bolt's default keeps retrying a post for half an hour, holding the thread.
-        retryConfig: { retries: 4, factor: 2, minTimeout: 500, maxTimeout: 5_000 },
-      },
+      clientOptions: { ...slackClientOptions, fetch: slackFetch as typeof fetch },
       ...(config.slack.connection.mode === 'socket'
         ? {
             socketMode: true,
@@ -164,6 +166,12 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     },
   );
 
+  // Replies and working indicators go by AnswerWebClient's short path; it shares Bolt's client options.
+  const answerClient = new AnswerWebClient(config.slack.botToken, {
+    ...slackClientOptions,
+    fetch: slackFetch,
+    logger: boltLogger(logger),
+  });
   const access = new AccessPolicy(config.access);
   const agentViewConversations = new AgentViewConversations(db, config.agentView.mode);
   const relay = new Relay({
@@ -172,12 +180,12 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     agent,
     sessions,
     indicators: new WorkIndicators(
-      app.client,
+      answerClient,
       logger,
       config.conversation.slowNoticeMs,
       config.conversation.workingIndicatorDelayMs,
     ),
-    slack: app.client,
+    slack: answerClient,
     botUserId: identity.botUserId,
     resolveUserName: cachedUserNameResolver(app.client),
     maxPromptChars: config.conversation.maxPromptChars,
