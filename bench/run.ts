@@ -505,7 +505,13 @@ function printTable(rows: Row[]): void {
 }
 
 // Interrupted (Ctrl-C, a CI timeout): exit through 'exit', which stops the process being measured.
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+  ['SIGHUP', 129],
+] as const) {
+  process.once(signal, () => process.exit(code));
+}
 
 const calibration = calibrationMs();
 process.stderr.write(

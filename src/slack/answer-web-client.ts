@@ -76,17 +76,27 @@ export class AnswerWebClient extends WebClient {
       const debug = this.answerLogger?.getLevel() === LogLevel.DEBUG ? this.answerLogger : undefined;
       debug?.debug(`Slack call ${method}: attempt ${attempt + 1}`);
       try {
-        const response = await this.answerFetch(url, { method: 'POST', headers, body });
+        const response = await this.answerFetch(url, { method: 'POST', headers, body, redirect: 'error' });
         debug?.debug(`Slack call ${method}: HTTP ${response.status}`);
         if (response.status === 200) return result(await response.text());
         if (response.status === 429) {
           const retryAfterSeconds = Number.parseInt(response.headers.get('retry-after') ?? '', 10);
-          failure = new WebAPIHTTPError(429, response.statusText, {}, await response.text());
+          failure = new WebAPIHTTPError(
+            429,
+            response.statusText,
+            headerRecord(response.headers),
+            await response.text(),
+          );
           // Without a usable Retry-After there is no telling when to come back: fail now, as WebClient does.
           if (!(retryAfterSeconds >= 0)) throw failure;
           waitMs = Math.max(retryAfterSeconds * 1000, backoff);
         } else {
-          failure = new WebAPIHTTPError(response.status, response.statusText, {}, await response.text());
+          failure = new WebAPIHTTPError(
+            response.status,
+            response.statusText,
+            headerRecord(response.headers),
+            await response.text(),
+          );
         }
       } catch (error) {
         if (error instanceof WebAPIPlatformError || error instanceof WebAPIHTTPError) throw error;
@@ -96,6 +106,10 @@ export class AnswerWebClient extends WebClient {
       await new Promise((resolve) => setTimeout(resolve, waitMs));
     }
   }
+}
+
+function headerRecord(headers: Headers): Record<string, string> {
+  return Object.fromEntries(headers.entries());
 }
 
 /**

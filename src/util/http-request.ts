@@ -37,8 +37,11 @@ export class HttpRequestError extends Error {
 
 /** Longest an idle keep-alive connection is kept when the server announces no `Keep-Alive: timeout`. */
 const IDLE_CONNECTION_MS = 30_000;
-/** Taken off the server's announced keep-alive, so that a connection it is closing is never reused. */
-const KEEP_ALIVE_MARGIN_MS = 1_000;
+/**
+ * Taken off the server's announced keep-alive, so that a connection it is closing is never reused (undici's
+ * idle timers fire up to about half a second late, so one second would be too thin).
+ */
+const KEEP_ALIVE_MARGIN_MS = 2_000;
 
 /**
  * Keep-alive connection pools, one per origin, for one outbound client. Requests never follow redirects
@@ -62,6 +65,10 @@ export class HttpPools {
         pipelining: 1,
         keepAliveTimeout: IDLE_CONNECTION_MS,
         keepAliveTimeoutThreshold: KEEP_ALIVE_MARGIN_MS,
+        // Each request's own deadline bounds the exchange; undici's 300 s defaults would cut a longer one
+        // (AGENT_TIMEOUT_MS may be up to an hour) short with a different error.
+        headersTimeout: 0,
+        bodyTimeout: 0,
       });
       this.pools.set(origin, pool);
     }
@@ -99,7 +106,11 @@ export function sendHttpRequest(pools: HttpPools, spec: HttpRequest): Promise<Ht
     }
     let deadline: NodeJS.Timeout | undefined;
     let settled = false;
-    /** Set once the request has a connection; before that, an abort is remembered in `abortWith`. */
+    /**
+     * Set once the request has a connection; before that, an abort is remembered in `abortWith`. (undici
+     * then drops the request unsent, closing the connection it was given: it has no way to take a request
+     * back out of its queue.)
+     */
     let controller: Dispatcher.DispatchController | undefined;
     let abortWith: Error | undefined;
     const cancel = (error: Error) => {
@@ -115,8 +126,9 @@ export function sendHttpRequest(pools: HttpPools, spec: HttpRequest): Promise<Ht
       else reject(error);
     };
     function onAbort(): void {
-      cancel(new Error('aborted'));
+      // Settled first: cancelling reports its own error to the handler at once.
       finish(signal?.reason);
+      cancel(new Error('aborted'));
     }
     signal?.addEventListener('abort', onAbort, { once: true });
     if (spec.deadlineMs !== undefined && spec.deadlineMs > 0) {
@@ -124,8 +136,8 @@ export function sendHttpRequest(pools: HttpPools, spec: HttpRequest): Promise<Ht
       // One timer for the whole exchange: an idle timer would let a slow drip run forever.
       deadline = setTimeout(() => {
         const error = new HttpRequestError(`no complete response within ${ms} ms`, 'ETIMEDOUT');
-        cancel(error);
         finish(error);
+        cancel(error);
       }, ms);
     }
 

@@ -389,7 +389,8 @@ describe('failure mapping', () => {
       const controller = new AbortController();
       const reason = new Error('thread cancelled');
       const queued = oneConnection.sendMessage(AGENT, 's-2', 'second', { signal: controller.signal });
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // The first prompt holds the only connection: the second waits in the pool.
+      while (hung.hits < 1) await new Promise((resolve) => setTimeout(resolve, 10));
       const started = Date.now();
       controller.abort(reason);
       await expect(queued).rejects.toBe(reason);

@@ -111,11 +111,15 @@ describe('the answer client (short path for replies and indicators)', () => {
     expect(set.ok).toBe(true);
     expect(slack.callsOf('assistant.threads.setStatus').length).toBe(before + 2);
 
-    slack.failNext('chat.postMessage', { type: 'http', status: 500 }, 3);
+    slack.failNext('chat.postMessage', { type: 'http', status: 500 }, 5);
+    const posts = slack.callsOf('chat.postMessage').length;
     const error = await client.chat
       .postMessage({ channel: 'C0ANSWER', text: 'never' })
       .catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'slack_webapi_http_error', statusCode: 500 });
+    // One attempt and RETRY.retries more, as WebClient's retry policy counts them.
+    expect(slack.callsOf('chat.postMessage').length).toBe(posts + 1 + RETRY.retries);
+    slack.clearFailures('chat.postMessage');
   });
 
   it('reports an unreachable Slack as a request error after its retries, without the token', async () => {
