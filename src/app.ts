@@ -117,7 +117,6 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
 
   let draining = false;
   const routes = [...healthRoutes(() => !draining, db), metricsRoute(metrics)];
-  // The intake needs the app's client (for after-ack notices) and the app needs the intake: tie them late.
   // One transport (and so one connection pool) for Bolt's client and the answer client.
   const slackFetch = instrumentedSlackFetch(
     metrics,
@@ -132,6 +131,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     // A few quick retries: Bolt's default keeps retrying a post for half an hour, holding the thread.
     retryConfig: { retries: 4, factor: 2, minTimeout: 500, maxTimeout: 5_000 },
   };
+  // The intake needs the app's client (for after-ack notices) and the app needs the intake: tie them late.
   let intake: Intake | undefined;
   const app = new DurableApp(
     {

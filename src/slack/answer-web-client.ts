@@ -8,7 +8,7 @@ import {
   WebClient,
   type WebClientOptions,
 } from '@slack/web-api';
-import type { WebApiFetch } from './web-api-transport.js';
+import { headerRecord, type WebApiFetch } from './web-api-transport.js';
 
 /** The Web API calls made for every answer: the reply and its working indicator. */
 const ANSWER_METHODS: ReadonlySet<string> = new Set([
@@ -66,50 +66,45 @@ export class AnswerWebClient extends WebClient {
       'content-type': 'application/x-www-form-urlencoded',
     };
     for (let attempt = 0; ; attempt++) {
-      const backoff = Math.min(
+      // Method, attempt and status only: never the arguments (user text) nor the headers (the token).
+      const debug = this.answerLogger?.getLevel() === LogLevel.DEBUG ? this.answerLogger : undefined;
+      debug?.debug(`Slack call ${method}: attempt ${attempt + 1}`);
+      let waitMs = Math.min(
         this.answerRetry.minTimeout * this.answerRetry.factor ** attempt,
         this.answerRetry.maxTimeout,
       );
       let failure: Error;
-      let waitMs = backoff;
-      // Method, attempt and status only: never the arguments (user text) nor the headers (the token).
-      const debug = this.answerLogger?.getLevel() === LogLevel.DEBUG ? this.answerLogger : undefined;
-      debug?.debug(`Slack call ${method}: attempt ${attempt + 1}`);
-      try {
-        const response = await this.answerFetch(url, { method: 'POST', headers, body, redirect: 'error' });
+      const response = await this.answerFetch(url, {
+        method: 'POST',
+        headers,
+        body,
+        redirect: 'error',
+      }).catch(
+        (error: unknown) => new WebAPIRequestError(error instanceof Error ? error : new Error(String(error))),
+      );
+      if (response instanceof WebAPIRequestError) {
+        failure = response;
+      } else {
         debug?.debug(`Slack call ${method}: HTTP ${response.status}`);
-        if (response.status === 200) return result(await response.text());
+        const text = await response.text();
+        if (response.status === 200) return result(text);
+        failure = new WebAPIHTTPError(
+          response.status,
+          response.statusText,
+          headerRecord(response.headers),
+          text,
+        );
         if (response.status === 429) {
           const retryAfterSeconds = Number.parseInt(response.headers.get('retry-after') ?? '', 10);
-          failure = new WebAPIHTTPError(
-            429,
-            response.statusText,
-            headerRecord(response.headers),
-            await response.text(),
-          );
           // Without a usable Retry-After there is no telling when to come back: fail now, as WebClient does.
           if (!(retryAfterSeconds >= 0)) throw failure;
-          waitMs = Math.max(retryAfterSeconds * 1000, backoff);
-        } else {
-          failure = new WebAPIHTTPError(
-            response.status,
-            response.statusText,
-            headerRecord(response.headers),
-            await response.text(),
-          );
+          waitMs = Math.max(retryAfterSeconds * 1000, waitMs);
         }
-      } catch (error) {
-        if (error instanceof WebAPIPlatformError || error instanceof WebAPIHTTPError) throw error;
-        failure = new WebAPIRequestError(error instanceof Error ? error : new Error(String(error)));
       }
       if (attempt >= this.answerRetry.retries) throw failure;
       await new Promise((resolve) => setTimeout(resolve, waitMs));
     }
   }
-}
-
-function headerRecord(headers: Headers): Record<string, string> {
-  return Object.fromEntries(headers.entries());
 }
 
 /**

@@ -51,7 +51,7 @@ class BufferedResponse implements WebApiResponse {
 }
 
 /**
- * The transport under Bolt's WebClient: plain `node:http(s)` requests over a keep-alive pool. Node's
+ * The transport under Bolt's WebClient: `sendHttpRequest` over undici connection pools. Node's
  * built-in `fetch` (undici, web streams, an abort signal per call) cost about a sixth of the bot's CPU
  * under load for what is a small form POST and a small JSON answer. Anything else (file uploads with
  * streamed or multipart bodies) still goes through `fetch`.
@@ -86,7 +86,8 @@ export function webApiTransport(options: WebApiTransportOptions): WebApiFetch {
   };
 }
 
-function headerRecord(headers: RequestInit['headers']): Record<string, string> {
+/** Headers in any of fetch's forms as a plain record with lower-cased names. */
+export function headerRecord(headers: RequestInit['headers']): Record<string, string> {
   const record: Record<string, string> = {};
   if (!headers) return record;
   if (headers instanceof Headers || Array.isArray(headers)) {
