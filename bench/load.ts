@@ -1,19 +1,8 @@
-import { Pool } from 'undici';
+import http from 'node:http';
 import { signSlackRequest } from '../test/helpers/slack-events.js';
 
-/** Keep-alive pools for the load generator, one per bot URL, as Slack's own delivery reuses connections. */
-const pools = new Map<string, Pool>();
-
-function poolFor(origin: string): Pool {
-  let pool = pools.get(origin);
-  if (!pool) {
-    // The load generator shares the machine with the bot: undici's dispatcher costs it about half the CPU
-    // of `node:http` per delivery, which leaves more of the two cores to what is measured.
-    pool = new Pool(origin, { connections: 512, pipelining: 1 });
-    pools.set(origin, pool);
-  }
-  return pool;
-}
+/** Keep-alive connections for the load generator, as Slack's own delivery reuses connections. */
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1024 });
 
 export interface Delivery {
   ackMs: number;
@@ -25,32 +14,23 @@ export function deliver(url: string, secret: string, body: unknown, retryNum?: n
   const raw = JSON.stringify(body);
   const headers: Record<string, string> = {
     'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(raw)),
     ...signSlackRequest(secret, raw),
   };
   if (retryNum !== undefined) {
     headers['x-slack-retry-num'] = String(retryNum);
     headers['x-slack-retry-reason'] = 'http_timeout';
   }
-  const { origin, pathname } = new URL(url);
   const started = performance.now();
   return new Promise((resolve) => {
-    let status = 0;
-    poolFor(origin).dispatch(
-      { origin, path: pathname, method: 'POST', headers, body: raw },
-      {
-        // Its presence is what tells undici this handler uses the current (non-deprecated) interface.
-        onRequestStart() {},
-        onResponseStart(_controller, statusCode) {
-          status = statusCode;
-        },
-        onResponseEnd() {
-          resolve({ ackMs: performance.now() - started, status });
-        },
-        onResponseError() {
-          resolve({ ackMs: performance.now() - started, status: 0 });
-        },
-      },
-    );
+    const request = http.request(url, { method: 'POST', headers, agent }, (response) => {
+      response.resume();
+      response.on('end', () =>
+        resolve({ ackMs: performance.now() - started, status: response.statusCode ?? 0 }),
+      );
+    });
+    request.on('error', () => resolve({ ackMs: performance.now() - started, status: 0 }));
+    request.end(raw);
   });
 }
 

@@ -25,7 +25,7 @@ const CHANNEL = 'C0BENCH';
 type Target = 'bot' | 'baseline';
 
 /** As in package.json's `start` script and the Dockerfile's CMD. */
-const BOT_NODE_FLAGS = ['--max-semi-space-size=16'];
+const BOT_NODE_FLAGS: string[] = [];
 
 interface Load {
   /** Messages to send (each a distinct Slack message). */

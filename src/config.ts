@@ -1,19 +1,80 @@
 import path from 'node:path';
-import type { AgentViewMode } from './slack/agent-view.js';
 
-/** Thrown for a missing or invalid setting; the message is one line that names the variable. */
+/**
+ * Environment → typed Config. The only reader of process.env. Every problem is collected, so an operator
+ * learns all of them in one run: one line each, naming the variable.
+ */
+
+export interface ConfigProblem {
+  variable: string;
+  problem: string;
+}
+
+/** Thrown for missing or invalid settings; `problems` holds one line per variable. */
 export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    problem: string,
-  ) {
-    super(`${variable} ${problem}`);
+  constructor(readonly problems: readonly ConfigProblem[]) {
+    super(problems.map(({ variable, problem }) => `${variable} ${problem}`).join('\n'));
     this.name = 'ConfigError';
+  }
+
+  /** One line per problem, as printed at start-up. */
+  get lines(): string[] {
+    return this.problems.map(({ variable, problem }) => `Configuration error: ${variable} ${problem}`);
   }
 }
 
+/** Every environment variable the bot reads (deployment manifests are checked against this list). */
+export const ENV_VARIABLES = [
+  'ADMIN_PORT',
+  'AGENT_API_KEY',
+  'AGENT_BASE_URL',
+  'AGENT_ID',
+  'AGENT_ROUTES',
+  'AGENT_TIMEOUT_MS',
+  'AGENT_VIEW_GREETING',
+  'ALLOWED_CHANNEL_IDS',
+  'ALLOWED_TEAM_IDS',
+  'ALLOWED_USER_IDS',
+  'DATABASE_POOL_SIZE',
+  'DATABASE_URL',
+  'DATA_DIR',
+  'FEEDBACK_BUTTONS',
+  'JOB_LEASE_MS',
+  'LOG_FORMAT',
+  'LOG_LEVEL',
+  'MAX_PROMPT_CHARS',
+  'MENTION_ONLY',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_SERVICE_NAME',
+  'PORT',
+  'REPLY_RETRY_WINDOW',
+  'SESSION_DELETE_RETRY_MS',
+  'SESSION_IDLE_TTL',
+  'SHUTDOWN_TIMEOUT_MS',
+  'SLACK_AGENT_VIEW',
+  'SLACK_API_URL',
+  'SLACK_APP_TOKEN',
+  'SLACK_BOT_TOKEN',
+  'SLACK_SIGNING_SECRET',
+  'SLASH_COMMAND',
+  'SLOW_NOTICE_MS',
+  'SUGGESTED_PROMPTS',
+  'THREAD_CONTEXT_MESSAGES',
+  'USER_RATE_LIMIT',
+  'WORKER_CONCURRENCY',
+  'WORKING_INDICATOR_DELAY_MS',
+] as const;
+
+export type EnvVariable = (typeof ENV_VARIABLES)[number];
+
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/**
+ * `on` / `off` force Slack's agent experience for every DM or for none; `auto` recognises it per DM (only an
+ * app installed with `features.agent_view` hears `app_home_opened` for its Messages tab).
+ */
+export type AgentViewMode = 'auto' | 'on' | 'off';
 
 export type SlackConnection =
   | { mode: 'http'; signingSecret: string }
@@ -29,13 +90,14 @@ export interface AgentConfig {
   timeoutMs: number;
 }
 
-/** What the operator command needs: no Slack settings. */
-export interface OperatorConfig {
-  agent: AgentConfig;
-  store: StoreConfig;
-}
+export type StoreConfig =
+  | { kind: 'postgres'; databaseUrl: string; poolSize: number }
+  | { kind: 'embedded'; dataDir: string };
 
-export type StoreConfig = { kind: 'postgres'; databaseUrl: string } | { kind: 'embedded'; dataDir: string };
+export interface SuggestedPrompt {
+  title: string;
+  message: string;
+}
 
 export interface Config {
   slack: {
@@ -44,7 +106,10 @@ export interface Config {
     /** Web API base URL, always ending in `/` as WebClient expects. */
     apiUrl: string;
   };
+  /** Slack requests (HTTP mode) and the health endpoints. */
   port: number;
+  /** Metrics and the health endpoints, for operators only. */
+  adminPort: number;
   agent: AgentConfig;
   store: StoreConfig;
   sessions: {
@@ -55,17 +120,21 @@ export interface Config {
   };
   slashCommand: string;
   delivery: {
+    /** Threads answered at once by one process, and so prompts in flight to the agent service. */
+    concurrency: number;
     /** How long a claimed job stays reserved without a heartbeat; a dead owner's job is retaken after it. */
     leaseMs: number;
     /** SIGTERM: how long in-flight answers may take before unsent work is handed back and the bot exits. */
     shutdownTimeoutMs: number;
+    /** How long an answer Slack refuses is kept and retried before the thread is told it was refused. */
+    replyRetryWindowMs: number;
   };
   access: {
     /** Empty: every workspace, channel or user is allowed. */
     teamIds: ReadonlySet<string>;
     channelIds: ReadonlySet<string>;
     userIds: ReadonlySet<string>;
-    /** Prompts per user per minute; 0 turns the limit off. */
+    /** Requests (prompts, commands, shortcuts, buttons) per user per minute; 0 turns the limit off. */
     userRateLimit: number;
   };
   conversation: {
@@ -76,27 +145,30 @@ export interface Config {
     slowNoticeMs: number;
     /** The working reaction appears only if the answer takes longer than this (0: at once). */
     workingIndicatorDelayMs: number;
+    /** Earlier thread messages sent along with a first mention mid-thread; 0 turns it off. */
+    threadContextMessages: number;
+    /** Feedback buttons under each answer. */
+    feedbackButtons: boolean;
   };
   /** Slack's agent experience (manifest `features.agent_view`): conversations in the app's Messages tab. */
   agentView: {
-    /**
-     * In Messages-tab conversations every top-level DM message starts its own thread and session, with
-     * status and title. `auto`: a DM is one once its Messages tab was opened (only agent apps hear that).
-     */
     mode: AgentViewMode;
     /** Shown when the Messages tab opens (at most 4). */
     suggestedPrompts: readonly SuggestedPrompt[];
     /** Posted once per person in the Messages tab, and the heading of the suggested prompts. */
     greeting: string;
   };
+  /** OpenTelemetry: spans are exported over OTLP/HTTP only when an endpoint is set. */
+  tracing: { endpoint?: string; serviceName: string };
   logLevel: LogLevel;
   /** `auto`: readable lines in a terminal, JSON otherwise. */
   logFormat: 'auto' | 'json' | 'pretty';
 }
 
-export interface SuggestedPrompt {
-  title: string;
-  message: string;
+/** What the operator command needs: no Slack settings. */
+export interface OperatorConfig {
+  agent: AgentConfig;
+  store: StoreConfig;
 }
 
 type Env = Record<string, string | undefined>;
@@ -105,195 +177,291 @@ export const MAX_SUGGESTED_PROMPTS = 4;
 const DEFAULT_SUGGESTED_PROMPTS =
   'What can you help me with?|Summarize::Summarize the key points of what I paste next|Draft::Help me draft a short, friendly reply';
 const DEFAULT_GREETING = 'Hi! Ask me anything: each conversation here gets its own thread with the agent.';
+const TRUE_WORDS = ['true', '1', 'yes', 'on'];
+const FALSE_WORDS = ['false', '0', 'no', 'off'];
 
-interface EnvReader {
-  read(name: string): string | undefined;
-  required(name: string, hint: string): string;
+/** Reads variables and records every problem instead of stopping at the first. */
+class EnvReader {
+  readonly problems: ConfigProblem[] = [];
+
+  constructor(private readonly env: Env) {}
+
+  read(name: EnvVariable): string | undefined {
+    const value = this.env[name]?.trim();
+    return value === undefined || value === '' ? undefined : value;
+  }
+
+  fail(variable: EnvVariable, problem: string): void {
+    this.problems.push({ variable, problem });
+  }
+
+  required(name: EnvVariable, hint: string): string {
+    const value = this.read(name);
+    if (value === undefined) this.fail(name, `is required (${hint})`);
+    return value ?? '';
+  }
+
+  integer(name: EnvVariable, fallback: number, min: number, max: number): number {
+    const raw = this.read(name);
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value) || value < min || value > max) {
+      this.fail(name, `must be a whole number from ${min} to ${max} (got "${raw}")`);
+      return fallback;
+    }
+    return value;
+  }
+
+  boolean(name: EnvVariable, fallback: boolean): boolean {
+    const raw = this.read(name)?.toLowerCase();
+    if (raw === undefined) return fallback;
+    if (TRUE_WORDS.includes(raw)) return true;
+    if (FALSE_WORDS.includes(raw)) return false;
+    this.fail(name, `must be true or false (got "${raw}")`);
+    return fallback;
+  }
+
+  /** `30d`, `12h`, `15m`, `90s`, or `0` (off). */
+  duration(name: EnvVariable, fallback: string): number {
+    const raw = this.read(name) ?? fallback;
+    const parsed = parseDuration(raw);
+    if (parsed === undefined) {
+      this.fail(name, `must be a duration like 30d, 12h, 15m or 90s, or 0 for off (got "${raw}")`);
+      return parseDuration(fallback) ?? 0;
+    }
+    return parsed;
+  }
+
+  httpUrl(name: EnvVariable, raw: string | undefined): string | undefined {
+    if (raw === undefined) return undefined;
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      this.fail(name, `must be an http(s) URL (got "${raw}")`);
+      return undefined;
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      this.fail(name, `must be an http(s) URL (got "${raw}")`);
+      return undefined;
+    }
+    return raw;
+  }
+
+  /** A comma-separated list of Slack ids (T…, C…, G…, U…, W…). */
+  idList(name: EnvVariable): ReadonlySet<string> {
+    const ids = (this.read(name) ?? '')
+      .split(',')
+      .map((id) => id.trim())
+      .filter(Boolean);
+    const bad = ids.find((id) => !/^[A-Z0-9]+$/.test(id));
+    if (bad !== undefined)
+      this.fail(name, `must be a comma-separated list of Slack ids (bad entry "${bad}")`);
+    return new Set(ids);
+  }
 }
 
-function envReader(env: Env): EnvReader {
-  const read = (name: string): string | undefined => {
-    const value = env[name]?.trim();
-    return value === undefined || value === '' ? undefined : value;
-  };
-  return {
-    read,
-    required(name, hint) {
-      const value = read(name);
-      if (value === undefined) throw new ConfigError(name, `is required (${hint})`);
-      return value;
-    },
-  };
+/** Parses and validates the whole environment; throws one ConfigError listing every problem. */
+export function loadConfig(env: Env = process.env): Config {
+  const reader = new EnvReader(env);
+  const config = readConfig(reader);
+  if (reader.problems.length > 0) throw new ConfigError(reader.problems);
+  return config;
 }
 
 /** The agent and store settings alone, for the operator command. */
 export function loadOperatorConfig(env: Env = process.env): OperatorConfig {
-  const reader = envReader(env);
-  return { agent: readAgentConfig(reader), store: readStoreConfig(reader) };
+  const reader = new EnvReader(env);
+  const config = { agent: readAgentConfig(reader), store: readStoreConfig(reader) };
+  if (reader.problems.length > 0) throw new ConfigError(reader.problems);
+  return config;
 }
 
-/** Parses and validates the environment once; throws ConfigError on the first bad value. */
-export function loadConfig(env: Env = process.env): Config {
-  const reader = envReader(env);
-  const { read, required } = reader;
-
-  const botToken = required('SLACK_BOT_TOKEN', 'the Bot User OAuth Token, xoxb-…');
-  if (!botToken.startsWith('xoxb-')) {
-    throw new ConfigError('SLACK_BOT_TOKEN', 'must be a bot token starting with "xoxb-"');
+function readConfig(reader: EnvReader): Config {
+  const botToken = reader.required('SLACK_BOT_TOKEN', 'the Bot User OAuth Token, xoxb-…');
+  if (botToken !== '' && !botToken.startsWith('xoxb-')) {
+    reader.fail('SLACK_BOT_TOKEN', 'must be a bot token starting with "xoxb-"');
   }
+  const connection = readConnection(reader);
+  const apiUrl =
+    reader.httpUrl('SLACK_API_URL', reader.read('SLACK_API_URL') ?? 'https://slack.com/api/') ?? '';
+  const port = reader.integer('PORT', 3000, 1, 65535);
+  const adminPort = reader.integer('ADMIN_PORT', 9090, 1, 65535);
+  if (adminPort === port) reader.fail('ADMIN_PORT', `must differ from PORT (both are ${port})`);
 
-  const appToken = read('SLACK_APP_TOKEN');
-  let connection: SlackConnection;
-  if (appToken !== undefined) {
-    if (!appToken.startsWith('xapp-')) {
-      throw new ConfigError('SLACK_APP_TOKEN', 'must be an app-level token starting with "xapp-"');
-    }
-    connection = { mode: 'socket', appToken, signingSecret: read('SLACK_SIGNING_SECRET') };
-  } else {
-    connection = {
-      mode: 'http',
-      signingSecret: required(
-        'SLACK_SIGNING_SECRET',
-        'needed in HTTP mode; set SLACK_APP_TOKEN instead to use Socket Mode',
-      ),
-    };
-  }
-
-  const apiUrl = parseHttpUrl('SLACK_API_URL', read('SLACK_API_URL') ?? 'https://slack.com/api/');
-  const port = parseInteger('PORT', read('PORT') ?? '3000', 1, 65535);
-
-  const agent = readAgentConfig(reader);
-  const store = readStoreConfig(reader);
-  const sessions = {
-    idleTtlMs: parseDuration('SESSION_IDLE_TTL', read('SESSION_IDLE_TTL') ?? '30d'),
-    deleteRetryMs: parseInteger(
-      'SESSION_DELETE_RETRY_MS',
-      read('SESSION_DELETE_RETRY_MS') ?? '5000',
-      10,
-      3_600_000,
-    ),
-  };
-  const delivery = {
-    leaseMs: parseInteger('JOB_LEASE_MS', read('JOB_LEASE_MS') ?? '30000', 500, 3_600_000),
-    shutdownTimeoutMs: parseInteger(
-      'SHUTDOWN_TIMEOUT_MS',
-      read('SHUTDOWN_TIMEOUT_MS') ?? '20000',
-      0,
-      3_600_000,
-    ),
-  };
-  const slashCommand = read('SLASH_COMMAND') ?? '/agent';
+  const slashCommand = reader.read('SLASH_COMMAND') ?? '/agent';
   if (!/^\/[a-z0-9_-]{1,31}$/.test(slashCommand)) {
-    throw new ConfigError(
+    reader.fail(
       'SLASH_COMMAND',
       `must look like /agent: a slash and up to 31 lowercase letters, digits, - or _ (got "${slashCommand}")`,
     );
   }
 
-  const access = {
-    teamIds: parseIdList('ALLOWED_TEAM_IDS', read('ALLOWED_TEAM_IDS')),
-    channelIds: parseIdList('ALLOWED_CHANNEL_IDS', read('ALLOWED_CHANNEL_IDS')),
-    userIds: parseIdList('ALLOWED_USER_IDS', read('ALLOWED_USER_IDS')),
-    userRateLimit: parseInteger('USER_RATE_LIMIT', read('USER_RATE_LIMIT') ?? '20', 0, 100_000),
-  };
-  const conversation = {
-    mentionOnly: parseBoolean('MENTION_ONLY', read('MENTION_ONLY') ?? 'false'),
-    maxPromptChars: parseInteger('MAX_PROMPT_CHARS', read('MAX_PROMPT_CHARS') ?? '8000', 1, 1_000_000),
-    slowNoticeMs: parseInteger('SLOW_NOTICE_MS', read('SLOW_NOTICE_MS') ?? '20000', 0, 3_600_000),
-    workingIndicatorDelayMs: parseInteger(
-      'WORKING_INDICATOR_DELAY_MS',
-      read('WORKING_INDICATOR_DELAY_MS') ?? '1000',
-      0,
-      3_600_000,
-    ),
-  };
-
-  const agentView = {
-    mode: parseAgentViewMode(read('SLACK_AGENT_VIEW') ?? 'auto'),
-    suggestedPrompts: parseSuggestedPrompts(read('SUGGESTED_PROMPTS') ?? DEFAULT_SUGGESTED_PROMPTS),
-    greeting: read('AGENT_VIEW_GREETING') ?? DEFAULT_GREETING,
-  };
-
-  const logLevel = (read('LOG_LEVEL') ?? 'info').toLowerCase();
+  const logLevel = (reader.read('LOG_LEVEL') ?? 'info').toLowerCase();
   if (!isLogLevel(logLevel)) {
-    throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')} (got "${logLevel}")`);
+    reader.fail('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')} (got "${logLevel}")`);
   }
-
-  const logFormat = (read('LOG_FORMAT') ?? 'auto').toLowerCase();
+  const logFormat = (reader.read('LOG_FORMAT') ?? 'auto').toLowerCase();
   if (logFormat !== 'auto' && logFormat !== 'json' && logFormat !== 'pretty') {
-    throw new ConfigError('LOG_FORMAT', `must be auto, json or pretty (got "${logFormat}")`);
+    reader.fail('LOG_FORMAT', `must be auto, json or pretty (got "${logFormat}")`);
   }
+  const maxPromptChars = reader.integer('MAX_PROMPT_CHARS', 8000, 1, 1_000_000);
 
   return {
-    logFormat,
     slack: { botToken, connection, apiUrl: apiUrl.endsWith('/') ? apiUrl : `${apiUrl}/` },
     port,
-    agent,
-    store,
-    sessions,
+    adminPort,
+    agent: readAgentConfig(reader),
+    store: readStoreConfig(reader),
+    sessions: {
+      idleTtlMs: reader.duration('SESSION_IDLE_TTL', '30d'),
+      deleteRetryMs: reader.integer('SESSION_DELETE_RETRY_MS', 5000, 10, 3_600_000),
+    },
     slashCommand,
-    delivery,
-    access,
-    conversation,
-    agentView,
-    logLevel,
+    delivery: {
+      concurrency: reader.integer('WORKER_CONCURRENCY', 100, 1, 10_000),
+      leaseMs: reader.integer('JOB_LEASE_MS', 30_000, 500, 3_600_000),
+      shutdownTimeoutMs: reader.integer('SHUTDOWN_TIMEOUT_MS', 20_000, 0, 3_600_000),
+      replyRetryWindowMs: reader.duration('REPLY_RETRY_WINDOW', '1h'),
+    },
+    access: {
+      teamIds: reader.idList('ALLOWED_TEAM_IDS'),
+      channelIds: reader.idList('ALLOWED_CHANNEL_IDS'),
+      userIds: reader.idList('ALLOWED_USER_IDS'),
+      userRateLimit: reader.integer('USER_RATE_LIMIT', 20, 0, 100_000),
+    },
+    conversation: {
+      mentionOnly: reader.boolean('MENTION_ONLY', false),
+      maxPromptChars,
+      slowNoticeMs: reader.integer('SLOW_NOTICE_MS', 20_000, 0, 3_600_000),
+      workingIndicatorDelayMs: reader.integer('WORKING_INDICATOR_DELAY_MS', 1000, 0, 3_600_000),
+      threadContextMessages: reader.integer('THREAD_CONTEXT_MESSAGES', 20, 0, 200),
+      feedbackButtons: reader.boolean('FEEDBACK_BUTTONS', true),
+    },
+    agentView: {
+      mode: readAgentViewMode(reader),
+      suggestedPrompts: readSuggestedPrompts(reader),
+      greeting: reader.read('AGENT_VIEW_GREETING') ?? DEFAULT_GREETING,
+    },
+    tracing: {
+      endpoint: reader.httpUrl('OTEL_EXPORTER_OTLP_ENDPOINT', reader.read('OTEL_EXPORTER_OTLP_ENDPOINT')),
+      serviceName: reader.read('OTEL_SERVICE_NAME') ?? 'slack-agent-bridge',
+    },
+    logLevel: isLogLevel(logLevel) ? logLevel : 'info',
+    logFormat: logFormat === 'json' || logFormat === 'pretty' ? logFormat : 'auto',
   };
 }
 
-function readAgentConfig({ read, required }: EnvReader): AgentConfig {
-  const baseUrl = parseHttpUrl('AGENT_BASE_URL', required('AGENT_BASE_URL', 'e.g. https://host/v1'));
+function readConnection(reader: EnvReader): SlackConnection {
+  const appToken = reader.read('SLACK_APP_TOKEN');
+  if (appToken !== undefined) {
+    if (!appToken.startsWith('xapp-')) {
+      reader.fail('SLACK_APP_TOKEN', 'must be an app-level token starting with "xapp-"');
+    }
+    return { mode: 'socket', appToken, signingSecret: reader.read('SLACK_SIGNING_SECRET') };
+  }
   return {
-    baseUrl: baseUrl.replace(/\/+$/, ''),
-    apiKey: required('AGENT_API_KEY', 'the agent service API key'),
-    agentId: required('AGENT_ID', 'the default agent id'),
-    channelAgents: parseChannelAgents(read('AGENT_ROUTES')),
-    timeoutMs: parseInteger('AGENT_TIMEOUT_MS', read('AGENT_TIMEOUT_MS') ?? '90000', 1000, 3_600_000),
+    mode: 'http',
+    signingSecret: reader.required(
+      'SLACK_SIGNING_SECRET',
+      'needed in HTTP mode; set SLACK_APP_TOKEN instead to use Socket Mode',
+    ),
   };
 }
 
-function readStoreConfig({ read }: EnvReader): StoreConfig {
-  const databaseUrl = read('DATABASE_URL');
+function readAgentConfig(reader: EnvReader): AgentConfig {
+  const baseUrl = reader.httpUrl(
+    'AGENT_BASE_URL',
+    reader.required('AGENT_BASE_URL', 'e.g. https://host/v1') || undefined,
+  );
+  return {
+    baseUrl: (baseUrl ?? '').replace(/\/+$/, ''),
+    apiKey: reader.required('AGENT_API_KEY', 'the agent service API key'),
+    agentId: reader.required('AGENT_ID', 'the default agent id'),
+    channelAgents: readChannelAgents(reader),
+    timeoutMs: reader.integer('AGENT_TIMEOUT_MS', 90_000, 1000, 3_600_000),
+  };
+}
+
+function readStoreConfig(reader: EnvReader): StoreConfig {
+  const databaseUrl = reader.read('DATABASE_URL');
+  const poolSize = reader.integer('DATABASE_POOL_SIZE', 10, 1, 1000);
   if (databaseUrl !== undefined) {
     if (!/^postgres(ql)?:\/\//.test(databaseUrl)) {
-      throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL');
+      // The value may hold a password: never echo it.
+      reader.fail('DATABASE_URL', 'must be a postgres:// or postgresql:// URL');
     }
-    return { kind: 'postgres', databaseUrl };
+    return { kind: 'postgres', databaseUrl, poolSize };
   }
-  return { kind: 'embedded', dataDir: path.resolve(read('DATA_DIR') ?? './data') };
+  return { kind: 'embedded', dataDir: path.resolve(reader.read('DATA_DIR') ?? './data') };
 }
 
 /** `C0123=agent-b,C0456=agent-c`: channels whose threads go to another agent than AGENT_ID. */
-function parseChannelAgents(raw: string | undefined): ReadonlyMap<string, string> {
+function readChannelAgents(reader: EnvReader): ReadonlyMap<string, string> {
   const routes = new Map<string, string>();
-  if (raw === undefined) return routes;
-  for (const entry of raw
+  for (const entry of (reader.read('AGENT_ROUTES') ?? '')
     .split(',')
     .map((part) => part.trim())
     .filter(Boolean)) {
     const match = /^([A-Z0-9]+)\s*=\s*(\S+)$/.exec(entry);
     if (!match?.[1] || !match[2]) {
-      throw new ConfigError(
+      reader.fail(
         'AGENT_ROUTES',
         `must be a comma-separated list of CHANNEL_ID=AGENT_ID (bad entry "${entry}")`,
       );
+      continue;
     }
     routes.set(match[1], match[2]);
   }
   return routes;
 }
 
-/** `30d`, `12h`, `15m`, `90s`, or `0` (off). */
-function parseDuration(name: string, raw: string): number {
+function readAgentViewMode(reader: EnvReader): AgentViewMode {
+  const raw = (reader.read('SLACK_AGENT_VIEW') ?? 'auto').toLowerCase();
+  if (raw === 'auto') return 'auto';
+  if (TRUE_WORDS.includes(raw)) return 'on';
+  if (FALSE_WORDS.includes(raw)) return 'off';
+  reader.fail('SLACK_AGENT_VIEW', `must be auto, true or false (got "${raw}")`);
+  return 'auto';
+}
+
+/** `title::message` entries separated by `|`; an entry without `::` is its own title. */
+function readSuggestedPrompts(reader: EnvReader): SuggestedPrompt[] {
+  const prompts = (reader.read('SUGGESTED_PROMPTS') ?? DEFAULT_SUGGESTED_PROMPTS)
+    .split('|')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '')
+    .map((entry) => {
+      const [title = '', ...rest] = entry.split('::');
+      const message = rest.length > 0 ? rest.join('::').trim() : title.trim();
+      return { title: title.trim() || message, message };
+    });
+  if (prompts.length > MAX_SUGGESTED_PROMPTS) {
+    reader.fail(
+      'SUGGESTED_PROMPTS',
+      `must list at most ${MAX_SUGGESTED_PROMPTS} prompts, as many as Slack shows (got ${prompts.length})`,
+    );
+  }
+  if (prompts.some((prompt) => prompt.message === '')) {
+    reader.fail('SUGGESTED_PROMPTS', 'must give each entry a message: "title::message|title::message"');
+  }
+  return prompts.slice(0, MAX_SUGGESTED_PROMPTS);
+}
+
+/** `30d`, `12h`, `15m`, `90s`, or `0`; undefined when it is none of those. */
+export function parseDuration(raw: string): number | undefined {
   if (raw === '0') return 0;
   const match = /^(\d+)\s*(s|m|h|d)$/.exec(raw.toLowerCase());
   const unitMs = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-  if (!match?.[1] || !match[2]) {
-    throw new ConfigError(name, `must be a duration like 30d, 12h, 15m or 90s, or 0 for off (got "${raw}")`);
-  }
+  if (!match?.[1] || !match[2]) return undefined;
   return Number(match[1]) * unitMs[match[2] as keyof typeof unitMs];
 }
 
-/** Every configured secret value, for log redaction. */
+function isLogLevel(value: string): value is LogLevel {
+  return (LOG_LEVELS as readonly string[]).includes(value);
+}
+
+/** Every configured secret value, for log redaction: tokens, the signing secret, the API key, the database URL. */
 export function secretsOf(config: Config | OperatorConfig): string[] {
   const { agent, store } = config;
   const secrets = [agent.apiKey];
@@ -303,93 +471,23 @@ export function secretsOf(config: Config | OperatorConfig): string[] {
     if (slack.connection.mode === 'socket') secrets.push(slack.connection.appToken);
     if (slack.connection.signingSecret) secrets.push(slack.connection.signingSecret);
   }
-  if (store.kind === 'postgres') {
-    const password = passwordOf(store.databaseUrl);
-    if (password) secrets.push(password);
-  }
+  if (store.kind === 'postgres') secrets.push(...databaseSecrets(store.databaseUrl));
   return secrets.filter((secret) => secret.length >= 4);
 }
 
-function passwordOf(databaseUrl: string): string | undefined {
+/** The whole URL and its password, as written (URL-encoded) and decoded. */
+function databaseSecrets(databaseUrl: string): string[] {
+  const secrets = [databaseUrl];
   try {
-    return decodeURIComponent(new URL(databaseUrl).password) || undefined;
+    const raw = new URL(databaseUrl).password;
+    if (raw) secrets.push(raw, decodeURIComponent(raw));
   } catch {
-    return undefined;
+    // Not a URL: the whole value is already listed.
   }
+  return secrets;
 }
 
-function isLogLevel(value: string): value is LogLevel {
-  return (LOG_LEVELS as readonly string[]).includes(value);
-}
-
-function parseInteger(name: string, raw: string, min: number, max: number): number {
-  const value = Number(raw);
-  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value) || value < min || value > max) {
-    throw new ConfigError(name, `must be a whole number from ${min} to ${max} (got "${raw}")`);
-  }
-  return value;
-}
-
-/** A comma-separated list of Slack ids (T…, C…, G…, U…, W…). */
-function parseIdList(name: string, raw: string | undefined): ReadonlySet<string> {
-  const ids = (raw ?? '')
-    .split(',')
-    .map((id) => id.trim())
-    .filter(Boolean);
-  const bad = ids.find((id) => !/^[A-Z0-9]+$/.test(id));
-  if (bad !== undefined)
-    throw new ConfigError(name, `must be a comma-separated list of Slack ids (bad entry "${bad}")`);
-  return new Set(ids);
-}
-
-function parseAgentViewMode(raw: string): AgentViewMode {
-  const value = raw.toLowerCase();
-  if (value === 'auto') return 'auto';
-  if (['true', '1', 'yes', 'on'].includes(value)) return 'on';
-  if (['false', '0', 'no', 'off'].includes(value)) return 'off';
-  throw new ConfigError('SLACK_AGENT_VIEW', `must be auto, true or false (got "${raw}")`);
-}
-
-/** `title::message` entries separated by `|`; an entry without `::` is its own title. */
-function parseSuggestedPrompts(raw: string): SuggestedPrompt[] {
-  const prompts = raw
-    .split('|')
-    .map((entry) => entry.trim())
-    .filter((entry) => entry !== '')
-    .map((entry) => {
-      const [title = '', ...rest] = entry.split('::');
-      const message = rest.length > 0 ? rest.join('::').trim() : title.trim();
-      return { title: title.trim() || message, message };
-    });
-  if (prompts.length > MAX_SUGGESTED_PROMPTS)
-    throw new ConfigError(
-      'SUGGESTED_PROMPTS',
-      `must list at most ${MAX_SUGGESTED_PROMPTS} prompts, as many as Slack shows (got ${prompts.length})`,
-    );
-  if (prompts.some((prompt) => prompt.message === ''))
-    throw new ConfigError(
-      'SUGGESTED_PROMPTS',
-      'must give each entry a message: "title::message|title::message"',
-    );
-  return prompts;
-}
-
-function parseBoolean(name: string, raw: string): boolean {
-  const value = raw.toLowerCase();
-  if (['true', '1', 'yes', 'on'].includes(value)) return true;
-  if (['false', '0', 'no', 'off'].includes(value)) return false;
-  throw new ConfigError(name, `must be true or false (got "${raw}")`);
-}
-
-function parseHttpUrl(name: string, raw: string): string {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ConfigError(name, `must be an http(s) URL (got "${raw}")`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ConfigError(name, `must be an http(s) URL (got "${raw}")`);
-  }
-  return raw;
+/** A start-up failure an operator fixes in the configuration; the message is one line naming what to fix. */
+export class StartupError extends Error {
+  override readonly name = 'StartupError';
 }

@@ -1,16 +1,18 @@
-import { type Bot, createBot, SlackAuthError } from './app.js';
-import { ConfigError, loadConfig, secretsOf } from './config.js';
-import { StoreError } from './db/database.js';
-import { applyHeapPolicy } from './heap-policy.js';
+import { existsSync } from 'node:fs';
+import { type Bot, createBot } from './app.js';
+import { ConfigError, loadConfig, StartupError, secretsOf } from './config.js';
 import { createLogger } from './observability/logger.js';
+import { StoreError } from './store/database.js';
 
+/** The process: environment (and `.env`), configuration, logger, start, signals, exit codes. */
 async function main(): Promise<void> {
-  applyHeapPolicy();
+  // `.env` in the working directory, when there is one; variables already set in the environment win.
+  if (existsSync('.env')) process.loadEnvFile('.env');
   let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig();
   } catch (error) {
-    if (error instanceof ConfigError) exitWith(`Configuration error: ${error.message}`);
+    if (error instanceof ConfigError) exitWith(...error.lines);
     throw error;
   }
   const logger = createLogger({
@@ -25,11 +27,12 @@ async function main(): Promise<void> {
     bot = await createBot(config, logger);
     await bot.start();
   } catch (error) {
-    if (error instanceof SlackAuthError || error instanceof StoreError) {
+    if (error instanceof StartupError || error instanceof StoreError) {
       logger.fatal(error.message);
       exitWith(`Start-up failed: ${error.message}`);
     }
-    if (isAddressInUse(error)) exitWith(`Start-up failed: PORT ${config.port} is already in use`);
+    const port = addressInUse(error);
+    if (port !== undefined) exitWith(`Start-up failed: port ${port} is already in use (PORT or ADMIN_PORT)`);
     throw error;
   }
 
@@ -55,13 +58,14 @@ async function main(): Promise<void> {
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection'));
 }
 
-function exitWith(line: string): never {
-  process.stderr.write(`${line}\n`);
+function exitWith(...lines: string[]): never {
+  process.stderr.write(`${lines.join('\n')}\n`);
   process.exit(1);
 }
 
-function isAddressInUse(error: unknown): boolean {
-  return (error as { code?: string } | undefined)?.code === 'EADDRINUSE';
+function addressInUse(error: unknown): number | undefined {
+  const failure = error as { code?: string; port?: number } | undefined;
+  return failure?.code === 'EADDRINUSE' ? (failure.port ?? 0) : undefined;
 }
 
 main().catch((error: unknown) => {

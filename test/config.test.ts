@@ -41,7 +41,17 @@ describe('loadConfig', () => {
       maxPromptChars: 8_000,
       slowNoticeMs: 20_000,
       workingIndicatorDelayMs: 1_000,
+      threadContextMessages: 20,
+      feedbackButtons: true,
     });
+    expect(config.adminPort).toBe(9090);
+    expect(config.delivery).toEqual({
+      concurrency: 100,
+      leaseMs: 30_000,
+      shutdownTimeoutMs: 20_000,
+      replyRetryWindowMs: 3_600_000,
+    });
+    expect(config.tracing).toEqual({ endpoint: undefined, serviceName: 'slack-agent-bridge' });
     expect(config.agentView.mode).toBe('auto');
     expect(config.agentView.suggestedPrompts).toHaveLength(3);
     expect(config.store).toEqual({ kind: 'embedded', dataDir: path.resolve('data') });
@@ -75,7 +85,7 @@ describe('loadConfig', () => {
 
   it('prefers PostgreSQL when both DATABASE_URL and DATA_DIR are set', () => {
     const config = loadConfig({ ...valid, DATABASE_URL: 'postgres://u:p@db/x', DATA_DIR: '/tmp/x' });
-    expect(config.store).toEqual({ kind: 'postgres', databaseUrl: 'postgres://u:p@db/x' });
+    expect(config.store).toEqual({ kind: 'postgres', databaseUrl: 'postgres://u:p@db/x', poolSize: 10 });
     const withPassword = loadConfig({ ...valid, DATABASE_URL: 'postgres://u:longpassword@db/x' });
     expect(secretsOf(withPassword)).toContain('longpassword');
   });

@@ -1,6 +1,15 @@
 export type AgentOperation = 'sendMessage' | 'listSessions' | 'createSession' | 'deleteSession';
 
-export type AgentErrorKind = 'unavailable' | 'timeout' | 'rejected' | 'session_not_found' | 'bad_response';
+export type AgentErrorKind =
+  | 'unavailable'
+  | 'timeout'
+  | 'rejected'
+  | 'session_not_found'
+  | 'bad_response'
+  /** 401 or 403: the API key is wrong or not allowed for this agent (a misconfiguration). */
+  | 'unauthorized'
+  /** 404 that is not a lost session: a wrong AGENT_BASE_URL or AGENT_ID (a misconfiguration). */
+  | 'not_found';
 
 export interface AgentServiceErrorDetails {
   kind: AgentErrorKind;
@@ -19,6 +28,8 @@ const KIND_TEXT: Record<AgentErrorKind, string> = {
   rejected: 'request rejected',
   session_not_found: 'session not found',
   bad_response: 'unexpected response',
+  unauthorized: 'API key refused',
+  not_found: 'not found (check AGENT_BASE_URL and AGENT_ID)',
 };
 
 const MAX_QUOTED_CHARS = 200;

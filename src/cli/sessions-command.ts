@@ -1,5 +1,5 @@
 import type { AgentClient, AgentSessionRecord } from '../agent/client.js';
-import type { SessionStore, ThreadSession } from '../sessions/session-store.js';
+import type { SessionStore, ThreadSession } from '../sessions/store.js';
 
 export interface SessionsCommandDeps {
   agent: AgentClient;
@@ -12,16 +12,21 @@ export interface SessionsCommandDeps {
 
 export interface SessionsCommandOptions {
   action: 'list' | 'prune';
-  apply: boolean;
+  /**
+   * `false`: a dry run. A number: delete, if it is exactly how many orphans there are (the operator read the
+   * count and gave it back). `true` (`--apply` without a count): only say how to confirm.
+   */
+  apply: boolean | number;
   /** Sessions younger than this are never pruned: the bot may be about to record them. */
   minAgeMs: number;
 }
 
-export const SESSIONS_USAGE = `Usage: npm run sessions -- <list|prune> [--apply] [--agent AGENT_ID] [--min-age 10m]
+export const SESSIONS_USAGE = `Usage: npm run sessions -- <list|prune> [--apply=N] [--agent AGENT_ID] [--min-age 10m]
 
   list    the agent sessions on the agent service, and which Slack conversation each belongs to
   prune   delete the sessions no Slack conversation maps to (orphans, e.g. from a lost store);
-          a dry run unless --apply is given. Sessions younger than --min-age (default 10m) are kept.`;
+          a dry run that prints the count N; --apply=N deletes them, if N is still the count.
+          Sessions younger than --min-age (default 10m) are kept.`;
 
 interface Row {
   agentId: string;
@@ -44,7 +49,14 @@ export async function runSessionsCommand(
     // The spec does not say that listed uuids equal the session_id we were given; if none match while
     // we do hold mappings, we cannot tell orphans apart and must not delete anything.
     const anyMatch = records.some((record) => bySessionId.has(record.uuid));
-    if (!anyMatch && mapped.length > 0 && records.length > 0) {
+    if (mapped.length === 0 && records.length > 0) {
+      // An empty store (a new DATA_DIR, a wrong DATABASE_URL) or an agent other clients share would make
+      // every listed session look orphaned.
+      refusals.push(
+        `${agentId}: this store maps no session of this agent, so every one of its ${records.length} sessions would look orphaned ` +
+          "(is DATA_DIR or DATABASE_URL the bot's store? do other clients use this agent?). Nothing will be pruned for this agent.",
+      );
+    } else if (!anyMatch && records.length > 0) {
       refusals.push(
         `${agentId}: none of the ${records.length} listed session ids matches the ${mapped.length} this bot recorded; ` +
           'the service may list sessions under other ids, so orphans cannot be told apart. Nothing will be pruned for this agent.',
@@ -81,10 +93,18 @@ export async function runSessionsCommand(
     write('No orphaned sessions to prune.');
     return refusals.length > 0 ? 2 : 0;
   }
-  if (!options.apply) {
-    write(`Would delete ${orphans.length} orphaned sessions (dry run; add --apply to delete):`);
+  if (options.apply === false || options.apply === true) {
+    write(`Would delete ${orphans.length} orphaned sessions (dry run):`);
     for (const row of orphans) write(`  ${row.agentId}\t${row.record.uuid}\t${row.record.createdAt ?? '?'}`);
-    return 0;
+    write(`To delete them, run again with --apply=${orphans.length}`);
+    return options.apply === true ? 2 : 0;
+  }
+  if (options.apply !== orphans.length) {
+    write(
+      `--apply=${options.apply} does not match the ${orphans.length} orphaned sessions found now; nothing was deleted. ` +
+        'Run a dry run again and check the list.',
+    );
+    return 2;
   }
   let failed = 0;
   for (const row of orphans) {
@@ -102,7 +122,7 @@ export async function runSessionsCommand(
   return failed > 0 ? 1 : 0;
 }
 
-/** Parses `list|prune [--apply] [--agent ID] [--min-age 10m]`; throws a one-line message on bad input. */
+/** Parses `list|prune [--apply=N] [--agent ID] [--min-age 10m]`; throws a one-line message on bad input. */
 export function parseSessionsArgs(argv: readonly string[]): SessionsCommandOptions & { agent?: string } {
   const [action, ...rest] = argv;
   if (action !== 'list' && action !== 'prune') throw new Error(SESSIONS_USAGE);
@@ -113,7 +133,9 @@ export function parseSessionsArgs(argv: readonly string[]): SessionsCommandOptio
   };
   for (let index = 0; index < rest.length; index++) {
     const flag = rest[index];
+    const count = /^--apply=(\d+)$/.exec(flag ?? '');
     if (flag === '--apply') options.apply = true;
+    else if (count?.[1]) options.apply = Number(count[1]);
     else if (flag === '--agent' && rest[index + 1]) options.agent = rest[++index];
     else if (flag === '--min-age' && rest[index + 1]) options.minAgeMs = parseAge(rest[++index] ?? '');
     else throw new Error(`unknown argument "${flag}"\n${SESSIONS_USAGE}`);

@@ -2,10 +2,10 @@
 import { AgentClient } from '../agent/client.js';
 import { allAgents } from '../agent/routing.js';
 import { ConfigError, loadOperatorConfig } from '../config.js';
-import { openDatabase } from '../db/database.js';
-import { createSqlKeyv } from '../db/keyv-sql-store.js';
-import { migrate, SESSIONS_TABLE } from '../db/schema.js';
-import { SessionStore, type ThreadSession } from '../sessions/session-store.js';
+import { SessionStore, type ThreadSession } from '../sessions/store.js';
+import { openDatabase } from '../store/database.js';
+import { createSessionKeyv } from '../store/keyv.js';
+import { migrate } from '../store/schema.js';
 import { parseSessionsArgs, runSessionsCommand } from './sessions-command.js';
 
 async function main(): Promise<number> {
@@ -15,8 +15,7 @@ async function main(): Promise<number> {
     options = parseSessionsArgs(process.argv.slice(2));
     config = loadOperatorConfig();
   } catch (error) {
-    const message =
-      error instanceof ConfigError ? `Configuration error: ${error.message}` : (error as Error).message;
+    const message = error instanceof ConfigError ? error.lines.join('\n') : (error as Error).message;
     process.stderr.write(`${message}\n`);
     return 2;
   }
@@ -28,10 +27,7 @@ async function main(): Promise<number> {
   });
   try {
     await migrate(db);
-    const store = new SessionStore(
-      createSqlKeyv<ThreadSession>(db, { table: SESSIONS_TABLE, namespace: SessionStore.namespace }),
-      db,
-    );
+    const store = new SessionStore(createSessionKeyv<ThreadSession>(db, SessionStore.namespace), db);
     return await runSessionsCommand(
       {
         agent,

@@ -1,24 +1,36 @@
 import { randomBytes } from 'node:crypto';
 import { isAgentServiceError } from '../agent/errors.js';
-import { StoreError } from '../db/database.js';
+
+/** The sentences people read from the bot: plain words, never raw error text, stack traces or secrets. */
 
 /** A short id shown to the user and logged with the failure, so support can find the log line. */
 export function newReferenceId(): string {
   return randomBytes(4).toString('hex').toUpperCase();
 }
 
-export type FailureKind = 'unavailable' | 'timeout' | 'rejected' | 'bad_response' | 'store' | 'internal';
+export type FailureKind =
+  | 'unavailable'
+  | 'timeout'
+  | 'rejected'
+  | 'bad_response'
+  | 'misconfigured'
+  | 'internal';
 
 export function failureKindOf(error: unknown): FailureKind {
-  if (isAgentServiceError(error)) {
-    // A session that is still missing after one replacement is reported like any refusal.
-    return error.kind === 'session_not_found' ? 'rejected' : error.kind;
+  if (!isAgentServiceError(error)) return 'internal';
+  switch (error.kind) {
+    // A session still missing after one replacement is reported like any refusal.
+    case 'session_not_found':
+      return 'rejected';
+    case 'unauthorized':
+    case 'not_found':
+      return 'misconfigured';
+    default:
+      return error.kind;
   }
-  if (error instanceof StoreError) return 'store';
-  return 'internal';
 }
 
-/** One readable sentence per failure kind: never raw error text, stack traces or secrets. */
+/** One readable sentence per failure kind, with the reference that is also in the log line. */
 export function failureNotice(kind: FailureKind, referenceId: string): string {
   const sentence: Record<FailureKind, string> = {
     unavailable:
@@ -28,8 +40,8 @@ export function failureNotice(kind: FailureKind, referenceId: string): string {
     rejected:
       'The agent service refused this request. Please try rephrasing, or ask an admin to check the agent.',
     bad_response: 'The agent service sent a reply I could not read. Please try again.',
-    store:
-      'I could not reach my conversation storage, so I did not send your message to the agent. Please try again shortly.',
+    misconfigured:
+      'I am not set up correctly: the agent service does not accept my credentials or does not know my agent. An admin must fix my configuration; trying again will not help until then.',
     internal: 'Something went wrong on my side while handling this message. Please try again.',
   };
   return `:warning: ${sentence[kind]} (ref ${referenceId})`;
@@ -54,26 +66,53 @@ export function promptTooLongNotice(length: number, limit: number): string {
   return `:warning: That message is ${length.toLocaleString('en-US')} characters long; I can pass on at most ${limit.toLocaleString('en-US')}. Please shorten it or split it into several messages.`;
 }
 
-export function stoppedNotice(cancelled: number, answerInProgress: boolean): string {
-  const what = cancelled === 1 ? '1 queued message' : `${cancelled} queued messages`;
-  const rest = answerInProgress ? ' The answer already in progress will still arrive.' : '';
-  return `:octagonal_sign: Stopped: cancelled ${what}.${rest}`;
-}
-
-export function nothingToStopNotice(): string {
-  return 'Nothing is waiting in this conversation, so there is nothing to stop.';
+/** What `stop` did: the stopper's waiting messages, and the answer that was being computed for them. */
+export function stoppedNotice(cancelled: number, answerAbandoned: boolean): string {
+  if (cancelled === 0 && !answerAbandoned) {
+    return 'Nothing of yours is waiting for the agent in this conversation, so there is nothing to stop.';
+  }
+  const parts: string[] = [];
+  if (cancelled > 0)
+    parts.push(`cancelled ${cancelled === 1 ? '1 queued message' : `${cancelled} queued messages`}`);
+  if (answerAbandoned) parts.push('dropped the answer I was waiting for');
+  const sentence = `:octagonal_sign: Stopped: ${parts.join(' and ')}.`;
+  return answerAbandoned
+    ? `${sentence} The agent had already received that message and may have acted on it; the next message here continues the conversation.`
+    : sentence;
 }
 
 export function queueFullNotice(limit: number): string {
-  return `:warning: This conversation already has ${limit} messages waiting for the agent, so I did not queue this one. Please wait for the answers, or mention me with \`stop\` to cancel them.`;
+  return `:warning: This conversation already has ${limit} messages waiting for the agent, so I did not queue this one. Please wait for the answers, or mention me with \`stop\` to cancel yours.`;
 }
 
 export const INTERRUPTED_AFTER_SEND_NOTICE =
-  ':warning: I was restarted while the agent was answering this message, and its answer was lost. I did not send it again (it would run twice); please ask again if you still need it.';
+  ':warning: I was restarted while the agent was answering this message, and its answer was lost. I did not send it again on my own (it would run twice); please ask again if you still need it.';
+
+export function slackRefusedNotice(referenceId: string): string {
+  return `:warning: Slack did not take the answer to this message for too long, so I stopped trying to post it. Please ask again. (ref ${referenceId})`;
+}
 
 export function threadResetText(count: number): string {
-  if (count < 0) return ':warning: I could not reset this conversation right now. Please try again shortly.';
   if (count === 0)
     return 'There was no conversation with the agent here to reset. The next message starts a fresh one.';
   return ':broom: Conversation reset. The next message starts a fresh conversation with the agent.';
+}
+
+export function resetNotAllowedText(starter: string): string {
+  return `Only <@${starter}>, who started this conversation with the agent, can reset it. You can start your own by mentioning me in a new thread.`;
+}
+
+export const RESET_FAILED_TEXT =
+  ':warning: I could not reset this conversation right now. Please try again shortly.';
+
+export type RefusalReason = 'channel-not-allowed' | 'user-not-allowed';
+
+export function refusalText(reason: RefusalReason): string {
+  return reason === 'channel-not-allowed'
+    ? "Sorry, I'm not enabled in this channel, so I did not pass your message to the agent. Ask an admin, or try me in a DM."
+    : "Sorry, you're not on the list of people who can use the agent here, so I did not pass your message on. Ask an admin for access.";
+}
+
+export function rateLimitedText(limit: number): string {
+  return `You're sending requests faster than I can take them (at most ${limit} a minute), so I skipped this one. Please wait a moment and try again.`;
 }

@@ -1,13 +1,16 @@
-import type { WebClient } from '@slack/web-api';
 import type { AgentClient } from '../agent/client.js';
 import { isAgentServiceError } from '../agent/errors.js';
-import type { ClaimedJob, Inbox } from '../delivery/inbox.js';
-import { type Logger, lazyChild, type ScopedLogger } from '../observability/logger.js';
-import type { SessionManager } from '../sessions/session-manager.js';
-import type { ThreadSession } from '../sessions/session-store.js';
+import { type ClaimedJob, type Inbox, JobInterruptedError } from '../inbox/inbox.js';
+import type { JobOutcome } from '../inbox/worker.js';
+import type { Logger } from '../observability/logger.js';
+import type { SessionManager } from '../sessions/manager.js';
+import type { ThreadSession } from '../sessions/store.js';
 import type { ThreadKey } from '../sessions/thread-key.js';
-import { promptFromSlackText, type UserNameResolver } from '../slack/prompt-text.js';
-import { formatAgentReply, plainText, type SlackReplyPart } from '../slack/reply-format.js';
+import { formatAgentReply, type SlackReplyPart } from '../slack-out/format.js';
+import type { WorkIndicators } from '../slack-out/indicators.js';
+import { type ReplyTarget, SlackPostError, type SlackReplies } from '../slack-out/replies.js';
+import type { UserNameResolver } from '../slack-out/user-names.js';
+import { type InboundMessage, indicatorOf, type ResetRequest } from './jobs.js';
 import {
   ATTACHMENTS_NOT_FORWARDED,
   EMPTY_PROMPT_HELP,
@@ -16,352 +19,311 @@ import {
   failureNotice,
   INTERRUPTED_AFTER_SEND_NOTICE,
   newReferenceId,
-  nothingToStopNotice,
   promptTooLongNotice,
   SESSION_RESTARTED_NOTICE,
-  stoppedNotice,
+  slackRefusedNotice,
   threadResetText,
 } from './notices.js';
-import { type IndicatorTarget, slackError, type WorkIndicators } from './work-indicators.js';
+import { promptFromSlackText } from './prompt.js';
 
-/** A human message for the agent, as recorded in the inbox. */
-export interface InboundMessage {
-  thread: ThreadKey;
-  /** The message's own `ts`. */
-  ts: string;
-  userId: string;
-  /** Slack's wire text (mentions, links and entities still encoded). */
-  text: string;
-  /** Where replies go: a thread, or undefined for the top level of a DM conversation. */
-  replyThreadTs?: string;
-  hasFiles: boolean;
-  eventId?: string;
-  /** A conversation of the Messages tab (agent experience): status and title instead of reactions. */
-  agentThread?: boolean;
-}
-
-/** A thread reset, run in turn with the thread's messages so no answer in progress revives it. */
-export interface ResetRequest {
-  thread: ThreadKey;
-  replyThreadTs?: string;
-  /** Where to report: the thread (a `reset` mention) or the requester privately (the shortcut). */
-  responseUrl?: string;
-}
-
-export interface RelayDependencies {
+export interface RelayOptions {
   inbox: Inbox;
   /** The agent that answers in a channel. */
   agentFor: (channelId: string) => string;
   agent: AgentClient;
   sessions: SessionManager;
   indicators: WorkIndicators;
-  slack: WebClient;
-  botUserId: string;
+  replies: SlackReplies;
   resolveUserName: UserNameResolver;
+  botUserId: string;
   maxPromptChars: number;
+  /** How long one agent call may take: an earlier owner of a job may be waiting that long for its answer. */
+  agentTimeoutMs: number;
+  /** How long an answer Slack refuses is kept and retried. */
+  replyRetryWindowMs: number;
   logger: Logger;
 }
 
 const TITLE_MAX_CHARS = 60;
-
-/** Slack message metadata marking a posted reply part, so a job finished by another owner never posts it twice. */
-const REPLY_METADATA_EVENT = 'agent_reply';
+/** Beyond the agent's own timeout, how long a job taken over waits before it calls an answer lost. */
+const TAKEOVER_GRACE_MS = 5_000;
+/** A job retaken this often for reasons other than Slack (say, a store that keeps failing) is given up. */
+const MAX_ATTEMPTS = 25;
+const SLACK_BACKOFF_MAX_MS = 60_000;
 
 /**
- * Runs inbox jobs: relays a message to the agent and its reply back to Slack, or resets a thread.
- * Progress is checkpointed in the job, so a job reclaimed after a crash resumes where it stopped:
- * the prompt is never sent twice and no reply part is posted twice.
+ * Runs one inbox job: a message (prompt → agent → reply in the thread) or a thread reset. Progress is
+ * checkpointed in the job, so a job taken over after a crash resumes where it stopped: the prompt is never
+ * sent twice and nothing is posted twice. Before each Slack side effect the job is checked to be still this
+ * process's and still wanted (its author may have stopped it).
  */
 export class Relay {
-  constructor(private readonly deps: RelayDependencies) {}
+  constructor(private readonly options: RelayOptions) {}
 
-  /** Runs one job to its end (the worker records that it finished). */
-  readonly run = async (job: ClaimedJob): Promise<void> => {
-    if (job.kind === 'reset') await this.runReset(job, job.payload as ResetRequest);
-    else await this.runMessage(job, job.payload as InboundMessage);
+  readonly run = async (job: ClaimedJob): Promise<JobOutcome> => {
+    try {
+      if (job.kind === 'reset') return await this.runReset(job, job.payload as ResetRequest);
+      return await this.runMessage(job, job.payload as InboundMessage);
+    } catch (error) {
+      if (error instanceof JobInterruptedError)
+        return error.reason === 'lost' ? { kind: 'lost' } : { kind: 'done' };
+      throw error;
+    }
   };
 
-  /** After ack: shows the "queued" indicator on a message recorded behind other work. */
-  async showQueued(message: InboundMessage): Promise<void> {
-    await this.deps.indicators.showQueued(targetOf(message));
-  }
-
-  /** After ack: clears the cancelled messages' indicators and says what `stop` did. */
-  async reportStop(
-    thread: ThreadKey,
-    replyThreadTs: string | undefined,
-    cancelled: InboundMessage[],
-    answerInProgress: boolean,
-  ): Promise<void> {
-    // Cancelled jobs were waiting, so each shows the "queued" indicator.
-    for (const message of cancelled) await this.deps.indicators.clearQueued(targetOf(message));
-    const text =
-      cancelled.length === 0 && !answerInProgress
-        ? nothingToStopNotice()
-        : stoppedNotice(cancelled.length, answerInProgress);
-    await this.post(thread.channelId, replyThreadTs, text);
-  }
-
-  /** A note only one person sees, so the thread stays about the conversation. */
-  async tellUserDirectly(
-    channel: string,
-    user: string,
-    threadTs: string | undefined,
-    text: string,
-  ): Promise<void> {
-    await this.deps.slack.chat.postEphemeral({ channel, user, thread_ts: threadTs, text });
-  }
-
-  private async runMessage(job: ClaimedJob, message: InboundMessage): Promise<void> {
-    const { thread } = message;
-    const logger = this.jobLogger(job, thread, { eventId: message.eventId });
-    const target = targetOf(message);
-    if (job.queued && job.attempts === 1) void this.deps.indicators.clearQueued(target);
-    const clearWorking = this.deps.indicators.showWorking(target, {
+  private async runMessage(job: ClaimedJob, message: InboundMessage): Promise<JobOutcome> {
+    const { inbox, indicators } = this.options;
+    const logger = this.jobLogger(job, message.thread, { eventId: message.eventId });
+    const target: ReplyTarget = { channel: message.thread.channelId, threadTs: message.replyThreadTs };
+    const indicator = indicatorOf(message);
+    if (job.queued && job.attempts === 1) void indicators.clearQueued(indicator);
+    const clearWorking = indicators.showWorking(indicator, {
       slowNoticeTs: job.slowNoticeTs,
       resumed: job.attempts > 1,
-      onSlowNotice: (ts) => this.deps.inbox.setSlowNotice(job.id, ts),
+      onSlowNotice: (ts) => inbox.setSlowNotice(job, ts),
     });
-    let storing: Promise<void> | undefined;
+    let outcome: JobOutcome = { kind: 'done' };
     try {
-      let reply = job.agentReply;
-      let session: ThreadSession | undefined;
-      if (reply === undefined) {
-        if (job.sent) {
-          // A previous owner sent the prompt and stopped before its answer was recorded: asking again would
-          // run it twice. If the answer reached Slack anyway (its record was a checkpoint lost with the
-          // database server), there is nothing to say.
-          if ((await this.partsFoundInSlack(job, message, logger)).size > 0) return;
-          logger.warn(
-            { session: job.sessionId },
-            'prompt was sent before an interruption; its answer is lost',
-          );
-          await this.post(thread.channelId, message.replyThreadTs, INTERRUPTED_AFTER_SEND_NOTICE);
-          return;
-        }
-        const prompt = await promptFromSlackText(
-          message.text,
-          this.deps.botUserId,
-          this.deps.resolveUserName,
-        );
-        if (prompt === '') {
-          await this.post(
-            thread.channelId,
-            message.replyThreadTs,
-            message.hasFiles ? FILES_ONLY_NOTICE : EMPTY_PROMPT_HELP,
-          );
-          return;
-        }
-        if (prompt.length > this.deps.maxPromptChars) {
-          const notice = promptTooLongNotice(prompt.length, this.deps.maxPromptChars);
-          await this.post(thread.channelId, message.replyThreadTs, notice);
-          return;
-        }
-        if (message.hasFiles) void this.tellUser(message, ATTACHMENTS_NOT_FORWARDED, logger);
-        // The first message of a Messages-tab conversation names it, once.
-        if (message.agentThread && message.replyThreadTs === message.ts && job.attempts === 1)
-          void this.setTitle(message, titleFromPrompt(prompt), logger);
-        const agentId = this.deps.agentFor(thread.channelId);
-        // A new thread's session mapping and the job's "sent" mark are written in one round trip.
-        let markedSentFor: string | undefined;
-        const markSent = async (created: ThreadSession) => {
-          await this.deps.inbox.markSent(job.id, created.sessionId);
-          markedSentFor = created.sessionId;
-        };
-        // Read along with recording the job when it was claimed at once; looked up otherwise.
-        session =
-          job.sessionRow !== undefined && job.attempts === 1
-            ? await this.deps.sessions.sessionFromRow(
-                job.sessionRow,
-                thread,
-                agentId,
-                message.userId,
-                markSent,
-              )
-            : await this.deps.sessions.sessionFor(thread, agentId, message.userId, markSent);
-        const answer = await this.ask(job, message, session, prompt, logger, markedSentFor);
-        reply = answer.reply;
-        session = answer.usedSession;
-        // Recorded while the reply is posted, not before: it only matters if this process stops before
-        // the post lands, and a reply that cannot be recorded is still worth posting.
-        storing = this.deps.inbox.storeReply(job.id, reply).catch((error: unknown) => {
-          logger.warn({ err: error }, 'could not record the reply before posting it');
-        });
-        logger.debug({ session: session.sessionId, chars: reply.length }, 'agent replied');
-      }
-      await this.postReply(job, message, formatAgentReply(reply), logger);
-      await storing;
-      session ??= await this.deps.sessions.existing(thread, this.deps.agentFor(thread.channelId));
-      if (session) {
-        await this.deps.sessions.touch(session).catch((error: unknown) => {
-          logger.warn({ err: error }, 'could not record thread activity');
-        });
-      }
+      outcome = await this.answer(job, message, target, logger);
+      return outcome;
     } catch (error) {
-      await this.reportFailure(message, error, logger);
+      if (!(error instanceof SlackPostError)) throw error;
+      outcome = await this.slackFailed(job, target, error, logger);
+      return outcome;
     } finally {
-      // The job is finished only after its reply checkpoint has landed (or failed).
-      await storing;
-      await clearWorking().catch((error: unknown) =>
-        logger.warn({ err: error }, 'could not clear indicator'),
-      );
+      // A deferred job keeps its indicators: the answer is still coming.
+      if (outcome.kind !== 'defer') await clearWorking();
     }
   }
 
-  private async runReset(job: ClaimedJob, request: ResetRequest): Promise<void> {
-    const { thread } = request;
-    const logger = this.jobLogger(job, thread);
-    let count: number;
-    try {
-      count = await this.deps.sessions.retireWhere(
-        { teamId: thread.teamId, channelId: thread.channelId, threadTs: thread.threadTs },
-        'reset',
+  private async answer(
+    job: ClaimedJob,
+    message: InboundMessage,
+    target: ReplyTarget,
+    logger: Logger,
+  ): Promise<JobOutcome> {
+    const { inbox } = this.options;
+    if (job.agentReply !== undefined) {
+      await this.postOutput(job, message, target, job.agentReply, job.replyIsNotice);
+      return { kind: 'done' };
+    }
+    if (job.sentAt) return this.resumeAfterSend(job, message, target, logger);
+    if (job.attempts > MAX_ATTEMPTS) {
+      logger.error({ attempts: job.attempts }, 'job retried too often; giving up');
+      await this.postNotice(job, target, 'failure', failureNotice('internal', newReferenceId()));
+      return { kind: 'done' };
+    }
+
+    // Checked on the raw text first: a huge message must cost nothing before it is refused.
+    if (message.text.length > this.options.maxPromptChars * 4) {
+      await this.postNotice(
+        job,
+        target,
+        'too-long',
+        promptTooLongNotice(message.text.length, this.options.maxPromptChars),
       );
-    } catch (error) {
-      logger.error({ err: error, ref: newReferenceId() }, 'could not reset the conversation');
-      count = -1;
+      return { kind: 'done' };
     }
-    const text = threadResetText(count);
+    const prompt = await promptFromSlackText(
+      message.text,
+      this.options.botUserId,
+      this.options.resolveUserName,
+    );
+    if (prompt === '') {
+      await this.postNotice(job, target, 'help', message.hasFiles ? FILES_ONLY_NOTICE : EMPTY_PROMPT_HELP);
+      return { kind: 'done' };
+    }
+    if (prompt.length > this.options.maxPromptChars) {
+      await this.postNotice(
+        job,
+        target,
+        'too-long',
+        promptTooLongNotice(prompt.length, this.options.maxPromptChars),
+      );
+      return { kind: 'done' };
+    }
+    if (message.hasFiles && job.attempts === 1) {
+      void this.options.replies.ephemeral(target, message.userId, ATTACHMENTS_NOT_FORWARDED);
+    }
+    // The first message of a Messages-tab conversation names it, once.
+    if (message.agentThread && message.replyThreadTs === message.ts && job.attempts === 1) {
+      void this.options.replies.setThreadTitle(target.channel, message.ts, titleFromPrompt(prompt));
+    }
+
+    let reply: string;
     try {
-      if (request.responseUrl) await respondEphemeral(request.responseUrl, text);
-      else await this.post(thread.channelId, request.replyThreadTs, text);
+      reply = await this.ask(job, message, prompt, logger);
     } catch (error) {
-      logger.warn({ err: error }, 'could not report the reset');
+      if (error instanceof JobInterruptedError || !isAgentServiceError(error)) throw error;
+      // Recorded first, so a post that fails now is retried with the same words (and reference).
+      const referenceId = newReferenceId();
+      const kind = failureKindOf(error);
+      logger[kind === 'misconfigured' ? 'error' : 'warn'](
+        { err: error, ref: referenceId, kind },
+        'message could not be answered',
+      );
+      const notice = failureNotice(kind, referenceId);
+      await inbox.storeReply(job, notice, true);
+      await this.postOutput(job, message, target, notice, true);
+      return { kind: 'done' };
     }
+    await this.postOutput(job, message, target, reply, false);
+    return { kind: 'done' };
   }
 
-  /** Sends the prompt; a session the service lost is replaced once and the prompt sent again. */
+  /** Sends the prompt in the thread's session (created or replaced as needed) and records the answer. */
   private async ask(
     job: ClaimedJob,
     message: InboundMessage,
-    session: ThreadSession,
     prompt: string,
-    logger: ScopedLogger,
-    /** The session the job was already marked sent for, along with creating it. */
-    markedSentFor?: string,
-  ): Promise<{ reply: string; usedSession: ThreadSession }> {
-    // Recorded before sending: whoever finishes this job after a crash must not send it again.
-    if (markedSentFor !== session.sessionId) await this.deps.inbox.markSent(job.id, session.sessionId);
+    logger: Logger,
+  ): Promise<string> {
+    const { inbox, sessions, agent } = this.options;
+    const agentId = this.options.agentFor(message.thread.channelId);
+    let { session } = await sessions.sessionFor(message.thread, agentId, message.userId);
+    await inbox.markSent(job, session.sessionId);
+    let reply: string;
     try {
-      const reply = await this.deps.agent.sendMessage(session.agentId, session.sessionId, prompt);
-      return { reply: reply.text, usedSession: session };
+      reply = (await agent.sendMessage(agentId, session.sessionId, prompt)).text;
     } catch (error) {
+      // The service says the session does not exist, so it did not run the prompt: once, in a new session.
       if (!isAgentServiceError(error) || error.kind !== 'session_not_found') throw error;
-      logger.warn({ session: session.sessionId }, 'agent session not found on the service');
-      const replacement = await this.deps.sessions.replace(session);
-      await this.post(message.thread.channelId, message.replyThreadTs, SESSION_RESTARTED_NOTICE);
-      await this.deps.inbox.markSent(job.id, replacement.sessionId);
-      const reply = await this.deps.agent.sendMessage(replacement.agentId, replacement.sessionId, prompt);
-      return { reply: reply.text, usedSession: replacement };
+      session = await sessions.replace(session);
+      await inbox.markSent(job, session.sessionId);
+      void this.options.replies.notice(
+        { channel: message.thread.channelId, threadTs: message.replyThreadTs },
+        SESSION_RESTARTED_NOTICE,
+      );
+      reply = (await agent.sendMessage(agentId, session.sessionId, prompt)).text;
     }
-  }
-
-  /** Posts the parts not posted yet, each marked with metadata and checkpointed as it lands. */
-  private async postReply(
-    job: ClaimedJob,
-    message: InboundMessage,
-    parts: SlackReplyPart[],
-    logger: ScopedLogger,
-  ): Promise<void> {
-    const channel = message.thread.channelId;
-    const threadTs = message.replyThreadTs;
-    const resumed = job.attempts > 1 && job.partsPosted < parts.length;
-    const alreadyInSlack = resumed ? await this.partsFoundInSlack(job, message, logger) : new Set<number>();
-    for (let index = job.partsPosted; index < parts.length; index++) {
-      const part = parts[index];
-      if (!part) continue;
-      if (!alreadyInSlack.has(index)) {
-        const metadata = {
-          event_type: REPLY_METADATA_EVENT,
-          event_payload: { job: job.dedupeKey, part: index },
-        };
-        try {
-          await this.deps.slack.chat.postMessage({
-            channel,
-            thread_ts: threadTs,
-            text: part.text,
-            blocks: part.blocks,
-            metadata,
-          });
-        } catch (error) {
-          const code = slackError(error);
-          // A workspace or client that refuses the markdown block still gets the whole text, shown literally.
-          if (code !== 'invalid_blocks' && code !== 'msg_blocks_too_long' && code !== 'invalid_blocks_format')
-            throw error;
-          await this.deps.slack.chat.postMessage({
-            channel,
-            thread_ts: threadTs,
-            text: plainText(part.markdown),
-            metadata,
-          });
-        }
-      }
-      // The last part needs no checkpoint: finishing the job records it (and a crash before that is
-      // covered by the metadata check).
-      if (index + 1 < parts.length) await this.deps.inbox.markPartsPosted(job.id, index + 1);
-    }
+    logger.debug({ session: session.sessionId, chars: reply.length }, 'agent replied');
+    await inbox.storeReply(job, reply, false);
+    await this.touch(session, logger);
+    return reply;
   }
 
   /**
-   * The reply parts of this job that are already in Slack: after a crash between posting a part and
-   * recording it, the part is found by its metadata instead of being posted again.
+   * The prompt was sent by an earlier owner, whose answer is not recorded. While that owner may still be
+   * waiting for it (the agent's timeout), wait too; then look for it in Slack, and only then call it lost.
    */
-  private async partsFoundInSlack(
+  private async resumeAfterSend(
     job: ClaimedJob,
     message: InboundMessage,
-    logger: ScopedLogger,
-  ): Promise<Set<number>> {
-    const found = new Set<number>();
-    try {
-      const channel = message.thread.channelId;
-      const history = message.replyThreadTs
-        ? await this.deps.slack.conversations.replies({
-            channel,
-            ts: message.replyThreadTs,
-            include_all_metadata: true,
-            limit: 200,
-          })
-        : await this.deps.slack.conversations.history({
-            channel,
-            oldest: message.ts,
-            include_all_metadata: true,
-            limit: 200,
-          });
-      for (const posted of history.messages ?? []) {
-        const metadata = posted.metadata as
-          | { event_type?: string; event_payload?: { job?: unknown; part?: unknown } }
-          | undefined;
-        if (metadata?.event_type === REPLY_METADATA_EVENT && metadata.event_payload?.job === job.dedupeKey) {
-          const part = Number(metadata.event_payload.part);
-          if (Number.isInteger(part)) found.add(part);
-        }
-      }
-    } catch (error) {
-      logger.warn({ err: error }, 'could not check which reply parts were posted before the interruption');
+    target: ReplyTarget,
+    logger: Logger,
+  ): Promise<JobOutcome> {
+    const waitMs =
+      (job.sentAt?.getTime() ?? 0) + this.options.agentTimeoutMs + TAKEOVER_GRACE_MS - Date.now();
+    if (waitMs > 0) return { kind: 'defer', delayMs: waitMs, slackFailure: false };
+    if ((await this.options.replies.postedJobParts(target, message.ts, job.dedupeKey)).size > 0)
+      return { kind: 'done' };
+    logger.warn({ session: job.sessionId }, 'prompt was sent before an interruption; its answer is lost');
+    await this.postNotice(job, target, 'lost', INTERRUPTED_AFTER_SEND_NOTICE);
+    return { kind: 'done' };
+  }
+
+  /** Posts the job's output (the answer's parts, or a notice) once each, resuming after what was posted. */
+  private async postOutput(
+    job: ClaimedJob,
+    message: InboundMessage,
+    target: ReplyTarget,
+    text: string,
+    isNotice: boolean,
+  ): Promise<void> {
+    const { inbox, replies } = this.options;
+    const parts: SlackReplyPart[] = isNotice ? [noticePart(text)] : formatAgentReply(text);
+    let next = job.partsPosted;
+    if (job.attempts > 1) {
+      // A resumed job may have posted more than it recorded (a crash, or a post whose outcome was unknown).
+      const found = await replies.postedJobParts(target, message.ts, job.dedupeKey);
+      while (found.has(String(next))) next++;
     }
-    return found;
+    for (let index = next; index < parts.length; index++) {
+      const part = parts[index];
+      if (!part) continue;
+      await inbox.assertWanted(job);
+      await replies.postJobMessage(target, part, { job: job.dedupeKey, part: String(index) });
+      if (index + 1 < parts.length) await inbox.markPartsPosted(job, index + 1);
+    }
   }
 
-  private async reportFailure(message: InboundMessage, error: unknown, logger: ScopedLogger): Promise<void> {
-    const referenceId = newReferenceId();
-    const kind = failureKindOf(error);
-    logger[kind === 'internal' ? 'error' : 'warn'](
-      { err: error, ref: referenceId, kind },
-      'message could not be answered',
-    );
-    await this.post(message.thread.channelId, message.replyThreadTs, failureNotice(kind, referenceId)).catch(
-      (postError: unknown) =>
-        logger.error({ err: postError, ref: referenceId }, 'could not post the failure notice'),
-    );
+  /** A notice that is the job's whole output, posted once. */
+  private async postNotice(job: ClaimedJob, target: ReplyTarget, name: string, text: string): Promise<void> {
+    const { inbox, replies } = this.options;
+    if (
+      job.attempts > 1 &&
+      (await replies.postedJobParts(target, (job.payload as InboundMessage).ts, job.dedupeKey)).has(name)
+    ) {
+      return;
+    }
+    await inbox.assertWanted(job);
+    await replies.postJobMessage(target, noticePart(text), { job: job.dedupeKey, part: name });
   }
 
-  private async post(channel: string, threadTs: string | undefined, text: string): Promise<void> {
-    await this.deps.slack.chat.postMessage({ channel, thread_ts: threadTs, text });
+  /** Slack refused a post: keep the job and retry with backoff, for up to REPLY_RETRY_WINDOW. */
+  private async slackFailed(
+    job: ClaimedJob,
+    target: ReplyTarget,
+    error: SlackPostError,
+    logger: Logger,
+  ): Promise<JobOutcome> {
+    if (!error.transient) {
+      logger.error({ err: error, code: error.code }, 'Slack will not take the answer to this message');
+      return { kind: 'done' };
+    }
+    const failingFor = Date.now() - (job.slackFailingSince?.getTime() ?? Date.now());
+    if (failingFor >= this.options.replyRetryWindowMs) {
+      const referenceId = newReferenceId();
+      logger.error(
+        { err: error, ref: referenceId, failingForMs: failingFor },
+        'Slack refused the answer for too long; giving up',
+      );
+      await this.options.replies.notice(target, slackRefusedNotice(referenceId));
+      return { kind: 'done' };
+    }
+    const backoff = Math.min(SLACK_BACKOFF_MAX_MS, 1_000 * 2 ** Math.min(job.attempts - 1, 10));
+    const delayMs = Math.max(error.retryAfterMs ?? 0, backoff / 2 + Math.random() * (backoff / 2));
+    logger.warn(
+      { code: error.code, retryInMs: Math.round(delayMs) },
+      'Slack refused a post; the answer is kept and retried',
+    );
+    return { kind: 'defer', delayMs, slackFailure: true };
+  }
+
+  private async runReset(job: ClaimedJob, request: ResetRequest): Promise<JobOutcome> {
+    const { sessions, replies } = this.options;
+    const retired = await sessions.retireWhere(
+      {
+        teamId: request.thread.teamId,
+        channelId: request.thread.channelId,
+        threadTs: request.thread.threadTs,
+      },
+      'reset',
+    );
+    const text = threadResetText(retired.length);
+    if (request.responseUrl) {
+      await replies.respond(request.responseUrl, text);
+      return { kind: 'done' };
+    }
+    const target = { channel: request.thread.channelId, threadTs: request.replyThreadTs };
+    try {
+      await replies.postJobMessage(target, noticePart(text), { job: job.dedupeKey, part: 'reset' });
+    } catch (error) {
+      // The reset itself is done; its notice is best effort.
+      this.jobLogger(job, request.thread).warn({ err: error }, 'could not post the reset notice');
+    }
+    return { kind: 'done' };
+  }
+
+  private async touch(session: ThreadSession, logger: Logger): Promise<void> {
+    await this.options.sessions.touch(session).catch((error: unknown) => {
+      logger.warn({ err: error }, 'could not record thread activity');
+    });
   }
 
   /** Every line logged about a job names it and its thread. */
-  private jobLogger(job: ClaimedJob, thread: ThreadKey, extra: Record<string, unknown> = {}): ScopedLogger {
-    return lazyChild(this.deps.logger, {
+  private jobLogger(job: ClaimedJob, thread: ThreadKey, extra: Record<string, unknown> = {}): Logger {
+    return this.options.logger.child({
       job: job.id,
       ...extra,
       team: thread.teamId,
@@ -369,68 +331,10 @@ export class Relay {
       thread: thread.threadTs,
     });
   }
-
-  private async setTitle(message: InboundMessage, title: string, logger: ScopedLogger): Promise<void> {
-    if (!message.replyThreadTs || title === '') return;
-    await this.deps.slack.assistant.threads
-      .setTitle({ channel_id: message.thread.channelId, thread_ts: message.replyThreadTs, title })
-      .catch((error: unknown) => logger.warn({ err: error }, 'could not set the conversation title'));
-  }
-
-  /**
-   * The Messages tab was opened (agent experience): its suggested prompts, headed by the greeting, and the
-   * greeting as a message the first time only. Each is best effort on its own; returns whether the
-   * greeting was posted (false when it was not due or failed).
-   */
-  async welcome(
-    channelId: string,
-    greeting: string,
-    prompts: readonly { title: string; message: string }[],
-    firstTime: boolean,
-  ): Promise<boolean> {
-    if (prompts.length > 0) {
-      // No thread_ts: for an agent app the prompts belong to the tab (with one, Slack ignores the call).
-      await this.deps.slack.assistant.threads
-        .setSuggestedPrompts({ channel_id: channelId, title: greeting, prompts: [...prompts] })
-        .catch((error: unknown) =>
-          this.deps.logger.warn({ err: error }, 'could not set the suggested prompts'),
-        );
-    }
-    if (!firstTime) return false;
-    try {
-      await this.post(channelId, undefined, greeting);
-      return true;
-    } catch (error) {
-      this.deps.logger.warn({ err: error }, 'could not post the greeting');
-      return false;
-    }
-  }
-
-  private async tellUser(message: InboundMessage, text: string, logger: ScopedLogger): Promise<void> {
-    await this.tellUserDirectly(message.thread.channelId, message.userId, message.replyThreadTs, text).catch(
-      (error: unknown) => logger.warn({ err: error }, 'could not post an ephemeral note'),
-    );
-  }
 }
 
-/** Answers a slash command or shortcut later, through its response_url (valid for 30 minutes). */
-async function respondEphemeral(responseUrl: string, text: string): Promise<void> {
-  const response = await fetch(responseUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ response_type: 'ephemeral', text }),
-    signal: AbortSignal.timeout(10_000),
-  });
-  if (!response.ok) throw new Error(`response_url answered HTTP ${response.status}`);
-}
-
-export function targetOf(message: InboundMessage): IndicatorTarget {
-  return {
-    channelId: message.thread.channelId,
-    ts: message.ts,
-    replyThreadTs: message.replyThreadTs,
-    agentThread: message.agentThread,
-  };
+function noticePart(text: string): SlackReplyPart {
+  return { text, blocks: [], markdown: text };
 }
 
 /** A conversation title from its first prompt: one line, cut at a word near the limit. */

@@ -1,6 +1,6 @@
 import type { Logger as SlackLogger } from '@slack/bolt';
 import { LogLevel as SlackLogLevel } from '@slack/bolt';
-import { type DestinationStream, type LogFn, type Logger, pino } from 'pino';
+import { type DestinationStream, type Logger, pino } from 'pino';
 import type { LogLevel } from '../config.js';
 
 export type { Logger };
@@ -71,6 +71,9 @@ export function secretScrubber(secrets: readonly string[]): (line: string) => st
   };
 }
 
+/** Bolt's lines for requests the client abandoned (raw-body's "request aborted"). */
+const CLIENT_ABORTS = /request aborted/i;
+
 const fromPino: Partial<Record<string, SlackLogLevel>> = {
   trace: SlackLogLevel.DEBUG,
   debug: SlackLogLevel.DEBUG,
@@ -79,26 +82,6 @@ const fromPino: Partial<Record<string, SlackLogLevel>> = {
   error: SlackLogLevel.ERROR,
   fatal: SlackLogLevel.ERROR,
 };
-
-/** The log calls a unit of work makes. */
-export type ScopedLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
-
-/**
- * A logger whose lines carry `bindings`, made into a pino child only when a line is actually written at an
- * enabled level. Most jobs log nothing, and pino's child() serializes and redacts its bindings up front:
- * about 5% of the bytes the bot allocated per message.
- */
-export function lazyChild(parent: Logger, bindings: Record<string, unknown>): ScopedLogger {
-  let child: Logger | undefined;
-  const at =
-    (level: keyof ScopedLogger): LogFn =>
-    (...args: unknown[]) => {
-      if (!parent.isLevelEnabled(level)) return;
-      child ??= parent.child(bindings);
-      Reflect.apply(child[level], child, args);
-    };
-  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
-}
 
 /** Bolt's logger interface on top of pino, so Bolt's own lines share format and redaction. */
 export function boltLogger(logger: Logger): SlackLogger {
@@ -111,8 +94,10 @@ export function boltLogger(logger: Logger): SlackLogger {
         .filter((part) => part !== error)
         .map((part) => (typeof part === 'string' ? part : safeStringify(part)))
         .join(' ');
-      if (error) child[level]({ err: error }, text);
-      else child[level](text);
+      // A client that hung up mid-request is routine on a public port, not a warning.
+      const at = CLIENT_ABORTS.test(text) ? 'debug' : level;
+      if (error) child[at]({ err: error }, text);
+      else child[at](text);
     };
   return {
     debug: write('debug'),

@@ -1,9 +1,11 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
+/** Figures read from the store at scrape time. */
 export interface QueueSnapshot {
   inFlight: number;
   pending: number;
   running: number;
+  deletionsPending: number;
 }
 
 /**
@@ -51,13 +53,29 @@ export class BotMetrics {
   });
   readonly slackCalls = new Counter({
     name: 'slack_api_calls_total',
-    help: 'Slack Web API calls, by method and HTTP status',
+    help: 'Slack Web API calls, by method and HTTP status (200 also for Slack errors; "error" for no answer)',
     labelNames: ['method', 'status'] as const,
     registers: [this.registry],
   });
   readonly slackRateLimited = new Counter({
     name: 'slack_api_rate_limited_total',
     help: 'Slack Web API answers of HTTP 429 (each one waited out)',
+    registers: [this.registry],
+  });
+  readonly slackSocketReconnects = new Counter({
+    name: 'slack_socket_reconnects_total',
+    help: 'Socket Mode: times the WebSocket to Slack was lost and opened again',
+    registers: [this.registry],
+  });
+  readonly slackSocketConnected = new Gauge({
+    name: 'slack_socket_connected',
+    help: 'Socket Mode: 1 while the WebSocket to Slack is open and Slack said hello, else 0',
+    registers: [this.registry],
+  });
+  readonly replyFeedback = new Counter({
+    name: 'agent_reply_feedback_total',
+    help: 'Feedback buttons pressed under answers, by agent and value',
+    labelNames: ['agent', 'value'] as const,
     registers: [this.registry],
   });
   readonly sessionsCreated = new Counter({
@@ -97,6 +115,15 @@ export class BotMetrics {
       if (!snapshot) return;
       this.inboxOpen.set({ state: 'pending' }, snapshot.pending);
       this.inboxOpen.set({ state: 'running' }, snapshot.running);
+    },
+  });
+  readonly deletionsPending = new Gauge({
+    name: 'agent_session_deletions_pending',
+    help: 'Agent session deletions recorded and not yet confirmed by the agent service (retried with backoff)',
+    registers: [this.registry],
+    collect: async () => {
+      const snapshot = await this.snapshot();
+      if (snapshot) this.deletionsPending.set(snapshot.deletionsPending);
     },
   });
 

@@ -1,5 +1,5 @@
 import type { Logger } from '../observability/logger.js';
-import type { SessionManager } from './session-manager.js';
+import type { SessionManager } from './manager.js';
 
 /** Periodically ends conversations idle longer than the TTL (SESSION_IDLE_TTL; 0 = never). */
 export class IdleSweeper {
@@ -30,8 +30,8 @@ export class IdleSweeper {
     this.sweeping = true;
     try {
       const expired = await this.sessions.expireIdle(this.idleTtlMs);
-      if (expired > 0) this.logger.info({ expired }, 'idle agent sessions expired');
-      return expired;
+      if (expired.length > 0) this.logger.info({ expired: expired.length }, 'idle agent sessions expired');
+      return expired.length;
     } catch (error) {
       this.logger.warn({ err: error }, 'idle session sweep failed; will retry');
       return 0;

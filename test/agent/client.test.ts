@@ -268,10 +268,10 @@ describe('failure mapping', () => {
     expect(error.notDelivered).toBe(false);
   });
 
-  it('maps a wrong key to rejected 401 and redacts a key echoed by the service', async () => {
+  it('maps a wrong key to unauthorized 401 and redacts a key echoed by the service', async () => {
     const wrong = client({ apiKey: 'not-the-key' });
     const error = await failure(wrong.createSession(AGENT));
-    expect(error).toMatchObject({ kind: 'rejected', httpStatus: 401, serviceMessage: 'Invalid API key' });
+    expect(error).toMatchObject({ kind: 'unauthorized', httpStatus: 401, serviceMessage: 'Invalid API key' });
 
     emu.injectFailure('listSessions', {
       type: 'http',
@@ -312,7 +312,7 @@ describe('failure mapping', () => {
     expect((await failure(client().sendMessage(AGENT, id, 'x'))).kind).toBe('session_not_found');
   });
 
-  it('does not read an unknown agent or an HTML 404 as a lost session', async () => {
+  it('reads an unknown agent or an HTML 404 as not found (a misconfiguration), not as a lost session', async () => {
     const id = emu.addSession(AGENT);
     const c = client();
     emu.injectFailure('sendMessage', {
@@ -320,9 +320,9 @@ describe('failure mapping', () => {
       status: 404,
       body: { status: false, message: 'Agent not found' },
     });
-    expect((await failure(c.sendMessage(AGENT, id, 'x'))).kind).toBe('rejected');
+    expect((await failure(c.sendMessage(AGENT, id, 'x'))).kind).toBe('not_found');
     emu.injectFailure('sendMessage', { type: 'http', status: 404, rawBody: '<h1>Not Found</h1>' });
-    expect((await failure(c.sendMessage(AGENT, id, 'x'))).kind).toBe('rejected');
+    expect((await failure(c.sendMessage(AGENT, id, 'x'))).kind).toBe('not_found');
   });
 
   it('maps 429 to unavailable with retryAfterMs and does not retry a send', async () => {
@@ -369,38 +369,6 @@ describe('failure mapping', () => {
       ]);
     } finally {
       await emu.up();
-    }
-  });
-
-  it('rejects an aborted send with the signal reason', async () => {
-    const id = emu.addSession(AGENT);
-    emu.injectFailure('sendMessage', { type: 'hang' });
-    const controller = new AbortController();
-    const reason = new Error('thread cancelled');
-    setTimeout(() => controller.abort(reason), 30);
-    await expect(client().sendMessage(AGENT, id, 'x', { signal: controller.signal })).rejects.toBe(reason);
-  });
-
-  it('drops an aborted send still waiting for a connection, so it never reaches the service', async () => {
-    const hung = await rawServer(() => {});
-    try {
-      const oneConnection = client({ baseUrl: `${hung.url}/v1`, maxSockets: 1 });
-      void oneConnection.sendMessage(AGENT, 's-1', 'first').catch(() => {});
-      const controller = new AbortController();
-      const reason = new Error('thread cancelled');
-      const queued = oneConnection.sendMessage(AGENT, 's-2', 'second', { signal: controller.signal });
-      // The first prompt holds the only connection: the second waits in the pool.
-      while (hung.hits < 1) await new Promise((resolve) => setTimeout(resolve, 10));
-      const started = Date.now();
-      controller.abort(reason);
-      await expect(queued).rejects.toBe(reason);
-      expect(Date.now() - started).toBeLessThan(500);
-      // Closing the first connection frees it; the cancelled prompt must not go out on it.
-      hung.closeConnections();
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      expect(hung.hits).toBe(1);
-    } finally {
-      await hung.close();
     }
   });
 
@@ -457,15 +425,15 @@ describe('failure mapping', () => {
     }
   });
 
-  it('refuses a reply body over 16 MB as a bad response', async () => {
+  it('refuses a reply body over 1 MiB as a bad response', async () => {
     const huge = await rawServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(`{"status":true,"data":{"data":"${'a'.repeat(17 * 1024 * 1024)}"}}`);
+      res.end(`{"status":true,"data":{"data":"${'a'.repeat(1024 * 1024 + 1)}"}}`);
     });
     try {
       const error = await failure(client({ baseUrl: `${huge.url}/v1` }).sendMessage(AGENT, 's', 'x'));
       expect(error.kind).toBe('bad_response');
-      expect(error.message).toContain('response body too large');
+      expect(error.message).toContain('response body over 1048576 bytes');
     } finally {
       await huge.close();
     }

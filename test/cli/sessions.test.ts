@@ -2,10 +2,10 @@ import { spawn, spawnSync } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AgentClient } from '../../src/agent/client.js';
 import { runSessionsCommand } from '../../src/cli/sessions-command.js';
-import { openDatabase, type SqlDatabase } from '../../src/db/database.js';
-import { createSqlKeyv } from '../../src/db/keyv-sql-store.js';
-import { migrate, SESSIONS_TABLE } from '../../src/db/schema.js';
-import { SessionStore, type ThreadSession } from '../../src/sessions/session-store.js';
+import { SessionStore, type ThreadSession } from '../../src/sessions/store.js';
+import { type Database, openDatabase } from '../../src/store/database.js';
+import { createSessionKeyv } from '../../src/store/keyv.js';
+import { migrate } from '../../src/store/schema.js';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 
@@ -34,7 +34,7 @@ describe('npm run sessions (orphan prune)', () => {
   let agent: AgentServiceEmulator;
   let client: AgentClient;
   let dir: TempDataDir;
-  let db: SqlDatabase;
+  let db: Database;
   let store: SessionStore;
   let output: string[];
 
@@ -44,10 +44,7 @@ describe('npm run sessions (orphan prune)', () => {
     dir = await freshDataDir();
     db = await openDatabase({ kind: 'embedded', dataDir: dir.path });
     await migrate(db);
-    store = new SessionStore(
-      createSqlKeyv<ThreadSession>(db, { table: SESSIONS_TABLE, namespace: SessionStore.namespace }),
-      db,
-    );
+    store = new SessionStore(createSessionKeyv<ThreadSession>(db, SessionStore.namespace), db);
     output = [];
   });
   afterEach(async () => {
@@ -57,20 +54,18 @@ describe('npm run sessions (orphan prune)', () => {
   });
 
   async function mapped(sessionId: string, threadTs: string): Promise<void> {
-    const now = new Date().toISOString();
-    await store.set({
+    await store.create({
       teamId: 'T1',
       channelId: 'C1',
       threadTs,
       agentId: 'agent-main',
       sessionId,
       startedBy: 'U1',
-      createdAt: now,
-      lastActiveAt: now,
+      createdAt: new Date().toISOString(),
     });
   }
 
-  const run = (action: 'list' | 'prune', apply = false, minAgeMs = 0) =>
+  const run = (action: 'list' | 'prune', apply: boolean | number = false, minAgeMs = 0) =>
     runSessionsCommand(
       { agent: client, store, agents: ['agent-main'], write: (line) => output.push(line) },
       { action, apply, minAgeMs },
@@ -88,10 +83,22 @@ describe('npm run sessions (orphan prune)', () => {
 
     output = [];
     expect(await run('prune')).toBe(0);
-    expect(output[0]).toBe('Would delete 2 orphaned sessions (dry run; add --apply to delete):');
+    expect(output[0]).toBe('Would delete 2 orphaned sessions (dry run):');
+    expect(output.at(-1)).toBe('To delete them, run again with --apply=2');
     expect(agent.requestsFor('deleteSession')).toHaveLength(0);
 
-    expect(await run('prune', true)).toBe(0);
+    // --apply without the count, or with a count that is not the current one, deletes nothing.
+    output = [];
+    expect(await run('prune', true)).toBe(2);
+    expect(output.at(-1)).toBe('To delete them, run again with --apply=2');
+    output = [];
+    expect(await run('prune', 3)).toBe(2);
+    expect(output.at(-1)).toMatch(
+      /^--apply=3 does not match the 2 orphaned sessions found now; nothing was deleted/,
+    );
+    expect(agent.requestsFor('deleteSession')).toHaveLength(0);
+
+    expect(await run('prune', 2)).toBe(0);
     expect(
       agent
         .sessionsOf('agent-main')
@@ -108,15 +115,25 @@ describe('npm run sessions (orphan prune)', () => {
 
   it('keeps sessions younger than --min-age: the bot may be about to record them', async () => {
     agent.addSession('agent-main');
-    expect(await run('prune', true, 10 * 60_000)).toBe(0);
+    await mapped(agent.addSession('agent-main'), '1.1');
+    expect(await run('prune', 1, 10 * 60_000)).toBe(0);
     expect(output).toEqual(['No orphaned sessions to prune.']);
-    expect(agent.sessionsOf('agent-main')).toHaveLength(1);
+    expect(agent.sessionsOf('agent-main')).toHaveLength(2);
+  });
+
+  it('refuses to prune an agent this store maps nothing of: a wrong store or an agent shared with others', async () => {
+    agent.addSession('agent-main');
+    agent.addSession('agent-main');
+    expect(await run('prune', 2)).toBe(2);
+    expect(output[0]).toMatch(/^warning: agent-main: this store maps no session of this agent/);
+    expect(agent.requestsFor('deleteSession')).toHaveLength(0);
+    expect(agent.sessionsOf('agent-main')).toHaveLength(2);
   });
 
   it('refuses to prune when listed ids cannot be matched to recorded ones', async () => {
     agent.addSession('agent-main');
     await mapped('some-other-id-scheme', '1.1');
-    expect(await run('prune', true)).toBe(2);
+    expect(await run('prune', 1)).toBe(2);
     expect(output[0]).toMatch(/^warning: agent-main: none of the 1 listed session ids matches/);
     expect(agent.requestsFor('deleteSession')).toHaveLength(0);
   });
@@ -133,9 +150,12 @@ describe('npm run sessions (orphan prune)', () => {
       env: { PATH: process.env.PATH },
     });
     expect(config.status).toBe(2);
-    expect(config.stderr.trim()).toBe(
+    // Every missing variable, one line each.
+    expect(config.stderr.trim().split('\n')).toEqual([
       'Configuration error: AGENT_BASE_URL is required (e.g. https://host/v1)',
-    );
+      'Configuration error: AGENT_API_KEY is required (the agent service API key)',
+      'Configuration error: AGENT_ID is required (the default agent id)',
+    ]);
   });
 
   it('lists through the real entry point with the environment the bot uses', async () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AGENT_STATUS } from '../../src/conversation/work-indicators.js';
+import { AGENT_STATUS } from '../../src/slack-out/indicators.js';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
 import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
@@ -198,7 +198,7 @@ describe('agent experience (Messages tab)', () => {
     expect(statusCalls(slack, ts)[0]?.args.status).toBe(AGENT_STATUS);
   });
 
-  it('stop pressed in Slack cancels the queued prompts of that conversation', async () => {
+  it('stop pressed in Slack cancels the queued prompts of that conversation and drops the answer in progress', async () => {
     const { slack, agent, bot } = stack;
     await send(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }));
     agent.setLatency(800, 'sendMessage'); // within this stack's 1 s agent timeout
@@ -218,11 +218,11 @@ describe('agent experience (Messages tab)', () => {
         'chat.postMessage',
         (c) => c.args.thread_ts === root && /stop|cancel/i.test(textOf(c)),
       );
-      expect(textOf(notice)).toMatch(/cancelled 2 queued messages/);
-      await slack.waitForCall(
-        'chat.postMessage',
-        (c) => c.args.thread_ts === root && textOf(c).includes('a long question'),
-        5_000,
+      expect(textOf(notice)).toMatch(/cancelled 2 queued messages and dropped the answer I was waiting for/);
+      await waitFor(
+        () =>
+          agent.requestsFor('sendMessage').some((r) => r.prompt === 'a long question' && r.status === 200),
+        'the agent answered',
       );
     } finally {
       agent.setLatency(0, 'sendMessage');
@@ -232,6 +232,10 @@ describe('agent experience (Messages tab)', () => {
     expect(prompts).not.toContain('queued one');
     expect(prompts).not.toContain('queued two');
     await waitFor(() => statusCalls(slack, root).at(-1)?.args.status === '', 'status cleared');
+    // The answer in progress was dropped, not posted.
+    expect(slack.callsOf('chat.postMessage').filter((c) => textOf(c).includes('a long question'))).toEqual(
+      [],
+    );
   });
 });
 

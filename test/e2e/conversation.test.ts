@@ -336,7 +336,7 @@ describe('correctness under real Slack delivery', () => {
     );
   });
 
-  it('"stop" cancels the queued messages of a thread; the answer in progress still arrives', async () => {
+  it('"stop" cancels the queued messages of a thread and drops the answer in progress; the next message goes on', async () => {
     const { slack, agent, bot } = stack;
     agent.setLatency(700, 'sendMessage');
     const root = nextTs();
@@ -358,12 +358,23 @@ describe('correctness under real Slack delivery', () => {
       (c) => c.args.thread_ts === root && textOf(c).includes('Stopped'),
     );
     expect(textOf(stopped)).toBe(
-      ':octagonal_sign: Stopped: cancelled 2 queued messages. The answer already in progress will still arrive.',
+      ':octagonal_sign: Stopped: cancelled 2 queued messages and dropped the answer I was waiting for. The agent had already received that message and may have acted on it; the next message here continues the conversation.',
     );
-    await slack.waitForCall(
+    // The agent answered the prompt it had received; the answer is not posted.
+    await waitFor(
+      () => agent.requestsFor('sendMessage').some((r) => r.prompt === 'long task' && r.status === 200),
+      'agent answered',
+    );
+    await waitFor(() => slack.reactionsOn(CHANNEL, root).length === 0, 'working indicator cleared');
+    expect(postsIn(slack, CHANNEL, root).filter((c) => textOf(c).includes('long task'))).toEqual([]);
+    // The next message is answered as usual, in the same session.
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> after the stop', threadTs: root });
+    const next = await slack.waitForCall(
       'chat.postMessage',
-      (c) => c.args.thread_ts === root && textOf(c).includes('long task'),
+      (c) => c.args.thread_ts === root && textOf(c).includes('after the stop'),
+      5_000,
     );
+    expect(textOf(next)).toMatch(/^echo\[s-\d+#2\]: after the stop$/);
     await sleep(900);
     agent.setLatency(0, 'sendMessage');
     expect(promptsSent(agent)).not.toContain('queued 0');

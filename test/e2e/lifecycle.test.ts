@@ -18,6 +18,7 @@ import {
 import {
   AGENT_ID,
   mention,
+  metric,
   type RunningBot,
   SIGNING_SECRET,
   type StoreChoice,
@@ -130,24 +131,32 @@ function lifecycleSuite(
       );
       expect(textOf(notice)).toMatch(/next message starts a fresh conversation/);
 
-      const responseId = `shortcut-${nextTs()}`;
-      const reply = nextTs();
-      const acked = await postSignedInteraction(
-        bot.eventsUrl,
-        SIGNING_SECRET,
-        messageShortcutPayload({
-          callbackId: 'reset_conversation',
-          channel: 'C0RESET',
-          user: 'U0BOB',
-          messageTs: reply,
-          threadTs: byShortcut.root,
-          responseUrl: slack.responseUrl(responseId),
-        }),
+      // Only the person who started a conversation may reset it; anyone else is told who can.
+      const shortcut = async (user: string) => {
+        const responseId = `shortcut-${nextTs()}`;
+        const acked = await postSignedInteraction(
+          bot.eventsUrl,
+          SIGNING_SECRET,
+          messageShortcutPayload({
+            callbackId: 'reset_conversation',
+            channel: 'C0RESET',
+            user,
+            messageTs: nextTs(),
+            threadTs: byShortcut.root,
+            responseUrl: slack.responseUrl(responseId),
+          }),
+        );
+        expect(acked.status).toBe(200);
+        const answer = await slack.waitForCall('response_url', (c) => c.args.responseId === responseId);
+        expect(answer.args).toMatchObject({ response_type: 'ephemeral' });
+        return textOf(answer);
+      };
+      expect(await shortcut('U0BOB')).toBe(
+        'Only <@U0ALICE>, who started this conversation with the agent, can reset it. You can start your own by mentioning me in a new thread.',
       );
-      expect(acked.status).toBe(200);
-      const answer = await slack.waitForCall('response_url', (c) => c.args.responseId === responseId);
-      expect(answer.args).toMatchObject({ response_type: 'ephemeral' });
-      expect(textOf(answer)).toMatch(/Conversation reset/);
+      await sleep(200);
+      expect(liveSessions(agent)).toContain(byShortcut.session);
+      expect(await shortcut('U0ALICE')).toMatch(/Conversation reset/);
 
       await waitFor(
         () =>
@@ -227,7 +236,7 @@ function lifecycleSuite(
     });
 
     it('deletes every session of the workspace when the app is uninstalled', async () => {
-      await startThread('C0U1');
+      const first = await startThread('C0U1');
       await startThread('C0U2');
       const otherTeamRoot = nextTs();
       await postSignedEvent(
@@ -247,7 +256,21 @@ function lifecycleSuite(
       await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, workspaceGoneEvent('app_uninstalled'));
       await waitFor(() => liveSessions(agent).length === 1, 'all sessions of the workspace deleted');
       expect(liveSessions(agent)).toEqual([otherTeam]);
-      expect(await bot.bot.sessions.list({ teamId: 'T0TEAM' })).toEqual([]);
+      // The workspace's mappings are gone too: a message in one of its old threads starts a new session.
+      const creates = agent.requestsFor('createSession').length;
+      await postSignedEvent(
+        bot.eventsUrl,
+        SIGNING_SECRET,
+        appMentionEvent({
+          channel: 'C0U1',
+          user: 'U0ALICE',
+          text: '<@U0BOT> back again',
+          threadTs: first.root,
+        }),
+      );
+      const again = await slack.waitForCall('chat.postMessage', (c) => textOf(c).endsWith('back again'));
+      expect(sessionIdIn(textOf(again))).not.toBe(first.session);
+      expect(agent.requestsFor('createSession')).toHaveLength(creates + 1);
     });
 
     it('keeps a deletion while the agent service is down and finishes it after recovery, also across a restart', async () => {
@@ -259,14 +282,20 @@ function lifecycleSuite(
         SIGNING_SECRET,
         channelLifecycleEvent('channel_archive', { channel: 'C0DOWN' }),
       );
-      await waitFor(async () => (await bot.bot.deleter.pendingCount()) === 1, 'deletion recorded as pending');
+      await waitFor(
+        async () => (await metric(bot, 'agent_session_deletions_pending')) === 1,
+        'deletion recorded as pending',
+      );
       await agent.up();
       await waitFor(
         () => !liveSessions(agent).includes(early.session),
         'deleted once the service is back',
         10_000,
       );
-      await waitFor(async () => (await bot.bot.deleter.pendingCount()) === 0, 'no deletion left pending');
+      await waitFor(
+        async () => (await metric(bot, 'agent_session_deletions_pending')) === 0,
+        'no deletion left pending',
+      );
 
       await agent.down();
       await postSignedEvent(
@@ -274,7 +303,10 @@ function lifecycleSuite(
         SIGNING_SECRET,
         channelLifecycleEvent('channel_deleted', { channel: 'C0DOWN2' }),
       );
-      await waitFor(async () => (await bot.bot.deleter.pendingCount()) === 1, 'second deletion pending');
+      await waitFor(
+        async () => (await metric(bot, 'agent_session_deletions_pending')) === 1,
+        'second deletion pending',
+      );
       await bot.stop();
       await agent.up();
       await sleep(300);
@@ -299,7 +331,10 @@ function lifecycleSuite(
         channelLifecycleEvent('channel_archive', { channel: 'C0GONE' }),
       );
       await waitFor(() => agent.requestsFor('deleteSession').length === 2, 'deletion attempted');
-      await waitFor(async () => (await bot.bot.deleter.pendingCount()) === 0, 'nothing left pending');
+      await waitFor(
+        async () => (await metric(bot, 'agent_session_deletions_pending')) === 0,
+        'nothing left pending',
+      );
     });
 
     it('sends channels with a route to their own agent, keyed by agent', async () => {

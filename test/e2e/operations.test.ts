@@ -13,7 +13,7 @@ import {
   signSlackRequest,
   slashCommandFields,
 } from '../helpers/slack-events.js';
-import { type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { metric, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const CHANNEL = 'C0OPS';
@@ -58,23 +58,13 @@ afterEach(async () => {
   stack = undefined;
 });
 
-/**
- * The value of one Prometheus sample, e.g. metric('slack_events_received_total{type="app_mention"}');
- * undefined when the bot does not expose it (so a renamed metric fails a `toBe(0)`).
- */
-async function metric(bot: RunningBot, sample: string): Promise<number | undefined> {
-  const text = await (await fetch(`${bot.baseUrl}/metrics`)).text();
-  const line = text.split('\n').find((candidate) => candidate.startsWith(`${sample} `));
-  return line ? Number(line.slice(sample.length + 1)) : undefined;
-}
-
 const send = (bot: RunningBot, body: unknown, retryNum?: number) =>
   postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body, retryNum === undefined ? {} : { retryNum });
 
 describe('metrics', () => {
   it('moves as events flow: received, ignored, deduplicated, relayed, agent latency and failures, Slack calls, sessions, store', async () => {
     const { bot, slack, agent } = await startStack();
-    const response = await fetch(`${bot.baseUrl}/metrics`);
+    const response = await fetch(`${bot.adminUrl}/metrics`);
     expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
     expect(await response.text()).toContain('process_cpu_seconds_total');
 
@@ -186,7 +176,7 @@ describe('logs', () => {
     // (the bot token), the answer client's Slack calls, and the agent's failure (its key echoed back).
     expect(logs).toContain('"level":20');
     expect(logs).toContain('http request headers:');
-    expect(logs).toContain('Slack call chat.postMessage: HTTP 200');
+    expect(logs).toContain("apiCall('chat.postMessage') start");
     expect(logs).toContain('"type":"AgentServiceError"');
     for (const secret of Object.values(secrets)) expect(logs).not.toContain(secret);
     // Every notice the bot posted is free of them too.
@@ -233,6 +223,7 @@ describe('access control and abuse', () => {
       ALLOWED_CHANNEL_IDS: 'C0OPEN',
       ALLOWED_USER_IDS: 'U0ALICE',
     });
+    const before = agent.requests.length; // the start-up check's call
     await send(bot, appMentionEvent({ channel: 'C0CLOSED', user: 'U0ALICE', text: '<@U0BOT> here?' }));
     const channelNote = await slack.waitForCall('chat.postEphemeral', (c) => c.args.user === 'U0ALICE');
     expect(String(channelNote.args.text)).toMatch(/not enabled in this channel/);
@@ -246,7 +237,7 @@ describe('access control and abuse', () => {
     await send(bot, messageEvent({ channel: 'D0BOB', channelType: 'im', user: 'U0BOB', text: 'dm me' }));
     await slack.waitForCall('chat.postEphemeral', (c) => c.args.channel === 'D0BOB');
     await sleep(200);
-    expect(agent.requests).toHaveLength(0);
+    expect(agent.requests.slice(before)).toEqual([]);
     expect(slack.callsOf('chat.postEphemeral')).toHaveLength(3); // nothing said to the stranger workspace
 
     const root = nextTs();

@@ -7,6 +7,7 @@ import { waitFor } from './wait.js';
 export interface BotProcess {
   child: ChildProcess;
   port: number;
+  adminUrl: string;
   eventsUrl: string;
   baseUrl: string;
   output(): string;
@@ -15,12 +16,14 @@ export interface BotProcess {
 
 export async function spawnBot(options: BotSetup): Promise<BotProcess> {
   const port = await freePort();
+  const adminPort = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     env: {
       PATH: process.env.PATH,
       ...botEnvironment(
         { ...options, env: { AGENT_TIMEOUT_MS: '10000', LOG_LEVEL: 'info', ...options.env } },
         port,
+        adminPort,
       ),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -41,5 +44,13 @@ export async function spawnBot(options: BotSetup): Promise<BotProcess> {
     `bot process ready (output so far: ${output.slice(-500)})`,
     30_000,
   );
-  return { child, port, baseUrl, eventsUrl: `${baseUrl}/slack/events`, output: () => output, exited };
+  return {
+    child,
+    port,
+    adminUrl: `http://127.0.0.1:${adminPort}`,
+    baseUrl,
+    eventsUrl: `${baseUrl}/slack/events`,
+    output: () => output,
+    exited,
+  };
 }

@@ -26,12 +26,14 @@ export class LogCapture extends Writable {
   }
 }
 
-/** The real bot, built from environment variables, running on a free port. */
+/** The real bot, built from environment variables, running on free ports. */
 export interface RunningBot {
   bot: Bot;
   port: number;
   eventsUrl: string;
   baseUrl: string;
+  /** The admin port: /metrics, /healthz, /readyz. */
+  adminUrl: string;
   logs: LogCapture;
   stop(): Promise<void>;
 }
@@ -45,12 +47,13 @@ export interface BotSetup {
 }
 
 /** The environment a bot needs to talk to the fakes and its store; `env` overrides. */
-export function botEnvironment(options: BotSetup, port: number): Record<string, string> {
+export function botEnvironment(options: BotSetup, port: number, adminPort: number): Record<string, string> {
   return {
     SLACK_BOT_TOKEN: BOT_TOKEN,
     SLACK_SIGNING_SECRET: SIGNING_SECRET,
     SLACK_API_URL: options.slack.apiUrl,
     PORT: String(port),
+    ADMIN_PORT: String(adminPort),
     AGENT_BASE_URL: options.agent.baseUrl,
     AGENT_API_KEY: options.agent.apiKey,
     AGENT_ID,
@@ -70,7 +73,8 @@ export function botEnvironment(options: BotSetup, port: number): Record<string, 
 
 export async function startBot(options: BotSetup): Promise<RunningBot> {
   const port = await freePort();
-  const env = botEnvironment(options, port);
+  const adminPort = await freePort();
+  const env = botEnvironment(options, port, adminPort);
   const config = loadConfig(env);
   const logs = new LogCapture();
   // Redaction as in production: the secrets of this very configuration.
@@ -83,6 +87,7 @@ export async function startBot(options: BotSetup): Promise<RunningBot> {
     port,
     baseUrl,
     eventsUrl: `${baseUrl}/slack/events`,
+    adminUrl: `http://127.0.0.1:${adminPort}`,
     logs,
     stop: () => bot.stop(5_000),
   };
@@ -98,4 +103,14 @@ export function mention(
     SIGNING_SECRET,
     appMentionEvent({ user: 'U0ALICE', ...fields, text: fields.text }),
   );
+}
+
+/**
+ * The value of one Prometheus sample on the admin port, e.g. metric(bot, 'slack_events_received_total{type="app_mention"}');
+ * undefined when the bot does not expose it (so a renamed metric fails a `toBe(0)`).
+ */
+export async function metric(bot: { adminUrl: string }, sample: string): Promise<number | undefined> {
+  const text = await (await fetch(`${bot.adminUrl}/metrics`)).text();
+  const line = text.split('\n').find((candidate) => candidate.startsWith(`${sample} `));
+  return line ? Number(line.slice(sample.length + 1)) : undefined;
 }

@@ -1,0 +1,41 @@
+import type { ThreadKey } from '../sessions/thread-key.js';
+import type { IndicatorTarget } from '../slack-out/indicators.js';
+
+/** A human message for the agent, as recorded in the inbox. */
+export interface InboundMessage {
+  thread: ThreadKey;
+  /** The message's own `ts`. */
+  ts: string;
+  userId: string;
+  /** Slack's wire text (mentions, links and entities still encoded). */
+  text: string;
+  /** Where replies go: a thread, or undefined for the top level of a DM conversation. */
+  replyThreadTs?: string;
+  hasFiles: boolean;
+  eventId?: string;
+  /** A conversation of the Messages tab (agent experience): status and title instead of reactions. */
+  agentThread?: boolean;
+}
+
+/** A thread reset, run in turn with the thread's messages so no answer in progress revives the session. */
+export interface ResetRequest {
+  thread: ThreadKey;
+  replyThreadTs?: string;
+  /** Where to report: the thread (a `reset` mention) or the requester privately (the shortcut). */
+  responseUrl?: string;
+}
+
+/** The inbox identity of a Slack message's job: a second delivery of the message finds the first. */
+export function jobKey(teamId: string, channelId: string, ts: string, kind: 'message' | 'reset'): string {
+  return `${teamId}:${channelId}:${ts}:${kind}`;
+}
+
+/** The message an indicator (reaction or thread status) belongs to. */
+export function indicatorOf(message: InboundMessage): IndicatorTarget {
+  return {
+    channelId: message.thread.channelId,
+    ts: message.ts,
+    replyThreadTs: message.replyThreadTs,
+    agentThread: message.agentThread,
+  };
+}

@@ -1,4 +1,0 @@
-declare module 'pg/lib/utils.js' {
-  /** How `pg` turns a query parameter into the text (or bytes) it sends. */
-  export function prepareValue(value: unknown): string | Buffer | null;
-}

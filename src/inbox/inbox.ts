@@ -1,0 +1,427 @@
+import type { Database, SqlQuery } from '../store/database.js';
+import { claimWith, type MessageRef } from './claims.js';
+
+export type JobKind = 'message' | 'reset';
+
+export interface NewJob {
+  /** Ordering domain: jobs of one thread run one at a time, in the order they were recorded. */
+  threadKey: string;
+  /** Identity of the Slack message (and job kind): a second delivery of it is not a second job. */
+  dedupeKey: string;
+  kind: JobKind;
+  payload: unknown;
+  /** Who asked, for the per-user limit and for `stop`. */
+  userId?: string;
+}
+
+export type AdmitOutcome = 'inserted' | 'duplicate' | 'thread-full' | 'rate-limited';
+
+export interface AdmitLimits {
+  /** Open jobs a thread may have; a message beyond is refused. */
+  maxOpenPerThread: number;
+  /** Requests per user per minute; 0: no limit. */
+  userPerMinute: number;
+}
+
+/** A job this process holds the lease of, with whatever progress an earlier owner recorded. */
+export interface ClaimedJob {
+  id: number;
+  threadKey: string;
+  dedupeKey: string;
+  kind: JobKind;
+  payload: unknown;
+  userId?: string;
+  /** 1 on the first claim; more when it was deferred, or an earlier owner died or handed it back. */
+  attempts: number;
+  sessionId?: string;
+  /** When the prompt was sent to the agent; once set it is never sent again. */
+  sentAt?: Date;
+  /** What is to be posted: the agent's answer, or a notice (when `replyIsNotice`). */
+  agentReply?: string;
+  replyIsNotice: boolean;
+  partsPosted: number;
+  slowNoticeTs?: string;
+  /** Recorded behind other work of its thread: it shows the "queued" indicator until it starts. */
+  queued: boolean;
+  /** Since when Slack has been refusing this job's posts (it is retried until REPLY_RETRY_WINDOW). */
+  slackFailingSince?: Date;
+}
+
+/** Why a job may no longer have side effects: another owner took it over, or its author stopped it. */
+export type JobInterruption = 'lost' | 'stopped';
+
+export class JobInterruptedError extends Error {
+  constructor(readonly reason: JobInterruption) {
+    super(reason === 'lost' ? 'job taken over by another owner' : 'job stopped by its author');
+    this.name = 'JobInterruptedError';
+  }
+}
+
+interface JobRow {
+  id: string | number;
+  thread_key: string;
+  dedupe_key: string;
+  kind: JobKind;
+  payload: string;
+  user_id: string | null;
+  attempts: number;
+  session_id: string | null;
+  sent_at: Date | string | null;
+  agent_reply: string | null;
+  reply_is_notice: boolean | null;
+  parts_posted: number;
+  slow_notice_ts: string | null;
+  queued: boolean | null;
+  slack_failing_since: Date | string | null;
+}
+
+const JOB_COLUMNS =
+  'id, thread_key, dedupe_key, kind, payload, user_id, attempts, session_id, sent_at, agent_reply, reply_is_notice, parts_posted, slow_notice_ts, queued, slack_failing_since';
+const OPEN = `state IN ('pending', 'running')`;
+
+/**
+ * The durable inbox: a job queue in SQL (the same on PostgreSQL and the embedded store), on its own tables.
+ * Slack events are recorded here before they are acknowledged. A thread's turn is its oldest open job: only
+ * that job can be claimed, under a row lock and a lease, so a thread's messages run one at a time and in
+ * order across replicas, and a dead owner's job is taken over once its lease runs out. Progress (sent,
+ * reply, parts posted) is checkpointed in the row, so a job taken over never asks the agent twice nor posts
+ * twice; every progress write checks the job is still this owner's and still wanted.
+ */
+export class Inbox {
+  constructor(
+    private readonly db: Database,
+    readonly owner: string,
+    private readonly leaseMs: number,
+  ) {}
+
+  /**
+   * Records a message if its thread and its sender are within limits, in one statement (this runs before
+   * Slack is acknowledged). `queued` says the job waits behind other work of its thread.
+   */
+  async admit(job: NewJob, limits: AdmitLimits): Promise<{ outcome: AdmitOutcome; queued: boolean }> {
+    const rows = await this.db.query<{
+      id: string | null;
+      open: string | number;
+      recent: string | number;
+      known: boolean;
+    }>(
+      `WITH open AS (SELECT count(*) AS n FROM inbox WHERE thread_key = $1 AND ${OPEN}),
+       recent AS (
+         SELECT count(*) AS n FROM user_requests
+         WHERE $7::int > 0 AND user_id = $5 AND at > now() - interval '1 minute'),
+       known AS (SELECT EXISTS (SELECT 1 FROM inbox WHERE dedupe_key = $2) AS yes),
+       job AS (
+         INSERT INTO inbox (thread_key, dedupe_key, kind, payload, user_id, queued)
+         SELECT $1, $2, $3, $4, $5, (SELECT n FROM open) > 0
+         WHERE NOT (SELECT yes FROM known) AND (SELECT n FROM open) < $6
+           AND ($7::int = 0 OR (SELECT n FROM recent) < $7::int)
+         ON CONFLICT (dedupe_key) DO NOTHING
+         RETURNING id),
+       charged AS (INSERT INTO user_requests (user_id) SELECT $5 FROM job WHERE $7::int > 0)
+       SELECT (SELECT id FROM job) AS id, (SELECT n FROM open) AS open, (SELECT n FROM recent) AS recent,
+              (SELECT yes FROM known) AS known`,
+      [
+        job.threadKey,
+        job.dedupeKey,
+        job.kind,
+        JSON.stringify(job.payload),
+        job.userId ?? null,
+        limits.maxOpenPerThread,
+        limits.userPerMinute,
+      ],
+    );
+    const row = rows[0];
+    const queued = Number(row?.open ?? 0) > 0;
+    if (row?.id !== null && row?.id !== undefined) return { outcome: 'inserted', queued };
+    if (row?.known) return { outcome: 'duplicate', queued };
+    if (Number(row?.open ?? 0) >= limits.maxOpenPerThread) return { outcome: 'thread-full', queued };
+    // The insert lost a race with another delivery of the same message: that is a duplicate too.
+    if (limits.userPerMinute === 0 || Number(row?.recent ?? 0) < limits.userPerMinute)
+      return { outcome: 'duplicate', queued };
+    return { outcome: 'rate-limited', queued };
+  }
+
+  /**
+   * Records a thread reset behind the answer in progress, cancelling the messages still waiting (they were
+   * for the conversation being reset), in one transaction. False when the same request was recorded before
+   * (then nothing is cancelled).
+   */
+  async enqueueReset(job: NewJob): Promise<boolean> {
+    return this.db.transaction(async (query) => {
+      const inserted = await query(
+        `INSERT INTO inbox (thread_key, dedupe_key, kind, payload, user_id) VALUES ($1, $2, 'reset', $3, $4)
+         ON CONFLICT (dedupe_key) DO NOTHING RETURNING 1`,
+        [job.threadKey, job.dedupeKey, JSON.stringify(job.payload), job.userId ?? null],
+      );
+      if (inserted.length === 0) return false;
+      await cancelWaiting(query, job.threadKey, undefined);
+      return true;
+    });
+  }
+
+  /**
+   * `stop` from `userId` in a thread, once per request (`request` is claimed in the same transaction): their
+   * messages still waiting are cancelled, and their message being answered is stopped (its answer is not
+   * posted). `first` is false for a repeated delivery of the same request, which changes nothing.
+   */
+  async stop(
+    threadKey: string,
+    userId: string,
+    request: MessageRef,
+  ): Promise<{ first: boolean; cancelled: unknown[]; stoppedRunning: boolean }> {
+    return this.db.transaction(async (query) => {
+      if (!(await claimWith(query, request, 'control')))
+        return { first: false, cancelled: [], stoppedRunning: false };
+      const cancelled = await cancelWaiting(query, threadKey, userId);
+      const stopped = await query(
+        `UPDATE inbox SET stop_requested = true
+         WHERE thread_key = $1 AND kind = 'message' AND state = 'running' AND NOT stop_requested AND user_id = $2
+         RETURNING 1`,
+        [threadKey, userId],
+      );
+      return { first: true, cancelled, stoppedRunning: stopped.length > 0 };
+    });
+  }
+
+  /** Counts a request (a command, a shortcut, a button) against the user's limit; false when over it. */
+  async chargeUser(userId: string, perMinute: number): Promise<boolean> {
+    if (perMinute === 0) return true;
+    const rows = await this.db.query(
+      `INSERT INTO user_requests (user_id)
+       SELECT $1 WHERE (SELECT count(*) FROM user_requests WHERE user_id = $1 AND at > now() - interval '1 minute') < $2
+       RETURNING 1`,
+      [userId, perMinute],
+    );
+    return rows.length > 0;
+  }
+
+  /** Whether the bot has ever had work in this thread (a follow-up there is for it). */
+  async hasThread(threadKey: string): Promise<boolean> {
+    return (await this.db.query('SELECT 1 FROM inbox WHERE thread_key = $1 LIMIT 1', [threadKey])).length > 0;
+  }
+
+  /**
+   * Takes up to `limit` due jobs that are the oldest open job of their thread, pending or with a lapsed lease.
+   * A lapsed lease of this very process counts too (its work was lost to a store failure), except for the
+   * jobs it is running right now (`running`).
+   */
+  async claim(limit: number, running: readonly number[] = []): Promise<ClaimedJob[]> {
+    const rows = await this.db.query<JobRow>(
+      `UPDATE inbox SET state = 'running', owner = $1, lease_until = now() + make_interval(secs => $2),
+              attempts = attempts + 1
+       WHERE id IN (
+         SELECT j.id FROM inbox j
+         WHERE j.${OPEN} AND j.run_after <= now()
+           AND (j.state = 'pending' OR j.lease_until < now())
+           AND NOT (j.id = ANY($4::bigint[]))
+           AND NOT EXISTS (SELECT 1 FROM inbox o WHERE o.thread_key = j.thread_key AND o.${OPEN} AND o.id < j.id)
+         ORDER BY j.id LIMIT $3
+         FOR UPDATE SKIP LOCKED)
+       RETURNING ${JOB_COLUMNS}`,
+      [this.owner, this.leaseMs / 1000, limit, running],
+    );
+    return rows.map(toClaimedJob).sort((a, b) => a.id - b.id);
+  }
+
+  /** Lets every running job be taken at once (the embedded store's only process restarted: they are orphans). */
+  async expireLeases(): Promise<void> {
+    await this.db.query(`UPDATE inbox SET lease_until = now() - interval '1 second' WHERE state = 'running'`);
+  }
+
+  /** Extends the leases of jobs this process is still working on. */
+  async heartbeat(ids: readonly number[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.db.query(
+      `UPDATE inbox SET lease_until = now() + make_interval(secs => $2)
+       WHERE id = ANY($1::bigint[]) AND owner = $3 AND state = 'running'`,
+      [ids, this.leaseMs / 1000, this.owner],
+    );
+  }
+
+  /**
+   * Throws JobInterruptedError unless the job is still this owner's and its author has not stopped it.
+   * Called before each Slack side effect.
+   */
+  async assertWanted(job: ClaimedJob): Promise<void> {
+    const rows = await this.db.query<{ owner: string | null; state: string; stop_requested: boolean }>(
+      'SELECT owner, state, stop_requested FROM inbox WHERE id = $1',
+      [job.id],
+    );
+    const row = rows[0];
+    if (!row || row.owner !== this.owner || row.state !== 'running') throw new JobInterruptedError('lost');
+    if (row.stop_requested) throw new JobInterruptedError('stopped');
+  }
+
+  /** Recorded before the prompt leaves: whatever crashes after this, it is never sent again. */
+  async markSent(job: ClaimedJob, sessionId: string): Promise<void> {
+    await this.progress(job, 'sent_at = now(), session_id = $3', [sessionId]);
+  }
+
+  /**
+   * Records what is to be posted. Unlike other progress this lands even if another owner took the job over
+   * meanwhile (this process may have been slow, not dead): the answer is kept for whoever posts it. Then,
+   * as usual, it interrupts unless the job is still this owner's and wanted.
+   */
+  async storeReply(job: ClaimedJob, reply: string, isNotice: boolean): Promise<void> {
+    await this.db.query(
+      `UPDATE inbox SET agent_reply = $2, reply_is_notice = $3
+       WHERE id = $1 AND ${OPEN} AND agent_reply IS NULL AND NOT stop_requested`,
+      [job.id, reply, isNotice],
+    );
+    await this.assertWanted(job);
+  }
+
+  async markPartsPosted(job: ClaimedJob, count: number): Promise<void> {
+    await this.progress(job, 'parts_posted = $3', [count]);
+  }
+
+  async setSlowNotice(job: ClaimedJob, ts: string): Promise<void> {
+    await this.progress(job, 'slow_notice_ts = $3', [ts]);
+  }
+
+  /**
+   * Puts the job back to run again after `delayMs` (Slack is refusing posts, or an earlier owner may still
+   * be waiting for the agent), keeping all its progress. `slackFailure` starts or continues the clock of
+   * how long Slack has been failing it.
+   */
+  async defer(job: ClaimedJob, delayMs: number, slackFailure: boolean): Promise<void> {
+    await this.db.query(
+      `UPDATE inbox SET state = 'pending', owner = NULL, lease_until = NULL,
+              run_after = now() + make_interval(secs => $3),
+              slack_failing_since = CASE WHEN $4::boolean THEN coalesce(slack_failing_since, now()) END
+       WHERE id = $1 AND owner = $2 AND state = 'running'`,
+      [job.id, this.owner, delayMs / 1000, slackFailure],
+    );
+  }
+
+  /**
+   * Marks a job done. The text it carried (prompt, reply, response_url) is cleared: only what deduplication,
+   * ordering and the per-user limit need stays, until `prune`.
+   */
+  async finish(job: ClaimedJob): Promise<void> {
+    await this.db.query(
+      `UPDATE inbox SET state = 'done', owner = NULL, lease_until = NULL, finished_at = now(),
+              agent_reply = NULL, payload = '{}'
+       WHERE id = $1 AND owner = $2 AND state = 'running'`,
+      [job.id, this.owner],
+    );
+  }
+
+  /** Hands jobs back for any replica to take (graceful shutdown); only jobs not yet sent to the agent. */
+  async release(ids: readonly number[]): Promise<number> {
+    if (ids.length === 0) return 0;
+    const rows = await this.db.query(
+      `UPDATE inbox SET state = 'pending', owner = NULL, lease_until = NULL
+       WHERE id = ANY($1::bigint[]) AND owner = $2 AND state = 'running' AND sent_at IS NULL RETURNING 1`,
+      [ids, this.owner],
+    );
+    return rows.length;
+  }
+
+  /** Cancels the open jobs of a closed channel or workspace (key prefix `team:` or `team:channel:`). */
+  async cancelOpenWithPrefix(prefix: string): Promise<number> {
+    const rows = await this.db.query(
+      `UPDATE inbox SET state = 'cancelled', finished_at = now(), owner = NULL, lease_until = NULL,
+              payload = '{}', agent_reply = NULL
+       WHERE thread_key LIKE $1 AND ${OPEN} RETURNING 1`,
+      [`${prefix.replace(/[\\%_]/g, '\\$&')}%`],
+    );
+    return rows.length;
+  }
+
+  /** Gives a message still waiting new words (an edit); false if it already started. */
+  async replaceWaitingPayload(dedupeKey: string, edit: (payload: unknown) => unknown): Promise<boolean> {
+    return this.db.transaction(async (query) => {
+      const [row] = await query<{ payload: string }>(
+        `SELECT payload FROM inbox WHERE dedupe_key = $1 AND state = 'pending' AND sent_at IS NULL FOR UPDATE`,
+        [dedupeKey],
+      );
+      if (!row) return false;
+      await query('UPDATE inbox SET payload = $2 WHERE dedupe_key = $1', [
+        dedupeKey,
+        JSON.stringify(edit(JSON.parse(row.payload))),
+      ]);
+      return true;
+    });
+  }
+
+  /** Whether this message's prompt reached the agent. */
+  async wasSent(dedupeKey: string): Promise<boolean> {
+    return (
+      (await this.db.query('SELECT 1 FROM inbox WHERE dedupe_key = $1 AND sent_at IS NOT NULL', [dedupeKey]))
+        .length > 0
+    );
+  }
+
+  async counts(): Promise<{ pending: number; running: number }> {
+    const rows = await this.db.query<{ state: string; count: string | number }>(
+      `SELECT state, count(*) AS count FROM inbox WHERE ${OPEN} GROUP BY state`,
+    );
+    const of = (state: string) => Number(rows.find((row) => row.state === state)?.count ?? 0);
+    return { pending: of('pending'), running: of('running') };
+  }
+
+  /**
+   * Forgets finished jobs older than Slack's retry and edit horizon (their keys dedupe until then), and
+   * request counts older than the per-user limit's minute.
+   */
+  async prune(olderThanDays = 7): Promise<number> {
+    const rows = await this.db.query(
+      `DELETE FROM inbox WHERE finished_at < now() - make_interval(days => $1) RETURNING 1`,
+      [olderThanDays],
+    );
+    await this.db.query(`DELETE FROM user_requests WHERE at < now() - interval '10 minutes'`);
+    return rows.length;
+  }
+
+  /** A progress write that lands only while the job is this owner's and wanted; otherwise it interrupts. */
+  private async progress(job: ClaimedJob, assignments: string, values: unknown[]): Promise<void> {
+    const rows = await this.db.query(
+      `UPDATE inbox SET ${assignments} WHERE id = $1 AND owner = $2 AND state = 'running' AND NOT stop_requested
+       RETURNING 1`,
+      [job.id, this.owner, ...values],
+    );
+    if (rows.length === 0) await this.assertWanted(job);
+  }
+}
+
+function toClaimedJob(row: JobRow): ClaimedJob {
+  return {
+    id: Number(row.id),
+    threadKey: row.thread_key,
+    dedupeKey: row.dedupe_key,
+    kind: row.kind,
+    payload: JSON.parse(row.payload) as unknown,
+    userId: row.user_id ?? undefined,
+    attempts: row.attempts,
+    sessionId: row.session_id ?? undefined,
+    sentAt: row.sent_at === null ? undefined : new Date(row.sent_at),
+    agentReply: row.agent_reply ?? undefined,
+    replyIsNotice: row.reply_is_notice === true,
+    partsPosted: row.parts_posted,
+    slowNoticeTs: row.slow_notice_ts ?? undefined,
+    queued: row.queued === true,
+    slackFailingSince: row.slack_failing_since === null ? undefined : new Date(row.slack_failing_since),
+  };
+}
+
+/** Cancels a thread's messages that have not started (only `userId`'s, when given); returns their payloads. */
+async function cancelWaiting(
+  query: SqlQuery,
+  threadKey: string,
+  userId: string | undefined,
+): Promise<unknown[]> {
+  const rows = await query<{ payload: string }>(
+    `WITH waiting AS (
+       SELECT id, payload FROM inbox
+       WHERE thread_key = $1 AND kind = 'message' AND sent_at IS NULL
+         AND (state = 'pending' OR (state = 'running' AND lease_until < now()))
+         AND ($2::text IS NULL OR user_id = $2)
+       FOR UPDATE)
+     UPDATE inbox SET state = 'cancelled', finished_at = now(), payload = '{}', owner = NULL, lease_until = NULL
+     FROM waiting WHERE inbox.id = waiting.id
+     RETURNING waiting.payload`,
+    [threadKey, userId ?? null],
+  );
+  return rows.map((row) => JSON.parse(row.payload) as unknown);
+}

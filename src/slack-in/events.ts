@@ -1,0 +1,173 @@
+import type { types } from '@slack/bolt';
+import { DM_MAIN_THREAD, type ThreadKey } from '../sessions/thread-key.js';
+
+/** Slack envelopes and events → the bot's own shapes (pure: no I/O). */
+
+type AllMessageEvents = types.AllMessageEvents;
+type AppMentionEvent = types.AppMentionEvent;
+
+/** The Events API envelope, as far as the bot reads it. */
+export interface EventEnvelope {
+  type: 'event_callback';
+  team_id: string;
+  event_id?: string;
+  event: { type: string; [field: string]: unknown };
+}
+
+export function isEventEnvelope(body: unknown): body is EventEnvelope {
+  const candidate = body as Partial<EventEnvelope> | undefined;
+  return (
+    candidate?.type === 'event_callback' &&
+    typeof candidate.team_id === 'string' &&
+    typeof candidate.event === 'object' &&
+    candidate.event !== null &&
+    typeof candidate.event.type === 'string'
+  );
+}
+
+/** The fields of a human-authored message the bot acts on, whatever event carried it. */
+export interface HumanMessage {
+  teamId: string;
+  channel: string;
+  isDm: boolean;
+  user: string;
+  text: string;
+  ts: string;
+  threadTs?: string;
+  hasFiles: boolean;
+  mentionsBot: boolean;
+  eventId?: string;
+  /** The sender's own workspace, when Slack says (Slack Connect: it may differ from the envelope's). */
+  userTeam?: string;
+}
+
+/** Where a message belongs: its conversation, and where the bot's replies to it go. */
+export interface Placement {
+  thread: ThreadKey;
+  /** A thread, or undefined for the top level of a 1:1 DM. */
+  replyThreadTs?: string;
+}
+
+export function fromMention(
+  event: AppMentionEvent,
+  teamId: string,
+  botUserId: string,
+): HumanMessage | undefined {
+  // Other bots mentioning us would make bots talk to each other forever.
+  if (event.bot_id || !event.user || (event.subtype && event.subtype !== 'file_share')) return undefined;
+  return {
+    teamId,
+    channel: event.channel,
+    isDm: event.channel.startsWith('D'),
+    user: event.user,
+    text: event.text ?? '',
+    ts: event.ts,
+    threadTs: event.thread_ts,
+    hasFiles: (event.files?.length ?? 0) > 0,
+    mentionsBot: event.text?.includes(`<@${botUserId}`) ?? true,
+    userTeam: senderTeam(event),
+  };
+}
+
+export function fromMessage(
+  event: AllMessageEvents,
+  teamId: string,
+  botUserId: string,
+): HumanMessage | undefined {
+  // Plain messages, file shares and thread broadcasts are people talking; every other subtype
+  // (joins, deletions, topic changes, bot messages, ...) is not.
+  if (event.subtype !== undefined && event.subtype !== 'file_share' && event.subtype !== 'thread_broadcast') {
+    return undefined;
+  }
+  // Any bot, whatever the subtype (bots can broadcast and share files too): bots never talk to the agent.
+  if (('bot_id' in event && event.bot_id) || ('bot_profile' in event && event.bot_profile)) return undefined;
+  if (!('user' in event) || !event.user || event.user === botUserId) return undefined;
+  const text = event.text ?? '';
+  const files = 'files' in event ? event.files : undefined;
+  return {
+    teamId,
+    channel: event.channel,
+    isDm: event.channel_type === 'im',
+    user: event.user,
+    text,
+    ts: event.ts,
+    threadTs: event.thread_ts,
+    hasFiles: (files?.length ?? 0) > 0,
+    mentionsBot: text.includes(`<@${botUserId}`),
+    userTeam: senderTeam(event),
+  };
+}
+
+/**
+ * Classic DMs: top-level messages share one conversation answered at the top level. Everything else, and
+ * every DM message in the agent experience (`agentView`, where each conversation is a thread of the
+ * Messages tab), is per thread.
+ */
+export function placementOf(
+  message: {
+    teamId: string;
+    channel: string;
+    isDm: boolean;
+    ts: string;
+    threadTs?: string;
+  },
+  agentView = false,
+): Placement {
+  const inThread = message.threadTs !== undefined && message.threadTs !== message.ts;
+  if (message.isDm && !inThread && !agentView) {
+    return { thread: { teamId: message.teamId, channelId: message.channel, threadTs: DM_MAIN_THREAD } };
+  }
+  const root = message.threadTs ?? message.ts;
+  return {
+    thread: { teamId: message.teamId, channelId: message.channel, threadTs: root },
+    replyThreadTs: root,
+  };
+}
+
+/** `stop` or `reset` when that is all the message says (besides the bot's mention). */
+export function controlWordOf(text: string, botUserId: string): 'stop' | 'reset' | undefined {
+  const words = text
+    .replace(new RegExp(`<@${botUserId}(\\|[^>]*)?>`, 'g'), ' ')
+    .trim()
+    .toLowerCase()
+    .replace(/[.!]+$/, '');
+  return words === 'stop' || words === 'reset' ? words : undefined;
+}
+
+export interface MessageEdit {
+  teamId: string;
+  channel: string;
+  isDm: boolean;
+  user: string;
+  ts: string;
+  threadTs?: string;
+  text: string;
+}
+
+/** A human's change of a message's words (not a link unfurl, which also arrives as message_changed). */
+export function editOf(event: AllMessageEvents, teamId: string, botUserId: string): MessageEdit | undefined {
+  if (event.subtype !== 'message_changed') return undefined;
+  const edited = event.message as AllMessageEvents | undefined;
+  const previous = event.previous_message as AllMessageEvents | undefined;
+  if (!edited || !('user' in edited) || !edited.user || edited.user === botUserId) return undefined;
+  if (('bot_id' in edited && edited.bot_id) || !edited.ts) return undefined;
+  const textOf = (message: AllMessageEvents | undefined) =>
+    message && 'text' in message ? (message.text ?? '') : '';
+  if (textOf(edited) === textOf(previous)) return undefined;
+  return {
+    teamId,
+    channel: event.channel,
+    isDm: event.channel_type === 'im',
+    user: edited.user,
+    ts: edited.ts,
+    threadTs: 'thread_ts' in edited ? edited.thread_ts : undefined,
+    text: textOf(edited),
+  };
+}
+
+/** The sender's workspace: `user_team` in Slack Connect channels, else the message's `team`. */
+export function senderTeam(event: object): string | undefined {
+  const fields = event as { user_team?: unknown; team?: unknown };
+  if (typeof fields.user_team === 'string' && fields.user_team !== '') return fields.user_team;
+  return typeof fields.team === 'string' && fields.team !== '' ? fields.team : undefined;
+}

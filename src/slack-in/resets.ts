@@ -1,0 +1,37 @@
+import type { ResetRequest } from '../conversation/jobs.js';
+import { jobKey } from '../conversation/jobs.js';
+import type { Inbox } from '../inbox/inbox.js';
+import type { SessionManager } from '../sessions/manager.js';
+import { threadKeyString } from '../sessions/thread-key.js';
+
+export type ResetDecision = { outcome: 'queued' | 'duplicate' } | { outcome: 'not-allowed'; starter: string };
+
+/**
+ * Thread resets, from a `reset` mention or the message shortcut: only the person who started the
+ * conversation may reset it (in a DM that is the only person there). An allowed reset is recorded as a job
+ * behind the answer in progress, cancelling what still waits, and is recorded before Slack is acknowledged.
+ */
+export class ThreadResets {
+  constructor(
+    private readonly inbox: Inbox,
+    private readonly sessions: SessionManager,
+    private readonly agentFor: (channelId: string) => string,
+    private readonly onQueued: () => void,
+  ) {}
+
+  async request(request: ResetRequest, requestTs: string, userId: string): Promise<ResetDecision> {
+    const { thread } = request;
+    const session = await this.sessions.existing(thread, this.agentFor(thread.channelId));
+    if (session && session.startedBy !== userId)
+      return { outcome: 'not-allowed', starter: session.startedBy };
+    const queued = await this.inbox.enqueueReset({
+      threadKey: threadKeyString(thread),
+      dedupeKey: jobKey(thread.teamId, thread.channelId, requestTs, 'reset'),
+      kind: 'reset',
+      payload: request,
+      userId,
+    });
+    if (queued) this.onQueued();
+    return { outcome: queued ? 'queued' : 'duplicate' };
+  }
+}

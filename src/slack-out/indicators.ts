@@ -1,0 +1,151 @@
+import type { SlackReplies } from './replies.js';
+
+export const QUEUED_REACTION = 'hourglass_flowing_sand';
+export const WORKING_REACTION = 'eyes';
+
+/** The agent thread's status ("<app> is thinking…"), and what Slack rotates through meanwhile. */
+export const AGENT_STATUS = 'is thinking…';
+export const AGENT_SLOW_STATUS = 'is still working on it…';
+export const AGENT_LOADING_MESSAGES = [
+  'Reading your message…',
+  'Asking the agent…',
+  'Waiting for the answer…',
+];
+/** Slack drops a status after about two minutes without a message; it is set again well before. */
+export const AGENT_STATUS_REFRESH_MS = 90_000;
+
+export const SLOW_NOTICE =
+  ':hourglass: The agent is taking a while on this one. I will post the answer here when it is ready.';
+
+/** The user message an indicator is attached to, and where replies to it go. */
+export interface IndicatorTarget {
+  channelId: string;
+  ts: string;
+  /** Thread of the reply, or undefined for a top-level DM conversation. */
+  replyThreadTs?: string;
+  /** A conversation in the Messages tab (agent experience): the thread's status shows the work. */
+  agentThread?: boolean;
+}
+
+export interface WorkingOptions {
+  /** A slow notice an earlier owner of this job already posted (after a crash), to clear at the end. */
+  slowNoticeTs?: string;
+  /** Persists the slow notice's ts, so whoever finishes the job can delete it. */
+  onSlowNotice?: (ts: string) => Promise<void>;
+  /** An earlier owner worked on this message (and may have left its reaction), so always clear it. */
+  resumed?: boolean;
+}
+
+/**
+ * Shows people that their message is queued or being worked on (reactions on their message, or the thread
+ * status in the Messages tab, and a notice when the agent is slow), and clears them again. Every call is best
+ * effort: an indicator that cannot be shown or cleared never fails the answer.
+ */
+export class WorkIndicators {
+  /** The last reaction call per message and reaction name, while one is under way. */
+  private readonly reactionCalls = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly replies: SlackReplies,
+    private readonly slowNoticeMs: number,
+    /** The working reaction waits this long: an answer that comes sooner needs no indicator (0: at once). */
+    private readonly workingDelayMs = 0,
+    /** How often an agent thread's status is set again while the answer is still coming. */
+    private readonly statusRefreshMs = AGENT_STATUS_REFRESH_MS,
+  ) {}
+
+  showQueued(target: IndicatorTarget): Promise<void> {
+    return this.inOrder(target, QUEUED_REACTION, () =>
+      this.replies.addReaction(target.channelId, target.ts, QUEUED_REACTION),
+    );
+  }
+
+  clearQueued(target: IndicatorTarget): Promise<void> {
+    return this.inOrder(target, QUEUED_REACTION, () =>
+      this.replies.removeReaction(target.channelId, target.ts, QUEUED_REACTION),
+    );
+  }
+
+  /** Marks the message as being worked on; call the returned function on every ending. */
+  showWorking(target: IndicatorTarget, options: WorkingOptions = {}): () => Promise<void> {
+    if (target.agentThread && target.replyThreadTs)
+      return this.showAgentStatus(target.channelId, target.replyThreadTs);
+    // Not awaited: the reaction shows up while the prompt is already on its way (it is awaited before removal).
+    let adding: Promise<void> | undefined;
+    const addWorking = () => {
+      adding = this.inOrder(target, WORKING_REACTION, () =>
+        this.replies.addReaction(target.channelId, target.ts, WORKING_REACTION),
+      );
+    };
+    const workingTimer = this.workingDelayMs > 0 ? setTimeout(addWorking, this.workingDelayMs) : undefined;
+    if (workingTimer) workingTimer.unref();
+    else addWorking();
+    let slowNoticeTs = options.slowNoticeTs;
+    let slowNoticePosting: Promise<void> | undefined;
+    const slowTimer =
+      this.slowNoticeMs > 0 && !slowNoticeTs
+        ? setTimeout(() => {
+            slowNoticePosting = this.replies
+              .notice({ channel: target.channelId, threadTs: target.replyThreadTs }, SLOW_NOTICE)
+              .then(async (ts) => {
+                slowNoticeTs = ts;
+                if (ts) await options.onSlowNotice?.(ts).catch(() => {});
+              });
+          }, this.slowNoticeMs)
+        : undefined;
+    slowTimer?.unref();
+    return async () => {
+      clearTimeout(slowTimer);
+      clearTimeout(workingTimer);
+      await slowNoticePosting;
+      if (adding || options.resumed) {
+        await adding;
+        await this.inOrder(target, WORKING_REACTION, () =>
+          this.replies.removeReaction(target.channelId, target.ts, WORKING_REACTION),
+        );
+      }
+      if (slowNoticeTs) await this.replies.deleteMessage(target.channelId, slowNoticeTs);
+    };
+  }
+
+  /**
+   * The agent experience's indicator: the thread's status, set at once, set again before Slack's expiry,
+   * reworded once the agent is slow (a notice message would clear it), and cleared on every ending.
+   */
+  private showAgentStatus(channel: string, threadTs: string): () => Promise<void> {
+    let status = AGENT_STATUS;
+    let setting = this.replies.setThreadStatus(channel, threadTs, status, AGENT_LOADING_MESSAGES);
+    const refresh = setInterval(() => {
+      setting = this.replies.setThreadStatus(channel, threadTs, status, AGENT_LOADING_MESSAGES);
+    }, this.statusRefreshMs);
+    refresh.unref();
+    const slow =
+      this.slowNoticeMs > 0
+        ? setTimeout(() => {
+            status = AGENT_SLOW_STATUS;
+            setting = this.replies.setThreadStatus(channel, threadTs, status, AGENT_LOADING_MESSAGES);
+          }, this.slowNoticeMs)
+        : undefined;
+    slow?.unref();
+    return async () => {
+      clearInterval(refresh);
+      clearTimeout(slow);
+      await setting;
+      await this.replies.setThreadStatus(channel, threadTs, '');
+    };
+  }
+
+  /**
+   * Reaction calls on one message and name run in the order they were made: a removal sent while its
+   * addition is still on the way could reach Slack first and leave the reaction behind for good.
+   */
+  private inOrder(target: IndicatorTarget, name: string, call: () => Promise<void>): Promise<void> {
+    const key = `${target.channelId}/${target.ts}/${name}`;
+    const run = (this.reactionCalls.get(key) ?? Promise.resolve()).then(call);
+    this.reactionCalls.set(key, run);
+    void run.finally(() => {
+      if (this.reactionCalls.get(key) === run) this.reactionCalls.delete(key);
+    });
+    return run;
+  }
+}

@@ -1,0 +1,297 @@
+import { ErrorCode, type WebClient } from '@slack/web-api';
+import type { Logger } from '../observability/logger.js';
+import { slackErrorCode } from './client.js';
+import { plainText, type SlackReplyPart } from './format.js';
+
+/** Where the bot writes: a channel, and the thread (none: the top level of a classic DM). */
+export interface ReplyTarget {
+  channel: string;
+  threadTs?: string;
+}
+
+/** Marks a message a job posted, so a job resumed after a crash or an unknown outcome never posts it twice. */
+export interface JobMark {
+  /** The job's identity (its Slack message). */
+  job: string;
+  /** Which of the job's messages: a reply part's index, or a notice's name. */
+  part: string;
+}
+
+/** Slack message metadata type of every message a job posts. */
+const JOB_METADATA_EVENT = 'agent_reply';
+/** Slack refuses the blocks, not the message: the same words go again as plain text. */
+const BLOCK_ERRORS = new Set(['invalid_blocks', 'invalid_blocks_format', 'msg_blocks_too_long']);
+/** Slack's own transient failures, answered with `ok: false`. */
+const TRANSIENT_ERRORS = new Set([
+  'ratelimited',
+  'internal_error',
+  'fatal_error',
+  'service_unavailable',
+  'request_timeout',
+]);
+const NO_THREAD_ERRORS = new Set(['thread_not_found', 'message_not_found']);
+/** Pages of a thread read when looking for what a job already posted (200 messages each). */
+const MAX_HISTORY_PAGES = 25;
+
+/**
+ * A post that failed. `transient`: Slack may take it later (`uncertain`: it may even have taken this one, so
+ * look before posting again). Otherwise Slack will never take it (an archived channel, a revoked token).
+ */
+export class SlackPostError extends Error {
+  constructor(
+    readonly transient: boolean,
+    readonly uncertain: boolean,
+    readonly code: string,
+    readonly retryAfterMs?: number,
+    options?: { cause?: unknown },
+  ) {
+    super(`Slack refused the post: ${code}`, options);
+    this.name = 'SlackPostError';
+  }
+}
+
+/**
+ * Every write the bot makes to Slack: job output (exactly once), notices, ephemerals, response_url answers,
+ * reactions, statuses, titles and prompts. `client` retries on its own (for calls that are harmless to
+ * repeat); `postClient` never retries, so a post whose outcome is unknown is looked up before it is sent again.
+ */
+export class SlackReplies {
+  constructor(
+    private readonly client: WebClient,
+    private readonly postClient: WebClient,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Posts one message of a job, marked with metadata; throws SlackPostError. Returns its ts. */
+  async postJobMessage(
+    target: ReplyTarget,
+    part: Pick<SlackReplyPart, 'text' | 'blocks'> & { markdown?: string },
+    mark: JobMark,
+  ): Promise<string | undefined> {
+    const metadata = { event_type: JOB_METADATA_EVENT, event_payload: { job: mark.job, part: mark.part } };
+    const base = { channel: target.channel, thread_ts: target.threadTs, metadata, unfurl_links: false };
+    try {
+      return (await this.postClient.chat.postMessage({ ...base, text: part.text, blocks: part.blocks })).ts;
+    } catch (error) {
+      const failure = classify(error);
+      if (!BLOCK_ERRORS.has(failure.code) || part.blocks.length === 0) throw failure;
+      this.logger.warn(
+        { code: failure.code },
+        'Slack refused the reply blocks; posting the words as plain text',
+      );
+      try {
+        return (
+          await this.postClient.chat.postMessage({ ...base, text: plainText(part.markdown ?? part.text) })
+        ).ts;
+      } catch (retryError) {
+        throw classify(retryError);
+      }
+    }
+  }
+
+  /**
+   * Which messages of `job` are already in the thread: read from the job's own message `fromTs` on, page by
+   * page, by their metadata. Throws SlackPostError when Slack cannot be read.
+   */
+  async postedJobParts(target: ReplyTarget, fromTs: string, job: string): Promise<Set<string>> {
+    const found = new Set<string>();
+    let cursor: string | undefined;
+    try {
+      for (let page = 0; page < MAX_HISTORY_PAGES; page++) {
+        const args = {
+          channel: target.channel,
+          oldest: fromTs,
+          inclusive: true,
+          include_all_metadata: true,
+          limit: 200,
+          cursor,
+        };
+        const history = target.threadTs
+          ? await this.client.conversations.replies({ ...args, ts: target.threadTs })
+          : await this.client.conversations.history(args);
+        for (const message of history.messages ?? []) {
+          const metadata = message.metadata as
+            | { event_type?: string; event_payload?: { job?: unknown; part?: unknown } }
+            | undefined;
+          if (metadata?.event_type === JOB_METADATA_EVENT && metadata.event_payload?.job === job) {
+            found.add(String(metadata.event_payload.part));
+          }
+        }
+        cursor = history.response_metadata?.next_cursor || undefined;
+        if (!cursor) break;
+      }
+    } catch (error) {
+      // No such thread (its first message was deleted, or never existed): nothing of the job's is in it.
+      if (!NO_THREAD_ERRORS.has(slackErrorCode(error) ?? '')) throw classify(error);
+    }
+    return found;
+  }
+
+  /** A message in a thread (best effort, for after-ack notices); returns its ts, or undefined if it failed. */
+  async notice(target: ReplyTarget, text: string): Promise<string | undefined> {
+    try {
+      return (
+        await this.client.chat.postMessage({ channel: target.channel, thread_ts: target.threadTs, text })
+      ).ts;
+    } catch (error) {
+      this.logger.warn({ err: error }, 'could not post a notice');
+      return undefined;
+    }
+  }
+
+  /** A note only one person sees, so the thread stays about the conversation. Best effort. */
+  async ephemeral(target: ReplyTarget, user: string, text: string, blocks?: unknown[]): Promise<void> {
+    try {
+      await this.client.chat.postEphemeral({
+        channel: target.channel,
+        user,
+        thread_ts: target.threadTs,
+        text,
+        ...(blocks ? { blocks: blocks as never } : {}),
+      });
+    } catch (error) {
+      this.logger.warn({ err: error }, 'could not post a private note');
+    }
+  }
+
+  /** Answers a slash command, shortcut or button through its response_url (valid for 30 minutes). Best effort. */
+  async respond(responseUrl: string, text: string, extra: { replaceOriginal?: boolean } = {}): Promise<void> {
+    try {
+      const response = await fetch(responseUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          response_type: 'ephemeral',
+          text,
+          replace_original: extra.replaceOriginal ?? false,
+        }),
+        redirect: 'error',
+        signal: AbortSignal.timeout(10_000),
+      });
+      if (!response.ok) throw new Error(`response_url answered HTTP ${response.status}`);
+    } catch (error) {
+      this.logger.warn({ err: error }, 'could not answer through response_url');
+    }
+  }
+
+  async deleteMessage(channel: string, ts: string): Promise<void> {
+    try {
+      await this.client.chat.delete({ channel, ts });
+    } catch (error) {
+      if (slackErrorCode(error) !== 'message_not_found')
+        this.logger.warn({ err: error }, 'could not delete a message');
+    }
+  }
+
+  /** Replaces a message's content (e.g. a notice whose button was used). Best effort. */
+  async updateMessage(channel: string, ts: string, text: string, blocks: unknown[] = []): Promise<void> {
+    try {
+      await this.client.chat.update({ channel, ts, text, blocks: blocks as never });
+    } catch (error) {
+      this.logger.warn({ err: error }, 'could not update a message');
+    }
+  }
+
+  async addReaction(channel: string, ts: string, name: string): Promise<void> {
+    try {
+      await this.client.reactions.add({ channel, timestamp: ts, name });
+    } catch (error) {
+      if (slackErrorCode(error) !== 'already_reacted')
+        this.logger.warn({ err: error, name }, 'could not show indicator');
+    }
+  }
+
+  async removeReaction(channel: string, ts: string, name: string): Promise<void> {
+    try {
+      await this.client.reactions.remove({ channel, timestamp: ts, name });
+    } catch (error) {
+      const code = slackErrorCode(error);
+      if (code !== 'no_reaction' && code !== 'message_not_found')
+        this.logger.warn({ err: error, name }, 'could not clear indicator');
+    }
+  }
+
+  /** The "<app> is thinking…" line of a Messages-tab thread ('' clears it). Best effort. */
+  async setThreadStatus(
+    channel: string,
+    threadTs: string,
+    status: string,
+    loadingMessages?: string[],
+  ): Promise<void> {
+    try {
+      await this.client.assistant.threads.setStatus({
+        channel_id: channel,
+        thread_ts: threadTs,
+        status,
+        ...(status && loadingMessages ? { loading_messages: loadingMessages } : {}),
+      });
+    } catch (error) {
+      this.logger.warn(
+        { err: error },
+        status ? 'could not set the thread status' : 'could not clear the thread status',
+      );
+    }
+  }
+
+  async setThreadTitle(channel: string, threadTs: string, title: string): Promise<void> {
+    try {
+      await this.client.assistant.threads.setTitle({ channel_id: channel, thread_ts: threadTs, title });
+    } catch (error) {
+      this.logger.warn({ err: error }, 'could not set the conversation title');
+    }
+  }
+
+  /** The Messages tab's suggested prompts (no thread: for an agent app they belong to the tab). */
+  async setSuggestedPrompts(
+    channel: string,
+    title: string,
+    prompts: readonly { title: string; message: string }[],
+  ): Promise<void> {
+    try {
+      await this.client.assistant.threads.setSuggestedPrompts({
+        channel_id: channel,
+        title,
+        prompts: [...prompts],
+      } as never);
+    } catch (error) {
+      this.logger.warn({ err: error }, 'could not set the suggested prompts');
+    }
+  }
+}
+
+/** Turns a WebClient failure into a SlackPostError. */
+function classify(error: unknown): SlackPostError {
+  if (error instanceof SlackPostError) return error;
+  const failure = error as {
+    code?: string;
+    retryAfter?: number;
+    statusCode?: number;
+    headers?: Record<string, string>;
+  };
+  switch (failure?.code) {
+    case ErrorCode.RateLimitedError:
+      // Refused before it was taken: certain it was not posted.
+      return new SlackPostError(true, false, 'ratelimited', (failure.retryAfter ?? 1) * 1000, {
+        cause: error,
+      });
+    case ErrorCode.HTTPError: {
+      const retryAfter = Number(failure.headers?.['retry-after']);
+      return new SlackPostError(
+        true,
+        true,
+        `http_${failure.statusCode ?? 'error'}`,
+        Number.isFinite(retryAfter) ? retryAfter * 1000 : undefined,
+        { cause: error },
+      );
+    }
+    case ErrorCode.PlatformError: {
+      const code = slackErrorCode(error) ?? 'unknown_error';
+      return new SlackPostError(TRANSIENT_ERRORS.has(code), code === 'request_timeout', code, undefined, {
+        cause: error,
+      });
+    }
+    default:
+      // A timeout or a reset connection: Slack may or may not have taken it.
+      return new SlackPostError(true, true, 'request_failed', undefined, { cause: error });
+  }
+}

@@ -1,0 +1,192 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { SessionStore, type SessionWithActivity, type ThreadSession } from '../../src/sessions/store.js';
+import { type Database, openDatabase, StoreError } from '../../src/store/database.js';
+import { createSessionKeyv } from '../../src/store/keyv.js';
+import { migrate, SESSIONS_TABLE } from '../../src/store/schema.js';
+import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '../helpers/postgres.js';
+
+const runPostgres = await shouldRunPostgresTests();
+
+const thread = { teamId: 'T1', channelId: 'C1', threadTs: '1700000000.000100' };
+
+function sessionFixture(sessionId: string, where: Partial<ThreadSession> = {}): ThreadSession {
+  return {
+    ...thread,
+    agentId: 'agent-1',
+    sessionId,
+    startedBy: 'U1',
+    createdAt: new Date().toISOString(),
+    ...where,
+  };
+}
+
+function storeOn(db: Database): SessionStore {
+  return new SessionStore(createSessionKeyv<ThreadSession>(db, SessionStore.namespace), db);
+}
+
+const ids = (sessions: SessionWithActivity[]) => sessions.map((session) => session.sessionId).sort();
+
+function storeContract(name: string, open: () => Promise<{ db: Database; reopen: () => Promise<Database> }>) {
+  describe(name, () => {
+    it('maps a thread to its session durably, across a reopen', async () => {
+      const { db, reopen } = await open();
+      await migrate(db);
+      const store = storeOn(db);
+      expect(await store.get(thread, 'agent-1')).toBeUndefined();
+      await store.create(sessionFixture('s-1'));
+      await store.create(sessionFixture('s-2', { threadTs: '1700000000.000200' }));
+      await db.close();
+
+      const again = await reopen();
+      const reopened = storeOn(again);
+      expect((await reopened.get(thread, 'agent-1'))?.sessionId).toBe('s-1');
+      expect(await reopened.get(thread, 'agent-2')).toBeUndefined(); // keyed by agent too
+      expect((await reopened.get({ ...thread, threadTs: '1700000000.000200' }, 'agent-1'))?.sessionId).toBe(
+        's-2',
+      );
+      await reopened.deleteAll([sessionFixture('s-1')]);
+      expect(await reopened.get(thread, 'agent-1')).toBeUndefined();
+      await again.close();
+    });
+
+    it('finds mappings by channel, thread, starter and idleness; activity never rewrites a mapping', async () => {
+      const { db } = await open();
+      await migrate(db);
+      const store = storeOn(db);
+      const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
+      await store.create(sessionFixture('s-a', { threadTs: '1.1', startedBy: 'U1' }));
+      await store.create(sessionFixture('s-b', { threadTs: '1.2', startedBy: 'U2', createdAt: hourAgo }));
+      await store.create(sessionFixture('s-c', { channelId: 'C2', threadTs: '1.1' }));
+      await store.create(sessionFixture('s-d', { teamId: 'T2', threadTs: '1.1' }));
+      expect(ids(await store.list({ teamId: 'T1', channelId: 'C1' }))).toEqual(['s-a', 's-b']);
+      expect(ids(await store.list({ teamId: 'T1', channelId: 'C1', startedBy: 'U2' }))).toEqual(['s-b']);
+      expect(ids(await store.list({ teamId: 'T1', channelId: 'C1', threadTs: '1.1' }))).toEqual(['s-a']);
+      expect(ids(await store.list({ teamId: 'T1' }))).toEqual(['s-a', 's-b', 's-c']);
+      expect(ids(await store.listIdle(new Date(Date.now() - 60_000)))).toEqual(['s-b']);
+      expect(ids(await store.mappingsOf('agent-1'))).toEqual(['s-a', 's-b', 's-c', 's-d']);
+
+      // Activity lives beside Keyv's row: the row stays exactly as Keyv's serializer wrote it.
+      const key = 'thread:T1:C1:1.2:agent-1';
+      const [before] = await db.query<{ value: string }>(
+        `SELECT value FROM ${SESSIONS_TABLE} WHERE key = $1`,
+        [key],
+      );
+      await store.recordActivity(
+        sessionFixture('s-b', { threadTs: '1.2' }),
+        new Date('2030-01-01T00:00:00Z'),
+      );
+      const [after] = await db.query<{ value: string }>(
+        `SELECT value FROM ${SESSIONS_TABLE} WHERE key = $1`,
+        [key],
+      );
+      expect(after?.value).toBe(before?.value);
+      const [listed] = await store.list({ teamId: 'T1', channelId: 'C1', threadTs: '1.2' });
+      expect(listed?.lastActiveAt).toBe('2030-01-01T00:00:00.000Z');
+      expect(ids(await store.listIdle(new Date(Date.now() - 60_000)))).toEqual([]);
+
+      // Activity recorded for a thread reset meanwhile revives nothing, and is pruned.
+      await store.deleteAll([sessionFixture('s-a', { threadTs: '1.1' })]);
+      await store.recordActivity(sessionFixture('s-a', { threadTs: '1.1' }));
+      expect(await store.get({ ...thread, threadTs: '1.1' }, 'agent-1')).toBeUndefined();
+      expect(await store.pruneActivity()).toBe(1);
+      await db.close();
+    });
+
+    it('reports an unusable store as an error, never as "no session yet"', async () => {
+      const { db } = await open();
+      await migrate(db);
+      const store = storeOn(db);
+      await store.create(sessionFixture('s-1'));
+      await db.close();
+      await expect(store.get(thread, 'agent-1')).rejects.toBeInstanceOf(StoreError);
+      await expect(store.create(sessionFixture('s-9'))).rejects.toBeInstanceOf(StoreError);
+      await expect(store.list({ teamId: 'T1' })).rejects.toBeInstanceOf(StoreError);
+    });
+  });
+}
+
+const dataDirs: TempDataDir[] = [];
+storeContract('embedded store (PGlite under DATA_DIR)', async () => {
+  const dir = await freshDataDir();
+  dataDirs.push(dir);
+  const config = { kind: 'embedded' as const, dataDir: dir.path };
+  return { db: await openDatabase(config), reopen: () => openDatabase(config) };
+});
+afterAll(async () => {
+  await Promise.all(dataDirs.map((dir) => dir.remove()));
+});
+
+describe.runIf(runPostgres)('with PostgreSQL', () => {
+  const databases: TestDatabase[] = [];
+  afterAll(async () => {
+    await Promise.all(databases.map((database) => database.drop()));
+  });
+  storeContract('postgres store', async () => {
+    const database = await createTestDatabase();
+    databases.push(database);
+    const config = { kind: 'postgres' as const, databaseUrl: database.url, poolSize: 4 };
+    return { db: await openDatabase(config), reopen: () => openDatabase(config) };
+  });
+
+  it('lets a replica start next to busy ones: no DDL, so no lock on a table in use', async () => {
+    const database = await createTestDatabase();
+    databases.push(database);
+    const config = { kind: 'postgres' as const, databaseUrl: database.url, poolSize: 4 };
+    const running = await openDatabase(config);
+    await migrate(running);
+    // A live replica in the middle of admitting a message holds a row lock on the inbox.
+    let releaseInsert: () => void = () => {};
+    const insertHeld = new Promise<void>((resolve) => {
+      releaseInsert = resolve;
+    });
+    let inserted: () => void = () => {};
+    const insertStarted = new Promise<void>((resolve) => {
+      inserted = resolve;
+    });
+    const liveTransaction = running.transaction(async (query) => {
+      await query(`INSERT INTO inbox (thread_key, dedupe_key, kind, payload) VALUES ('t', 'd', 'k', '{}')`);
+      inserted();
+      await insertHeld;
+    });
+    await insertStarted;
+    const joining = await openDatabase(config);
+    try {
+      // Before versioning, this waited for an exclusive lock behind the open transaction (and could deadlock).
+      const outcome = await Promise.race([
+        migrate(joining).then(() => 'migrated'),
+        new Promise((resolve) => setTimeout(() => resolve('blocked'), 3_000)),
+      ]);
+      expect(outcome).toBe('migrated');
+    } finally {
+      releaseInsert();
+      await liveTransaction;
+      await joining.close();
+      await running.close();
+    }
+  });
+
+  it('refuses a store whose schema is newer than the bot', async () => {
+    const database = await createTestDatabase();
+    databases.push(database);
+    const db = await openDatabase({ kind: 'postgres', databaseUrl: database.url, poolSize: 4 });
+    try {
+      await migrate(db);
+      await db.query('INSERT INTO schema_version (version) VALUES (999)');
+      await expect(migrate(db)).rejects.toThrow(/newer than this bot/);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('fails with a StoreError when the server cannot be reached', async () => {
+    const db = await openDatabase({
+      kind: 'postgres',
+      databaseUrl: 'postgres://postgres@127.0.0.1:1/none',
+      poolSize: 2,
+    });
+    await expect(migrate(db)).rejects.toBeInstanceOf(StoreError);
+    await expect(storeOn(db).get(thread, 'agent-1')).rejects.toBeInstanceOf(StoreError);
+    await db.close();
+  });
+});

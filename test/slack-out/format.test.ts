@@ -1,0 +1,95 @@
+import { describe, expect, it } from 'vitest';
+import { formatAgentReply, splitMarkdown } from '../../src/slack-out/format.js';
+
+function fenceBalanced(chunk: string): boolean {
+  return (chunk.match(/^\s*```/gm) ?? []).length % 2 === 0;
+}
+
+describe('formatAgentReply', () => {
+  it('sends a short reply as one markdown block with a plain fallback', () => {
+    const parts = formatAgentReply('**Hello** _world_\n\n- a\n- b');
+    expect(parts).toEqual([
+      {
+        text: '**Hello** _world_\n\n- a\n- b',
+        blocks: [{ type: 'markdown', text: '**Hello** _world_\n\n- a\n- b' }],
+        markdown: '**Hello** _world_\n\n- a\n- b',
+      },
+    ]);
+  });
+
+  it('makes broadcasts inert in every form it posts, so agent output cannot ping a channel', () => {
+    const [part] = formatAgentReply('Hey <!channel> & <!here|here> @everyone <!subteam^S1|@devs> & <@U123>');
+    const inert = '\u200B';
+    const expected = `Hey @${inert}channel & @${inert}here @${inert}everyone @${inert}devs & <@U123>`;
+    expect(part?.markdown).toBe(expected);
+    expect(part?.blocks).toEqual([{ type: 'markdown', text: expected }]);
+    // The notification text is escaped as well, so a mention of one person shows literally there.
+    expect(part?.text).toBe(
+      `Hey @${inert}channel &amp; @${inert}here @${inert}everyone @${inert}devs &amp; &lt;@U123&gt;`,
+    );
+  });
+
+  it('keeps the indentation of nested lists and indented code across paragraphs', () => {
+    const [chunk] = splitMarkdown('- item\n\n    - nested item\n\n    indented code', 1_000);
+    expect(chunk).toBe('- item\n\n    - nested item\n\n    indented code');
+  });
+
+  it('says so when the agent replied with nothing', () => {
+    expect(formatAgentReply('   ')[0]?.text).toMatch(/empty reply/);
+  });
+
+  it('splits a long reply between paragraphs and code blocks, never inside a fence, losing nothing', () => {
+    const code = [
+      '```ts',
+      ...Array.from({ length: 120 }, (_, i) => `const line${i} = ${i}; // filler text`),
+      '```',
+    ];
+    const paragraphs = Array.from({ length: 30 }, (_, i) => `Paragraph ${i} ${'word '.repeat(60)}`.trim());
+    const markdown = [
+      paragraphs.slice(0, 15).join('\n\n'),
+      code.join('\n'),
+      paragraphs.slice(15).join('\n\n'),
+    ].join('\n\n');
+    expect(markdown.length).toBeGreaterThan(12_000);
+    const chunks = splitMarkdown(markdown, 3_000);
+    expect(chunks.length).toBeGreaterThan(4);
+    for (const chunk of chunks) {
+      expect(chunk.length).toBeLessThanOrEqual(3_000);
+      expect(fenceBalanced(chunk)).toBe(true);
+    }
+    // Every paragraph and every code line arrives, in order.
+    const joined = chunks.join('\n');
+    let cursor = 0;
+    for (const piece of [...paragraphs.slice(0, 15), ...code.slice(1, -1), ...paragraphs.slice(15)]) {
+      const at = joined.indexOf(piece, cursor);
+      expect(at, piece).toBeGreaterThanOrEqual(cursor);
+      cursor = at + piece.length;
+    }
+  });
+
+  it('re-opens a code block that is itself over the limit with the same language fence', () => {
+    const code = [
+      '```python',
+      ...Array.from({ length: 400 }, (_, i) => `print(${i})  # ${'x'.repeat(40)}`),
+      '```',
+    ];
+    const chunks = splitMarkdown(code.join('\n'), 2_000);
+    expect(chunks.length).toBeGreaterThan(5);
+    for (const chunk of chunks) {
+      expect(chunk.startsWith('```python\n')).toBe(true);
+      expect(chunk.endsWith('\n```')).toBe(true);
+      expect(chunk.length).toBeLessThanOrEqual(2_000);
+    }
+  });
+
+  it('closes an unterminated fence so the rest of the message is not swallowed as code', () => {
+    const [chunk] = splitMarkdown('Look:\n\n```\nlet x = 1;', 1_000);
+    expect(chunk).toBe('Look:\n\n```\nlet x = 1;\n```');
+  });
+
+  it('cuts a single enormous line at word boundaries', () => {
+    const chunks = splitMarkdown('word '.repeat(5_000).trim(), 1_000);
+    for (const chunk of chunks) expect(chunk.length).toBeLessThanOrEqual(1_000);
+    expect(chunks.join(' ').split(' ').length).toBe(5_000);
+  });
+});

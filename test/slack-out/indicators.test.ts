@@ -1,0 +1,81 @@
+import { WebClient } from '@slack/web-api';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/observability/logger.js';
+import {
+  AGENT_SLOW_STATUS,
+  AGENT_STATUS,
+  AGENT_STATUS_REFRESH_MS,
+  WorkIndicators,
+} from '../../src/slack-out/indicators.js';
+import { SlackReplies } from '../../src/slack-out/replies.js';
+import { FakeSlack } from '../fakes/slack.js';
+import { LogCapture } from '../helpers/stack.js';
+import { sleep } from '../helpers/wait.js';
+
+describe('the status of an agent thread', () => {
+  let slack: FakeSlack;
+  let client: WebClient;
+  beforeAll(async () => {
+    slack = await FakeSlack.start();
+    client = new WebClient(slack.botToken, { slackApiUrl: slack.apiUrl });
+  });
+  afterAll(() => slack.stop());
+
+  const logger = createLogger({ level: 'warn', secrets: [], destination: new LogCapture() });
+  const statuses = (threadTs: string) =>
+    slack
+      .callsOf('assistant.threads.setStatus')
+      .filter((call) => call.args.thread_ts === threadTs)
+      .map((call) => call.args.status);
+
+  it('is refreshed well before Slack lets it expire (about two minutes)', () => {
+    expect(AGENT_STATUS_REFRESH_MS).toBeLessThanOrEqual(100_000);
+  });
+
+  it('is set at once, set again while the answer takes long, reworded when slow, and cleared at the end', async () => {
+    // Short intervals stand in for the real 90 s refresh and SLOW_NOTICE_MS.
+    const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 250, 0, 100);
+    const threadTs = '1700000000.000100';
+    const clear = indicators.showWorking({
+      channelId: 'D0AGENT',
+      ts: threadTs,
+      replyThreadTs: threadTs,
+      agentThread: true,
+    });
+    await sleep(420);
+    await clear();
+    const seen = statuses(threadTs);
+    expect(seen[0]).toBe(AGENT_STATUS);
+    expect(seen.filter((status) => status === AGENT_STATUS).length).toBeGreaterThanOrEqual(2);
+    expect(seen).toContain(AGENT_SLOW_STATUS);
+    expect(seen.at(-1)).toBe('');
+    expect(slack.callsOf('reactions.add')).toEqual([]);
+    // Nothing keeps setting it after the end.
+    const count = seen.length;
+    await sleep(250);
+    expect(statuses(threadTs)).toHaveLength(count);
+  });
+});
+
+describe('reaction indicators', () => {
+  let slack: FakeSlack;
+  beforeAll(async () => {
+    slack = await FakeSlack.start();
+  });
+  afterAll(() => slack.stop());
+
+  it('are never left behind when the removal is made while the addition is still on its way', async () => {
+    // Additions reach Slack slowly, so a removal sent without waiting would take effect first, as a no-op.
+    slack.delayArrival('reactions.add', 150);
+    const client = new WebClient(slack.botToken, { slackApiUrl: slack.apiUrl });
+    const logger = createLogger({ level: 'silent', secrets: [] });
+    const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 0);
+    const target = { channelId: 'C0QUEUE', ts: '1700000000.000200', replyThreadTs: '1700000000.000200' };
+    const showing = indicators.showQueued(target);
+    await indicators.clearQueued(target);
+    await showing;
+    slack.delayArrival('reactions.add', undefined);
+    expect(slack.callsOf('reactions.add')).toHaveLength(1);
+    expect(slack.reactionsOn('C0QUEUE', target.ts)).toEqual([]);
+  });
+});
