@@ -84,11 +84,23 @@ describe.runIf(runPostgres)('TcpProxy in front of PostgreSQL', () => {
     const pending = client.query<{ four: number }>('SELECT 4 AS four').finally(() => {
       settled = true;
     });
+    // A connection opened during the blackhole is held, not refused.
+    const late = new pg.Client({ connectionString: proxy.url });
+    late.on('error', () => {});
+    clients.push(late);
+    let lateConnected = false;
+    const lateConnect = late.connect().then(() => {
+      lateConnected = true;
+    });
     await sleep(200);
     expect(settled).toBe(false);
+    expect(lateConnected).toBe(false);
+    expect(proxy.connectionCount).toBe(2);
 
     proxy.restore();
 
     await expect(pending).resolves.toMatchObject({ rows: [{ four: 4 }] });
+    await lateConnect;
+    await expect(late.query('SELECT 5 AS five')).resolves.toMatchObject({ rows: [{ five: 5 }] });
   });
 });
