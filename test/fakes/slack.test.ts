@@ -1,7 +1,14 @@
+import { App, type BlockAction, LogLevel as BoltLogLevel } from '@slack/bolt';
 import { SocketModeClient } from '@slack/socket-mode';
-import { LogLevel, retryPolicies, WebClient } from '@slack/web-api';
+import { ErrorCode, LogLevel, retryPolicies, WebClient } from '@slack/web-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { appMentionEvent } from '../helpers/slack-events.js';
+import { freePort } from '../helpers/free-port.js';
+import {
+  appContextChangedEvent,
+  appMentionEvent,
+  blockActionsPayload,
+  postSignedInteraction,
+} from '../helpers/slack-events.js';
 import { FakeSlack } from './slack.js';
 
 describe('FakeSlack', () => {
@@ -96,5 +103,805 @@ describe('FakeSlack', () => {
     } finally {
       await client.disconnect();
     }
+  });
+});
+
+/** A real WebClient against the fake; `retries: 0` and `rejectRateLimitedCalls` surface every failure. */
+function clientFor(
+  slack: FakeSlack,
+  options: { retries?: number; rejectRateLimitedCalls?: boolean } = {},
+): WebClient {
+  return new WebClient(slack.botToken, {
+    slackApiUrl: slack.apiUrl,
+    logLevel: LogLevel.ERROR,
+    retryConfig:
+      options.retries === undefined ? retryPolicies.rapidRetryPolicy : { retries: options.retries },
+    rejectRateLimitedCalls: options.rejectRateLimitedCalls ?? false,
+  });
+}
+
+/** The `error` a WebClient call was refused with, and Slack's detail lines. */
+async function refusal(call: Promise<unknown>): Promise<{ error: unknown; messages: unknown }> {
+  const error: unknown = await call.then(
+    () => {
+      throw new Error('expected the call to be refused');
+    },
+    (e: unknown) => e,
+  );
+  const data = (error as { data?: { error?: unknown; response_metadata?: { messages?: unknown } } }).data;
+  return { error: data?.error, messages: data?.response_metadata?.messages };
+}
+
+const rawText = (text: string) => ({ type: 'raw_text', text });
+
+describe('FakeSlack agent sessions', () => {
+  let slack: FakeSlack;
+  let client: WebClient;
+  let root: string;
+
+  beforeEach(async () => {
+    slack = await FakeSlack.start({ users: { U0ALICE: { name: 'alice' } } });
+    client = clientFor(slack);
+    root = slack.seedMessage('C1', { user: 'U0ALICE', text: 'plan my trip' });
+  });
+
+  afterEach(async () => {
+    await slack.stop();
+  });
+
+  it('creates the session on the first setStatus, takes title and initiator only then, and keeps every status', async () => {
+    const created = await client.agents.sessions.setStatus({
+      channel_id: 'C1',
+      thread_ts: root,
+      status: 'processing',
+      title: 'Trip planning',
+      initiator_user_id: 'U0ALICE',
+    });
+    expect(created).toMatchObject({
+      ok: true,
+      status: 'processing',
+      agent_status: 'processing',
+      title: 'Trip planning',
+    });
+    expect(slack.agentSession('C1', root)?.stopButtonVisible).toBe(true);
+
+    await client.agents.sessions.setStatus({
+      channel_id: 'C1',
+      thread_ts: root,
+      status: 'active',
+      title: 'Ignored',
+    });
+    await client.agents.sessions.setStatus({
+      channel_id: 'C1',
+      thread_ts: root,
+      status: 'closed',
+      initiator_user_id: 'U0BOB',
+    });
+
+    const session = slack.agentSession('C1', root);
+    expect(session).toMatchObject({
+      status: 'closed',
+      title: 'Trip planning',
+      initiatorUserId: 'U0ALICE',
+      stopButtonVisible: false,
+    });
+    expect(session?.history.map((h) => [h.status, h.via])).toEqual([
+      ['processing', 'agents.sessions.setStatus'],
+      ['active', 'agents.sessions.setStatus'],
+      ['closed', 'agents.sessions.setStatus'],
+    ]);
+    // Another thread is another session.
+    expect(slack.agentSession('C1', slack.seedMessage('C1', { user: 'U0ALICE', text: 'x' }))).toBeUndefined();
+  });
+
+  it.each([
+    ['an unknown status', { status: 'done' }, 'invalid_arguments'],
+    ['no thread_ts', { status: 'processing', thread_ts: undefined }, 'invalid_arguments'],
+    ['no channel_id', { status: 'processing', channel_id: undefined }, 'channel_not_found'],
+    ['a title over 200 characters', { status: 'processing', title: 't'.repeat(201) }, 'invalid_arguments'],
+    [
+      'an icon without chat:write.customize',
+      { status: 'processing', icon_emoji: ':robot_face:' },
+      'missing_scope',
+    ],
+  ])('refuses setStatus with %s and creates nothing', async (_name, override, error) => {
+    const args = { channel_id: 'C1', thread_ts: root, ...override };
+    const refused = await refusal(
+      client.agents.sessions.setStatus(args as Parameters<WebClient['agents']['sessions']['setStatus']>[0]),
+    );
+    expect(refused.error).toBe(error);
+    expect(slack.agentSession('C1', root)).toBeUndefined();
+  });
+
+  it('applies icon and username overrides as one set when chat:write.customize is granted', async () => {
+    await slack.stop();
+    slack = await FakeSlack.start({ scopes: ['chat:write', 'chat:write.customize'] });
+    client = clientFor(slack);
+    await client.agents.sessions.setStatus({
+      channel_id: 'C1',
+      thread_ts: '1.000001',
+      status: 'processing',
+      icon_emoji: ':robot_face:',
+      username: 'Helper',
+    });
+    await client.agents.sessions.setStatus({ channel_id: 'C1', thread_ts: '1.000001', status: 'active' });
+    expect(slack.agentSession('C1', '1.000001')?.appearance).toEqual({
+      icon_emoji: ':robot_face:',
+      username: 'Helper',
+    });
+    await client.agents.sessions.setStatus({
+      channel_id: 'C1',
+      thread_ts: '1.000001',
+      status: 'active',
+      icon_url: 'https://example.com/a.png',
+    });
+    expect(slack.agentSession('C1', '1.000001')?.appearance).toEqual({
+      icon_url: 'https://example.com/a.png',
+    });
+  });
+
+  it('renames only existing sessions, to 1-200 characters', async () => {
+    expect(
+      (await refusal(client.agents.sessions.rename({ channel_id: 'C1', thread_ts: root, title: 'Early' })))
+        .error,
+    ).toBe('session_not_found');
+
+    await client.agents.sessions.setStatus({
+      channel_id: 'C1',
+      thread_ts: root,
+      status: 'processing',
+      title: 'First',
+    });
+    const renamed = await client.agents.sessions.rename({
+      channel_id: 'C1',
+      thread_ts: root,
+      title: 'Second',
+    });
+    expect(renamed).toMatchObject({ ok: true, title: 'Second' });
+    for (const title of ['', 'x'.repeat(201)]) {
+      expect(
+        (await refusal(client.agents.sessions.rename({ channel_id: 'C1', thread_ts: root, title }))).error,
+      ).toBe('invalid_arguments');
+    }
+
+    const session = slack.agentSession('C1', root);
+    expect(session?.title).toBe('Second');
+    expect(session?.titles.map((t) => [t.title, t.via])).toEqual([
+      ['First', 'agents.sessions.setStatus'],
+      ['Second', 'agents.sessions.rename'],
+    ]);
+  });
+
+  it('warns and shows no stop button while the app does not subscribe to agent_session_stopped', async () => {
+    slack.setAgentSessionStoppedSubscribed(false);
+    const answer = await client.agents.sessions.setStatus({
+      channel_id: 'C1',
+      thread_ts: root,
+      status: 'processing',
+    });
+    expect(answer.ok).toBe(true);
+    expect(answer.response_metadata?.warnings).toEqual(['missing_agent_session_stopped_event_subscription']);
+    expect(slack.agentSession('C1', root)?.stopButtonVisible).toBe(false);
+    expect(() => slack.pressStopButton('C1', root, 'U0ALICE')).toThrow(/no stop button/);
+
+    slack.setAgentSessionStoppedSubscribed(true);
+    const quiet = await client.agents.sessions.setStatus({
+      channel_id: 'C1',
+      thread_ts: root,
+      status: 'processing',
+    });
+    expect(quiet.response_metadata?.warnings).toBeUndefined();
+  });
+
+  it('stop stops the open streams of the thread and leaves the status to the app', async () => {
+    const stream = await client.chat.startStream({
+      channel: 'C1',
+      thread_ts: root,
+      markdown_text: 'Thinking',
+    });
+    const session = slack.agentSession('C1', root);
+    expect(session).toMatchObject({
+      status: 'processing',
+      initiatorUserId: 'U0ALICE',
+      stopButtonVisible: true,
+    });
+
+    const stopped = slack.pressStopButton('C1', root, 'U0ALICE');
+
+    expect(stopped.event).toEqual({
+      type: 'agent_session_stopped',
+      channel: 'C1',
+      user: 'U0ALICE',
+      thread_ts: root,
+      streaming_message_ts: [stream.ts],
+      event_ts: expect.stringMatching(/^\d+\.\d{6}$/),
+    });
+    expect(stopped.team_id).toBe(slack.teamId);
+    expect(slack.agentSession('C1', root)?.status).toBe('processing');
+    expect(
+      (await refusal(client.chat.appendStream({ channel: 'C1', ts: stream.ts!, markdown_text: 'more' })))
+        .error,
+    ).toBe('message_not_in_streaming_state');
+    // With no stream open, the event still comes, with an empty list.
+    expect(slack.pressStopButton('C1', root, 'U0ALICE').event.streaming_message_ts).toEqual([]);
+  });
+
+  it('moves the session with chat.stopStream session_status and the assistant.threads bridge', async () => {
+    const stream = await client.chat.startStream({
+      channel: 'C1',
+      thread_ts: root,
+      markdown_text: 'Let me see',
+    });
+    await client.chat.stopStream({ channel: 'C1', ts: stream.ts!, session_status: 'suspended' } as Parameters<
+      WebClient['chat']['stopStream']
+    >[0]);
+    await client.assistant.threads.setStatus({ channel_id: 'C1', thread_ts: root, status: 'is thinking…' });
+    await client.assistant.threads.setStatus({ channel_id: 'C1', thread_ts: root, status: '' });
+    await client.assistant.threads.setTitle({ channel_id: 'C1', thread_ts: root, title: 'Bridged' });
+    const second = await client.chat.startStream({ channel: 'C1', thread_ts: root, markdown_text: 'Again' });
+    await client.chat.stopStream({ channel: 'C1', ts: second.ts! });
+
+    const session = slack.agentSession('C1', root);
+    expect(session?.history.map((h) => `${h.status} by ${h.via}`)).toEqual([
+      'processing by chat.startStream',
+      'suspended by chat.stopStream',
+      'processing by assistant.threads.setStatus',
+      'active by assistant.threads.setStatus',
+      'processing by chat.startStream',
+      'active by chat.stopStream',
+    ]);
+    expect(session?.title).toBe('Bridged');
+  });
+
+  it('refuses a stopStream session_status Slack does not know, and leaves the stream open', async () => {
+    const stream = await client.chat.startStream({ channel: 'C1', thread_ts: root, markdown_text: 'Hm' });
+    const stop = { channel: 'C1', ts: stream.ts!, session_status: 'paused' };
+    expect(
+      (await refusal(client.chat.stopStream(stop as Parameters<WebClient['chat']['stopStream']>[0]))).error,
+    ).toBe('invalid_arguments');
+    await expect(
+      client.chat.appendStream({ channel: 'C1', ts: stream.ts!, markdown_text: '…' }),
+    ).resolves.toMatchObject({ ok: true });
+    expect(slack.agentSession('C1', root)?.status).toBe('processing');
+  });
+
+  it('times out processing to active, and a new processing restarts the clock', async () => {
+    await slack.stop();
+    slack = await FakeSlack.start({ agentSessionProcessingTimeoutMs: 100 });
+    client = clientFor(slack);
+    const set = (status: 'processing' | 'active') =>
+      client.agents.sessions.setStatus({ channel_id: 'C1', thread_ts: '5.000001', status });
+
+    await set('processing');
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    await set('processing');
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    // 120 ms after the first processing, but only 60 after the second.
+    expect(slack.agentSession('C1', '5.000001')?.status).toBe('processing');
+    await new Promise((resolve) => setTimeout(resolve, 60));
+
+    const session = slack.agentSession('C1', '5.000001');
+    expect(session?.status).toBe('active');
+    const [, second, timeout] = session?.history ?? [];
+    expect(timeout).toMatchObject({ status: 'active', via: 'timeout' });
+    expect((timeout?.at ?? 0) - (second?.at ?? 0)).toBe(100);
+  });
+
+  it('waits for a status reached by a later call', async () => {
+    const reached = slack.waitForAgentSessionStatus('C1', root, 'closed', 2000);
+    await client.agents.sessions.setStatus({ channel_id: 'C1', thread_ts: root, status: 'processing' });
+    await client.agents.sessions.setStatus({ channel_id: 'C1', thread_ts: root, status: 'closed' });
+    expect((await reached).history.map((h) => h.status)).toEqual(['processing', 'closed']);
+    await expect(slack.waitForAgentSessionStatus('C1', root, 'suspended', 50)).rejects.toThrow(
+      /did not reach suspended.*processing → closed/,
+    );
+  });
+
+  it('renames a session as a person would, for the title-changed event', async () => {
+    await client.agents.sessions.setStatus({
+      channel_id: 'C1',
+      thread_ts: root,
+      status: 'active',
+      title: 'Old',
+    });
+    const changed = slack.renameAgentSessionAsUser('C1', root, 'U0ALICE', 'New');
+    expect(changed.event).toMatchObject({
+      type: 'agent_session_title_changed',
+      channel: 'C1',
+      user: 'U0ALICE',
+      thread_ts: root,
+      title: 'New',
+      previous_title: 'Old',
+      team_id: slack.teamId,
+    });
+    expect(slack.agentSession('C1', root)?.titles.at(-1)).toMatchObject({ title: 'New', via: 'user' });
+  });
+});
+
+describe('FakeSlack block checks', () => {
+  let slack: FakeSlack;
+  let client: WebClient;
+
+  beforeEach(async () => {
+    slack = await FakeSlack.start();
+    client = clientFor(slack);
+  });
+
+  afterEach(async () => {
+    await slack.stop();
+  });
+
+  const table = (rows: unknown[][], extra: Record<string, unknown> = {}) => ({
+    type: 'table',
+    rows,
+    ...extra,
+  });
+  const feedback = (positive: Record<string, unknown> = {}) => ({
+    type: 'feedback_buttons',
+    action_id: 'feedback',
+    positive_button: { text: { type: 'plain_text', text: '👍' }, value: 'good', ...positive },
+    negative_button: { text: { type: 'plain_text', text: '👎' }, value: 'bad' },
+  });
+
+  it('stores documented tables and feedback buttons and returns them from conversations.replies', async () => {
+    const root = slack.seedMessage('C1', { user: 'U0ALICE', text: 'numbers please' });
+    const blocks = [
+      table(
+        [
+          [rawText('Region'), rawText('Revenue')],
+          [
+            {
+              type: 'rich_text',
+              elements: [{ type: 'rich_text_section', elements: [{ type: 'text', text: 'EMEA' }] }],
+            },
+            { type: 'raw_number', value: 1.2, text: '1.2M' },
+          ],
+        ],
+        { column_settings: [null, { align: 'right', is_wrapped: true }] },
+      ),
+      {
+        type: 'context_actions',
+        block_id: 'answer-actions',
+        elements: [
+          feedback({ accessibility_label: 'Good answer' }),
+          {
+            type: 'icon_button',
+            icon: 'trash',
+            text: { type: 'plain_text', text: 'Delete' },
+            action_id: 'delete',
+          },
+        ],
+      },
+    ];
+
+    await client.chat.postMessage({
+      channel: 'C1',
+      thread_ts: root,
+      text: 'Revenue',
+      blocks: blocks as never,
+    });
+
+    const replies = await client.conversations.replies({ channel: 'C1', ts: root });
+    expect(replies.messages?.[1]?.blocks).toEqual(blocks);
+  });
+
+  const rows = (count: number, cells = 1) =>
+    Array.from({ length: count }, (_, r) => Array.from({ length: cells }, (_, c) => rawText(`${r}/${c}`)));
+
+  it.each([
+    ['101 rows', [table(rows(101))], 'invalid_blocks', '/blocks/0/rows'],
+    ['21 cells in a row', [table(rows(1, 21))], 'invalid_blocks', '/blocks/0/rows/0'],
+    [
+      'an unknown cell type',
+      [table([[{ type: 'mrkdwn', text: 'x' }]])],
+      'invalid_blocks',
+      '/blocks/0/rows/0/0/type',
+    ],
+    [
+      'a raw_number without value',
+      [table([[{ type: 'raw_number', text: '1' }]])],
+      'invalid_blocks',
+      '/rows/0/0/value',
+    ],
+    [
+      '10,001 characters of cells',
+      [table([[rawText('x'.repeat(10_001))]])],
+      'invalid_blocks',
+      '/blocks/0/rows',
+    ],
+    [
+      '21 column settings',
+      [table(rows(1), { column_settings: Array.from({ length: 21 }, () => null) })],
+      'invalid_blocks',
+      '/blocks/0/column_settings',
+    ],
+    [
+      'an unknown alignment',
+      [table(rows(1), { column_settings: [{ align: 'middle' }] })],
+      'invalid_blocks',
+      '/column_settings/0/align',
+    ],
+    ['two tables', [table(rows(1)), table(rows(1))], 'invalid_attachments', 'only_one_table_allowed'],
+    [
+      'a 6,000-character table (the control: within limits)',
+      [table([[rawText('x'.repeat(6000))]]), { type: 'section', text: { type: 'mrkdwn', text: 'between' } }],
+      undefined,
+      undefined,
+    ],
+    [
+      'six context actions',
+      [{ type: 'context_actions', elements: Array.from({ length: 6 }, () => feedback()) }],
+      'invalid_blocks',
+      '/blocks/0/elements',
+    ],
+    [
+      'a 76-character button text',
+      [
+        {
+          type: 'context_actions',
+          elements: [feedback({ text: { type: 'plain_text', text: 'x'.repeat(76) } })],
+        },
+      ],
+      'invalid_blocks',
+      '/positive_button/text/text',
+    ],
+    [
+      'a 2,001-character value',
+      [{ type: 'context_actions', elements: [feedback({ value: 'v'.repeat(2001) })] }],
+      'invalid_blocks',
+      '/positive_button/value',
+    ],
+    [
+      'feedback buttons outside context_actions',
+      [{ type: 'actions', elements: [feedback()] }],
+      'invalid_blocks',
+      '/blocks/0/elements/0/type',
+    ],
+    [
+      'markdown blocks over 12,000 characters together',
+      [
+        { type: 'markdown', text: 'a'.repeat(6000) },
+        { type: 'markdown', text: 'b'.repeat(6001) },
+      ],
+      'invalid_blocks',
+      '/blocks/1/text',
+    ],
+  ])('with %s', async (_name, blocks, error, pointer) => {
+    const posting = client.chat.postMessage({ channel: 'C1', text: 'fallback', blocks: blocks as never });
+    if (error === undefined) {
+      await expect(posting).resolves.toMatchObject({ ok: true });
+      return;
+    }
+    const refused = await refusal(posting);
+    expect(refused.error).toBe(error);
+    expect(refused.messages).toEqual([expect.stringContaining(String(pointer))]);
+    expect(slack.channelMessages('C1')).toEqual([]);
+  });
+
+  it('counts tables in attachments and checks chat.update too', async () => {
+    const refused = await refusal(
+      client.chat.postMessage({
+        channel: 'C1',
+        text: 'x',
+        blocks: [table(rows(1))] as never,
+        attachments: [{ blocks: [table(rows(1))] as never }],
+      }),
+    );
+    expect(refused.error).toBe('invalid_attachments');
+
+    const posted = await client.chat.postMessage({
+      channel: 'C1',
+      text: 'x',
+      blocks: [table(rows(2))] as never,
+    });
+    expect(
+      (
+        await refusal(
+          client.chat.update({ channel: 'C1', ts: posted.ts!, blocks: [table(rows(101))] as never }),
+        )
+      ).error,
+    ).toBe('invalid_blocks');
+    expect(slack.channelMessages('C1')[0]?.blocks).toEqual([table(rows(2))]);
+  });
+});
+
+describe('FakeSlack outages', () => {
+  let slack: FakeSlack;
+
+  beforeEach(async () => {
+    slack = await FakeSlack.start();
+  });
+
+  afterEach(async () => {
+    await slack.stop();
+  });
+
+  it('answers 503 to a method for a duration, then normally again', async () => {
+    const client = clientFor(slack, { retries: 0 });
+    slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 300);
+
+    for (const text of ['first', 'second']) {
+      await expect(client.chat.postMessage({ channel: 'C1', text })).rejects.toMatchObject({
+        code: ErrorCode.HTTPError,
+        statusCode: 503,
+      });
+    }
+    // Other methods are untouched.
+    await expect(client.auth.test()).resolves.toMatchObject({ ok: true });
+    await new Promise((resolve) => setTimeout(resolve, 350));
+
+    await expect(client.chat.postMessage({ channel: 'C1', text: 'after' })).resolves.toMatchObject({
+      ok: true,
+    });
+    expect(slack.channelMessages('C1').map((m) => m.text)).toEqual(['after']);
+  });
+
+  it('fails every method under `*`, rate limits with Retry-After, and clearFailures ends it early', async () => {
+    const client = clientFor(slack, { retries: 0, rejectRateLimitedCalls: true });
+    slack.failFor('*', { type: 'rate_limited', retryAfterSeconds: 7 }, 60_000);
+
+    await expect(client.auth.test()).rejects.toMatchObject({
+      code: ErrorCode.RateLimitedError,
+      retryAfter: 7,
+    });
+    await expect(
+      client.reactions.add({ channel: 'C1', timestamp: '1.000001', name: 'eyes' }),
+    ).rejects.toMatchObject({
+      code: ErrorCode.RateLimitedError,
+    });
+
+    slack.clearFailures('*');
+    await expect(client.auth.test()).resolves.toMatchObject({ ok: true });
+  });
+});
+
+describe('FakeSlack interactions', () => {
+  const SIGNING_SECRET = 'interaction-test-secret';
+  let slack: FakeSlack;
+  let client: WebClient;
+
+  beforeEach(async () => {
+    slack = await FakeSlack.start({ users: { U0ALICE: { name: 'alice' } } });
+    client = clientFor(slack);
+  });
+
+  afterEach(async () => {
+    await slack.stop();
+  });
+
+  async function postAnswer(root: string): Promise<string> {
+    const posted = await client.chat.postMessage({
+      channel: 'C1',
+      thread_ts: root,
+      text: 'The answer',
+      blocks: [
+        { type: 'section', block_id: 'body', text: { type: 'mrkdwn', text: 'The answer' } },
+        {
+          type: 'actions',
+          block_id: 'more',
+          elements: [
+            {
+              type: 'button',
+              action_id: 'retry',
+              value: 'turn-7',
+              text: { type: 'plain_text', text: 'Retry' },
+            },
+          ],
+        },
+        {
+          type: 'context_actions',
+          block_id: 'rate',
+          elements: [
+            {
+              type: 'feedback_buttons',
+              action_id: 'feedback',
+              positive_button: { text: { type: 'plain_text', text: '👍' }, value: 'good:turn-7' },
+              negative_button: { text: { type: 'plain_text', text: '👎' }, value: 'bad:turn-7' },
+            },
+          ],
+        },
+      ],
+    });
+    return posted.ts!;
+  }
+
+  it('a feedback click reaches a Bolt app with the clicked value, and its ephemeral answer lands in the thread', async () => {
+    const root = slack.seedMessage('C1', { user: 'U0ALICE', text: 'question' });
+    const answerTs = await postAnswer(root);
+    const message = slack.threadMessages('C1', root).find((m) => m.ts === answerTs)!;
+
+    const received: BlockAction[] = [];
+    const app = new App({
+      token: slack.botToken,
+      signingSecret: SIGNING_SECRET,
+      logLevel: BoltLogLevel.ERROR,
+      clientOptions: { slackApiUrl: slack.apiUrl },
+    });
+    app.action<BlockAction>('feedback', async ({ ack, body, respond }) => {
+      await ack();
+      received.push(body);
+      await respond({ text: 'Thanks for the feedback' });
+    });
+    const port = await freePort();
+    await app.start(port);
+    try {
+      const payload = blockActionsPayload({
+        user: 'U0ALICE',
+        channel: 'C1',
+        message,
+        actionId: 'feedback',
+        feedback: 'negative',
+        responseUrl: slack.responseUrl('click-1', {
+          channel: 'C1',
+          user: 'U0ALICE',
+          messageTs: answerTs,
+          threadTs: root,
+        }),
+      });
+      const delivered = await postSignedInteraction(
+        `http://127.0.0.1:${port}/slack/events`,
+        SIGNING_SECRET,
+        payload,
+      );
+      expect(delivered.status).toBe(200);
+      await slack.waitForCall('response_url', (c) => c.args.responseId === 'click-1');
+    } finally {
+      await app.stop();
+    }
+
+    expect(received).toHaveLength(1);
+    expect(received[0]?.actions[0]).toEqual({
+      type: 'feedback_buttons',
+      block_id: 'rate',
+      action_id: 'feedback',
+      value: 'bad:turn-7',
+      text: { type: 'plain_text', text: '👎' },
+      action_ts: expect.stringMatching(/^\d+\.\d{6}$/),
+    });
+    expect(received[0]).toMatchObject({
+      user: { id: 'U0ALICE' },
+      container: {
+        type: 'message',
+        message_ts: answerTs,
+        channel_id: 'C1',
+        thread_ts: root,
+        is_ephemeral: false,
+      },
+      message: { ts: answerTs, thread_ts: root, user: 'U0BOT' },
+    });
+    expect(slack.ephemeralMessages).toEqual([
+      expect.objectContaining({
+        channel: 'C1',
+        user: 'U0ALICE',
+        text: 'Thanks for the feedback',
+        threadTs: root,
+      }),
+    ]);
+  });
+
+  it('builds a plain button click from the message, and refuses elements the message lacks', async () => {
+    const root = slack.seedMessage('C1', { user: 'U0ALICE', text: 'question' });
+    const answerTs = await postAnswer(root);
+    const answer = slack.threadMessages('C1', root).find((m) => m.ts === answerTs)!;
+
+    const click = blockActionsPayload({
+      user: 'U0ALICE',
+      channel: 'C1',
+      message: answer,
+      actionId: 'retry',
+      responseUrl: slack.responseUrl('click-2'),
+    });
+
+    expect(click.actions).toEqual([
+      {
+        type: 'button',
+        block_id: 'more',
+        action_id: 'retry',
+        value: 'turn-7',
+        text: { type: 'plain_text', text: 'Retry' },
+        action_ts: expect.any(String),
+      },
+    ]);
+    expect(() =>
+      blockActionsPayload({
+        user: 'U0ALICE',
+        channel: 'C1',
+        message: answer,
+        actionId: 'nope',
+        responseUrl: '',
+      }),
+    ).toThrow(/no element with action_id nope/);
+    expect(() =>
+      blockActionsPayload({
+        user: 'U0ALICE',
+        channel: 'C1',
+        message: answer,
+        actionId: 'feedback',
+        responseUrl: '',
+      }),
+    ).toThrow(/which feedback button/);
+  });
+
+  it('applies response_url answers: replace_original, in_channel in a thread, delete_original', async () => {
+    const root = slack.seedMessage('C1', { user: 'U0ALICE', text: 'question' });
+    const answerTs = await postAnswer(root);
+    const url = slack.responseUrl('click-3', {
+      channel: 'C1',
+      user: 'U0ALICE',
+      messageTs: answerTs,
+      threadTs: root,
+    });
+    const answer = (body: Record<string, unknown>) =>
+      fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+
+    await answer({ replace_original: 'true', text: 'Retrying…' });
+    expect(slack.threadMessages('C1', root).find((m) => m.ts === answerTs)?.text).toBe('Retrying…');
+
+    await answer({
+      response_type: 'in_channel',
+      replace_original: false,
+      thread_ts: root,
+      text: 'Done again',
+    });
+    expect(slack.threadMessages('C1', root).map((m) => m.text)).toEqual([
+      'question',
+      'Retrying…',
+      'Done again',
+    ]);
+
+    await answer({ delete_original: true });
+    expect(slack.threadMessages('C1', root).map((m) => m.text)).toEqual(['question', 'Done again']);
+    expect(slack.ephemeralMessages).toEqual([]);
+    expect(slack.callsOf('response_url')).toHaveLength(3);
+  });
+
+  it('delivers app_context_changed and a stop over Socket Mode as Slack shapes them', async () => {
+    const socket = new SocketModeClient({
+      appToken: slack.appToken,
+      logLevel: LogLevel.ERROR,
+      clientOptions: { slackApiUrl: slack.apiUrl },
+    });
+    const events: unknown[] = [];
+    for (const type of ['app_context_changed', 'agent_session_stopped']) {
+      socket.on(type, async ({ ack, event }: { ack: () => Promise<void>; event: unknown }) => {
+        events.push(event);
+        await ack();
+      });
+    }
+    try {
+      await socket.start();
+      await slack.sendSocketEvent(
+        appContextChangedEvent({ viewing: 'C0VIEWED', user: 'U0ALICE', channel: 'D0BOT' }),
+      );
+      await slack.sendSocketEvent(appContextChangedEvent());
+      await client.agents.sessions.setStatus({
+        channel_id: 'D0BOT',
+        thread_ts: '9.000001',
+        status: 'processing',
+      });
+      await slack.sendSocketEvent(slack.pressStopButton('D0BOT', '9.000001', 'U0ALICE'));
+    } finally {
+      await socket.disconnect();
+    }
+
+    expect(events).toEqual([
+      {
+        type: 'app_context_changed',
+        user: 'U0ALICE',
+        channel: 'D0BOT',
+        context: { entities: [{ type: 'slack#/types/channel_id', value: 'C0VIEWED', team_id: 'T0TEAM' }] },
+        event_ts: expect.any(String),
+      },
+      { type: 'app_context_changed', context: {}, event_ts: expect.any(String) },
+      expect.objectContaining({
+        type: 'agent_session_stopped',
+        thread_ts: '9.000001',
+        streaming_message_ts: [],
+      }),
+    ]);
   });
 });

@@ -9,7 +9,14 @@ import {
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type RawData, WebSocket, WebSocketServer } from 'ws';
-import { DEFAULT_APP_ID, nextTs } from '../helpers/slack-events.js';
+import {
+  agentSessionStoppedEvent,
+  agentSessionTitleChangedEvent,
+  DEFAULT_APP_ID,
+  nextTs,
+  type SlackEventEnvelope,
+} from '../helpers/slack-events.js';
+import { validateMessageBlocks } from './slack-blocks.js';
 
 export type SlackTokenKind = 'bot' | 'app' | 'none' | 'invalid';
 
@@ -65,6 +72,13 @@ export interface FakeSlackOptions {
   latencyMs?: Record<string, number>;
   /** Interval of server-initiated WebSocket pings, as Slack sends; 0 disables. */
   socketPingIntervalMs?: number;
+  /**
+   * Whether the app subscribes to `agent_session_stopped` (default true). When not, Slack shows no stop
+   * button and agents.sessions.setStatus warns `missing_agent_session_stopped_event_subscription`.
+   */
+  agentSessionStoppedSubscribed?: boolean;
+  /** After this long in `processing`, Slack moves a session to `active` (documented: one hour). */
+  agentSessionProcessingTimeoutMs?: number;
 }
 
 export interface SlackReaction {
@@ -125,6 +139,50 @@ export interface AssistantThreadState {
   promptsTitle?: string;
 }
 
+/** Lifecycle statuses of an agent session (https://docs.slack.dev/ai/agent-sessions). */
+export type AgentSessionStatus = 'active' | 'processing' | 'suspended' | 'closed';
+
+export interface AgentSessionTransition {
+  status: AgentSessionStatus;
+  at: number;
+  /** What moved it: the Web API method, or `timeout` for Slack's one-hour `processing` limit. */
+  via: string;
+}
+
+export interface AgentSessionTitleChange {
+  title: string;
+  at: number;
+  /** The Web API method, or `user` for a rename in Slack's UI. */
+  via: string;
+}
+
+/** A thread's agent session as Slack keeps it; sessions are named by channel + thread root ts. */
+export interface AgentSessionState {
+  channel: string;
+  threadTs: string;
+  status: AgentSessionStatus;
+  title?: string;
+  initiatorUserId?: string;
+  /** icon_emoji / icon_url / username overrides of the loading UX, replaced as a set. */
+  appearance?: { icon_emoji?: string; icon_url?: string; username?: string };
+  createdAt: number;
+  /** Every status set, the creating one first, in order; repeats of the same status included. */
+  history: AgentSessionTransition[];
+  titles: AgentSessionTitleChange[];
+  /** Slack shows its stop button only in `processing`, and only to apps subscribed to agent_session_stopped. */
+  stopButtonVisible: boolean;
+}
+
+/** Where an interaction happened, so that posts to its response_url land where Slack would put them. */
+export interface ResponseUrlContext {
+  channel: string;
+  /** Who interacted: ephemeral answers are shown to them. */
+  user: string;
+  /** The message the interaction came from (replace_original / delete_original act on it). */
+  messageTs?: string;
+  threadTs?: string;
+}
+
 export interface SocketEventOptions {
   type?: 'events_api' | 'slash_commands' | 'interactive';
   retryAttempt?: number;
@@ -181,6 +239,21 @@ interface FailureSlot {
   /** Only calls with these arguments fail (other calls of the method pass untouched). */
   when?: (args: Record<string, unknown>) => boolean;
 }
+
+interface FailureWindow {
+  /** A method name, or `*` for every Web API method. */
+  method: string;
+  failure: SlackFailure;
+  until: number;
+  when?: (args: Record<string, unknown>) => boolean;
+}
+
+/** Internal session record; the public view adds the derived stop-button state. */
+type StoredAgentSession = Omit<AgentSessionState, 'stopButtonVisible'>;
+
+const AGENT_SESSION_STATUSES: ReadonlySet<string> = new Set(['active', 'processing', 'suspended', 'closed']);
+const AGENT_SESSION_TITLE_MAX = 200;
+const ONE_HOUR_MS = 3_600_000;
 
 /** What an install from manifest.yml grants. */
 const DEFAULT_SCOPES = [
@@ -257,6 +330,10 @@ function decodeFormValue(key: string, value: string): unknown {
   return value;
 }
 
+function isAgentSessionStatus(value: string): value is AgentSessionStatus {
+  return AGENT_SESSION_STATUSES.has(value);
+}
+
 function fail(error: string): ApiBody {
   return { ok: false, error };
 }
@@ -299,12 +376,17 @@ export class FakeSlack {
   private readonly latency: Map<string, number>;
   private readonly arrivalDelay = new Map<string, number>();
   private readonly failures = new Map<string, FailureSlot[]>();
+  private failureWindows: FailureWindow[] = [];
   private readonly listeners = new Set<SlackCallListener>();
   private readonly waiters = new Set<() => void>();
   private readonly messages = new Map<string, Map<string, StoredMessage>>();
   private readonly deleted = new Set<string>();
   private readonly reactions = new Map<string, SlackReaction[]>();
   private readonly assistantThreads = new Map<string, AssistantThreadState>();
+  private readonly agentSessions = new Map<string, StoredAgentSession>();
+  private readonly responseContexts = new Map<string, ResponseUrlContext>();
+  private agentSessionStoppedSubscribed: boolean;
+  private readonly agentSessionProcessingTimeoutMs: number;
   private readonly tickets = new Set<string>();
   private readonly sockets = new Set<SocketConnection>();
   private readonly pendingAcks = new Map<string, PendingAck>();
@@ -328,6 +410,8 @@ export class FakeSlack {
     this.scopes = options.scopes ?? DEFAULT_SCOPES;
     this.latency = new Map(Object.entries(options.latencyMs ?? {}));
     this.socketPingIntervalMs = options.socketPingIntervalMs ?? 5000;
+    this.agentSessionStoppedSubscribed = options.agentSessionStoppedSubscribed ?? true;
+    this.agentSessionProcessingTimeoutMs = options.agentSessionProcessingTimeoutMs ?? ONE_HOUR_MS;
     this.users = new Map([
       [this.botUserId, { name: 'bot', realName: 'Bot', isBot: true }],
       ...Object.entries(options.users ?? {}),
@@ -487,9 +571,23 @@ export class FakeSlack {
     this.failures.set(method, queue);
   }
 
-  /** Drops the failures still queued for a method. */
+  /**
+   * Fails every call of `method` (`*`: of every Web API method) for the next `ms` milliseconds, as an
+   * outage would, e.g. `failFor('*', { type: 'http', status: 503 }, 10_000)`. Checked before `failNext`.
+   */
+  failFor(
+    method: string,
+    failure: SlackFailure,
+    ms: number,
+    when?: (args: Record<string, unknown>) => boolean,
+  ): void {
+    this.failureWindows.push({ method, failure, until: Date.now() + ms, ...(when ? { when } : {}) });
+  }
+
+  /** Drops the failures still queued for a method, and its failFor windows (`*` windows with `*`). */
   clearFailures(method: string): void {
     this.failures.delete(method);
+    this.failureWindows = this.failureWindows.filter((w) => w.method !== method);
   }
 
   setLatency(method: string, ms: number | undefined): void {
@@ -557,6 +655,105 @@ export class FakeSlack {
   assistantThread(channel: string, threadTs: string | undefined): AssistantThreadState | undefined {
     const state = this.assistantThreads.get(`${channel}:${threadTs ?? ''}`);
     return state && { ...state };
+  }
+
+  /** A thread's agent session now (status, title, initiator, every transition), or undefined if none. */
+  agentSession(channel: string, threadTs: string): AgentSessionState | undefined {
+    const session = this.liveAgentSession(channel, threadTs);
+    if (!session) return undefined;
+    return {
+      ...structuredClone(session),
+      stopButtonVisible: this.agentSessionStoppedSubscribed && session.status === 'processing',
+    };
+  }
+
+  /** Every agent session, in creation order. */
+  agentSessionList(): AgentSessionState[] {
+    return [...this.agentSessions.values()]
+      .map((s) => this.agentSession(s.channel, s.threadTs))
+      .filter((s) => s !== undefined);
+  }
+
+  /** Resolves once a Web API call has left the session in `status` (counting the state already reached). */
+  waitForAgentSessionStatus(
+    channel: string,
+    threadTs: string,
+    status: AgentSessionStatus,
+    timeoutMs = 5000,
+  ): Promise<AgentSessionState> {
+    return this.waitFor(
+      () => {
+        const session = this.agentSession(channel, threadTs);
+        return session?.status === status ? session : undefined;
+      },
+      timeoutMs,
+      () =>
+        `FakeSlack: agent session ${channel}/${threadTs} did not reach ${status} within ${timeoutMs}ms; ` +
+        `history: ${
+          this.agentSession(channel, threadTs)
+            ?.history.map((h) => h.status)
+            .join(' → ') ?? '(no session)'
+        }`,
+    );
+  }
+
+  /** Turns the app's agent_session_stopped subscription on or off (see FakeSlackOptions). */
+  setAgentSessionStoppedSubscribed(subscribed: boolean): void {
+    this.agentSessionStoppedSubscribed = subscribed;
+  }
+
+  /**
+   * A person presses Slack's stop button on a session. As in Slack, the app's open streams in the thread are
+   * stopped and the status is left alone; returns the `agent_session_stopped` event to deliver to the bot
+   * (sendSocketEvent or postSignedEvent). Throws when Slack would show no stop button.
+   */
+  pressStopButton(
+    channel: string,
+    threadTs: string,
+    user: string,
+  ): SlackEventEnvelope<Record<string, unknown>> {
+    const session = this.agentSession(channel, threadTs);
+    if (!session?.stopButtonVisible) {
+      throw new Error(
+        `FakeSlack: no stop button on ${channel}/${threadTs} (status ${session?.status ?? 'no session'}, ` +
+          `subscribed ${this.agentSessionStoppedSubscribed})`,
+      );
+    }
+    const stopped: string[] = [];
+    for (const stored of this.messages.get(channel)?.values() ?? []) {
+      if (stored.streaming && stored.message.thread_ts === threadTs) {
+        stored.streaming = false;
+        stopped.push(stored.message.ts);
+      }
+    }
+    return agentSessionStoppedEvent({
+      channel,
+      user,
+      threadTs,
+      streamingMessageTs: stopped,
+      teamId: this.teamId,
+    });
+  }
+
+  /** A person renames a session in Slack's UI; returns the `agent_session_title_changed` event to deliver. */
+  renameAgentSessionAsUser(
+    channel: string,
+    threadTs: string,
+    user: string,
+    title: string,
+  ): SlackEventEnvelope<Record<string, unknown>> {
+    const session = this.liveAgentSession(channel, threadTs);
+    if (!session) throw new Error(`FakeSlack: no agent session on ${channel}/${threadTs} to rename`);
+    const previousTitle = session.title;
+    this.retitle(session, title, 'user');
+    return agentSessionTitleChangedEvent({
+      channel,
+      user,
+      threadTs,
+      title,
+      previousTitle,
+      teamId: this.teamId,
+    });
   }
 
   /** Puts a message into history as if a person (or another app) had posted it. Returns its ts. */
@@ -756,20 +953,66 @@ export class FakeSlack {
   }
 
   /**
-   * Slash commands and shortcuts carry a `response_url`; apps POST JSON there to answer. Recorded as
-   * calls of the pseudo-method `response_url`, with `responseId` naming which request it answers.
+   * Slash commands, shortcuts and block actions carry a `response_url`; apps POST JSON there to answer.
+   * Recorded as calls of the pseudo-method `response_url`, with `responseId` naming which request it
+   * answers. If the URL was made with a context, the answer also takes effect as in Slack.
    */
   private async handleResponseUrl(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const args = await this.readArgs(req, url);
-    args.responseId = decodeURIComponent(url.pathname.slice('/response/'.length));
+    const responseId = decodeURIComponent(url.pathname.slice('/response/'.length));
+    args.responseId = responseId;
+    const context = this.responseContexts.get(responseId);
+    // Applied before recording, so whoever waits for the call sees its effect.
+    if (context) this.applyResponse(context, args);
     const call: SlackApiCall = { method: 'response_url', args, at: Date.now(), tokenKind: 'none' };
     this.record(call, { status: 200, headers: { 'content-type': 'text/plain' }, body: 'ok' });
     res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
   }
 
-  /** A response_url for a slash command or shortcut payload sent to the bot; answers are recorded. */
-  responseUrl(id: string): string {
+  /**
+   * A response_url for a slash command, shortcut or block_actions payload sent to the bot; answers are
+   * recorded. With `context` (where the interaction happened) answers also take effect as Slack documents:
+   * ephemeral to `context.user` by default (see `ephemeralMessages`), `response_type: "in_channel"` posts
+   * (in `thread_ts` if given), `replace_original` / `delete_original` act on `context.messageTs`.
+   */
+  responseUrl(id: string, context?: ResponseUrlContext): string {
+    if (context) this.responseContexts.set(id, context);
     return `http://127.0.0.1:${this.port}/response/${encodeURIComponent(id)}`;
+  }
+
+  /** https://docs.slack.dev/interactivity/handling-user-interaction#message_responses */
+  private applyResponse(context: ResponseUrlContext, args: Args): void {
+    const { channel, messageTs } = context;
+    const hasContent =
+      args.text !== undefined || Array.isArray(args.blocks) || Array.isArray(args.attachments);
+    if (flag(args, 'delete_original') && messageTs) {
+      this.removeMessage(channel, messageTs);
+      // A new message in the same answer is published after the source is deleted.
+      if (!hasContent) return;
+    } else if (flag(args, 'replace_original') && messageTs) {
+      const stored = this.find(channel, messageTs);
+      if (stored) {
+        this.applyContent(stored.message, args);
+        stored.message.edited = { user: this.botUserId, ts: nextTs() };
+      }
+      return;
+    }
+    if (!hasContent) return;
+    const threadTs = str(args, 'thread_ts');
+    if (args.response_type === 'in_channel') {
+      const message = this.botMessage(nextTs(), '');
+      this.applyContent(message, args);
+      this.insertMessage(channel, message, threadTs);
+      return;
+    }
+    this.ephemeralMessages.push({
+      channel,
+      user: context.user,
+      messageTs: nextTs(),
+      text: typeof args.text === 'string' ? args.text : undefined,
+      blocks: Array.isArray(args.blocks) ? args.blocks : undefined,
+      threadTs: threadTs ?? context.threadTs,
+    });
   }
 
   private async readArgs(req: IncomingMessage, url: URL): Promise<Args> {
@@ -845,6 +1088,12 @@ export class FakeSlack {
   }
 
   private takeFailure(method: string, args: Record<string, unknown>): SlackFailure | undefined {
+    const now = Date.now();
+    this.failureWindows = this.failureWindows.filter((w) => w.until > now);
+    const window = this.failureWindows.find(
+      (w) => (w.method === '*' || w.method === method) && (w.when?.(args) ?? true),
+    );
+    if (window) return window.failure;
     const queue = this.failures.get(method);
     const slot = queue?.[0];
     if (!queue || !slot || (slot.when && !slot.when(args))) return undefined;
@@ -1000,6 +1249,117 @@ export class FakeSlack {
     return out;
   }
 
+  // ---------------------------------------------------------------- internals: agent sessions
+
+  /** The stored session with Slack's one-hour processing timeout applied. */
+  private liveAgentSession(channel: string, threadTs: string): StoredAgentSession | undefined {
+    const session = this.agentSessions.get(`${channel}:${threadTs}`);
+    const last = session?.history.at(-1);
+    // Applied when looked at rather than on a timer: nothing observes the session in between.
+    if (
+      session?.status === 'processing' &&
+      last &&
+      Date.now() - last.at >= this.agentSessionProcessingTimeoutMs
+    ) {
+      session.status = 'active';
+      session.history.push({
+        status: 'active',
+        at: last.at + this.agentSessionProcessingTimeoutMs,
+        via: 'timeout',
+      });
+    }
+    return session;
+  }
+
+  /** Sets a session's status, creating the session first if the thread has none. */
+  private transitionAgentSession(
+    channel: string,
+    threadTs: string,
+    status: AgentSessionStatus,
+    via: string,
+    create: { title?: string; initiator?: string } = {},
+  ): StoredAgentSession {
+    const at = Date.now();
+    let session = this.liveAgentSession(channel, threadTs);
+    if (!session) {
+      session = { channel, threadTs, status, createdAt: at, history: [], titles: [] };
+      if (create.initiator !== undefined) session.initiatorUserId = create.initiator;
+      if (create.title !== undefined) this.retitle(session, create.title, via);
+      this.agentSessions.set(`${channel}:${threadTs}`, session);
+    }
+    session.status = status;
+    session.history.push({ status, at, via });
+    return session;
+  }
+
+  private retitle(session: StoredAgentSession, title: string, via: string): void {
+    session.title = title;
+    session.titles.push({ title, at: Date.now(), via });
+  }
+
+  private addAgentSessionHandlers(h: Map<string, Handler>): void {
+    const overrideKeys = ['icon_emoji', 'icon_url', 'username'] as const;
+
+    h.set('agents.sessions.setStatus', (args) => {
+      const status = str(args, 'status');
+      if (!status || !isAgentSessionStatus(status)) return fail('invalid_arguments');
+      const channel = str(args, 'channel_id');
+      if (!channel) return fail('channel_not_found');
+      // Every session here is thread-based (the fake has no session channels), so thread_ts is required.
+      const threadTs = str(args, 'thread_ts');
+      if (!threadTs) return fail('invalid_arguments');
+      const title = args.title;
+      if (title !== undefined && (typeof title !== 'string' || title.length > AGENT_SESSION_TITLE_MAX)) {
+        return fail('invalid_arguments');
+      }
+      const username = args.username;
+      if (typeof username === 'string' && username.length > AGENT_SESSION_TITLE_MAX)
+        return fail('invalid_arguments');
+      const overrides = overrideKeys.filter((key) => args[key] !== undefined);
+      const setsOverride = overrides.some((key) => typeof args[key] === 'string' && args[key] !== '');
+      if (setsOverride && !this.scopes.includes('chat:write.customize')) {
+        return { ...fail('missing_scope'), needed: 'chat:write.customize', provided: this.scopes.join(',') };
+      }
+      // title and initiator_user_id only count when this call creates the session.
+      const session = this.transitionAgentSession(channel, threadTs, status, 'agents.sessions.setStatus', {
+        title: typeof title === 'string' && title !== '' ? title : undefined,
+        initiator: str(args, 'initiator_user_id'),
+      });
+      // Naming any of the three replaces the whole set; naming none leaves it (null or '' clears one).
+      if (overrides.length > 0) {
+        const appearance: NonNullable<StoredAgentSession['appearance']> = {};
+        for (const key of overrides) {
+          const value = args[key];
+          if (typeof value === 'string' && value !== '') appearance[key] = value;
+        }
+        session.appearance = appearance;
+      }
+      const body: ApiBody = { ok: true, status: session.status, agent_status: session.status };
+      if (session.title !== undefined) body.title = session.title;
+      if (!this.agentSessionStoppedSubscribed) {
+        const warning = 'missing_agent_session_stopped_event_subscription';
+        body.warning = warning;
+        body.response_metadata = { warnings: [warning] };
+      }
+      return body;
+    });
+
+    h.set('agents.sessions.rename', (args) => {
+      const channel = str(args, 'channel_id');
+      if (!channel) return fail('channel_not_found');
+      const title = args.title;
+      if (typeof title !== 'string' || title.length === 0 || title.length > AGENT_SESSION_TITLE_MAX) {
+        return fail('invalid_arguments');
+      }
+      const threadTs = str(args, 'thread_ts');
+      if (!threadTs) return fail('invalid_arguments');
+      const session = this.liveAgentSession(channel, threadTs);
+      if (!session) return fail('session_not_found');
+      this.retitle(session, title, 'agents.sessions.rename');
+      return { ok: true, title };
+    });
+  }
+
   private botProfile(): Record<string, unknown> {
     return {
       id: this.botId,
@@ -1040,6 +1400,10 @@ export class FakeSlack {
     }
     if (args.attachments !== undefined && !Array.isArray(args.attachments))
       return fail('invalid_attachments');
+    const violation = validateMessageBlocks(blocks, args.attachments);
+    // Slack names the breach in response_metadata.messages; WebClient surfaces it on the error's data.
+    if (violation)
+      return { ok: false, error: violation.error, response_metadata: { messages: [violation.message] } };
     return undefined;
   }
 
@@ -1258,6 +1622,9 @@ export class FakeSlack {
       if (!threadTs) return fail('invalid_arguments');
       const message = this.botMessage(nextTs(), this.streamText(args));
       this.insertMessage(channel, message, threadTs, true);
+      // A stream creates the thread's session if needed (initiator: the root's author) and sets processing.
+      const initiator = this.find(channel, threadTs)?.message.user;
+      this.transitionAgentSession(channel, threadTs, 'processing', 'chat.startStream', { initiator });
       return { ok: true, channel, ts: message.ts };
     });
 
@@ -1275,10 +1642,19 @@ export class FakeSlack {
       const stored = this.find(channel, str(args, 'ts') ?? '');
       if (!stored) return fail('message_not_found');
       if (!stored.streaming) return fail('message_not_in_streaming_state');
+      const sessionStatus = str(args, 'session_status') ?? 'active';
+      if (!isAgentSessionStatus(sessionStatus)) return fail('invalid_arguments');
+      const invalid = this.checkContent(args);
+      if (invalid) return invalid;
       stored.message.text += this.streamText(args);
       if (Array.isArray(args.blocks)) stored.message.blocks = args.blocks;
       if (isRecord(args.metadata)) stored.message.metadata = args.metadata;
       stored.streaming = false;
+      // session_status (default active) moves the thread's session on, if there is one.
+      const rootTs = stored.message.thread_ts ?? stored.message.ts;
+      if (this.agentSessions.has(`${channel}:${rootTs}`)) {
+        this.transitionAgentSession(channel, rootTs, sessionStatus, 'chat.stopStream');
+      }
       return { ok: true, channel, ts: stored.message.ts, message: this.view(channel, stored.message, true) };
     });
 
@@ -1374,6 +1750,14 @@ export class FakeSlack {
       if (typeof args.status !== 'string') return fail('invalid_arguments');
       state.status = args.status;
       state.loadingMessages = args.loading_messages;
+      // Slack's compatibility bridge: a non-empty status means processing, an empty one active.
+      const channel = str(args, 'channel_id') ?? '';
+      const threadTs = str(args, 'thread_ts') ?? '';
+      if (args.status !== '')
+        this.transitionAgentSession(channel, threadTs, 'processing', 'assistant.threads.setStatus');
+      else if (this.agentSessions.has(`${channel}:${threadTs}`)) {
+        this.transitionAgentSession(channel, threadTs, 'active', 'assistant.threads.setStatus');
+      }
       return { ok: true };
     });
 
@@ -1393,9 +1777,13 @@ export class FakeSlack {
       const title = str(args, 'title');
       if (!title) return fail('invalid_arguments');
       state.title = title;
+      // The bridge applies the title to the thread's agent session.
+      const session = this.liveAgentSession(str(args, 'channel_id') ?? '', str(args, 'thread_ts') ?? '');
+      if (session) this.retitle(session, title, 'assistant.threads.setTitle');
       return { ok: true };
     });
 
+    this.addAgentSessionHandlers(h);
     return h;
   }
 }

@@ -1,6 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { request } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import type { BlockAction, BlockElementAction } from '@slack/bolt';
 
 /** Defaults shared with FakeSlack so events and Web API answers describe the same workspace. */
 export const DEFAULT_TEAM_ID = 'T0TEAM';
@@ -365,12 +366,18 @@ export function appHomeOpenedEvent(options: {
   );
 }
 
-/** Stop pressed in Slack's UI on an agent conversation (agent experience). */
+/**
+ * Stop pressed in Slack's UI on an agent session, as documented at
+ * https://docs.slack.dev/reference/events/agent_session_stopped: `team_id` is only on the envelope.
+ */
 export function agentSessionStoppedEvent(options: {
   channel: string;
   user: string;
   threadTs: string;
+  /** The app's streams Slack stopped on the click; empty (the default) when none was open. */
+  streamingMessageTs?: string[];
   teamId?: string;
+  eventId?: string;
 }): SlackEventEnvelope<Record<string, unknown>> {
   return eventEnvelope(
     {
@@ -378,11 +385,84 @@ export function agentSessionStoppedEvent(options: {
       channel: options.channel,
       user: options.user,
       thread_ts: options.threadTs,
-      streaming_message_ts: [],
+      streaming_message_ts: options.streamingMessageTs ?? [],
       event_ts: nextTs(),
     },
-    { teamId: options.teamId },
+    { teamId: options.teamId, eventId: options.eventId },
   );
+}
+
+/**
+ * A person renamed an agent session in Slack's UI
+ * (https://docs.slack.dev/reference/events/agent_session_title_changed); `previous_title` is absent when
+ * the session had no title.
+ */
+export function agentSessionTitleChangedEvent(options: {
+  channel: string;
+  user: string;
+  threadTs: string;
+  title: string;
+  previousTitle?: string;
+  teamId?: string;
+  eventId?: string;
+}): SlackEventEnvelope<Record<string, unknown>> {
+  const teamId = options.teamId ?? DEFAULT_TEAM_ID;
+  const event: Record<string, unknown> = {
+    type: 'agent_session_title_changed',
+    channel: options.channel,
+    user: options.user,
+    team_id: teamId,
+    thread_ts: options.threadTs,
+    title: options.title,
+    event_ts: nextTs(),
+  };
+  if (options.previousTitle !== undefined) event.previous_title = options.previousTitle;
+  return eventEnvelope(event, { teamId, eventId: options.eventId });
+}
+
+/** One thing the user is looking at, as `app_context_changed` lists them (most relevant first). */
+export type AppContextEntity =
+  | { type: 'slack#/types/channel_id'; value: string; team_id?: string }
+  | { type: 'slack#/types/canvas_id'; value: string; team_id?: string }
+  | { type: 'slack#/types/list_id'; value: string; team_id?: string }
+  | {
+      type: 'slack#/types/message_context';
+      value: { channel_id: string; message_ts: string };
+      team_id?: string;
+    };
+
+export interface AppContextChangedOptions {
+  /** Shorthand for one channel entity: the conversation the user is viewing. */
+  viewing?: string;
+  /** Full control; used as given after `viewing`'s entity. None at all gives `context: {}`. */
+  entities?: AppContextEntity[];
+  /** The person and the app DM; Slack's docs example has neither, @slack/types declares both. */
+  user?: string;
+  channel?: string;
+  teamId?: string;
+  eventId?: string;
+}
+
+/**
+ * What the user views changed while the agent was visible
+ * (https://docs.slack.dev/reference/events/app_context_changed; needs features.agent_view).
+ */
+export function appContextChangedEvent(
+  options: AppContextChangedOptions = {},
+): SlackEventEnvelope<Record<string, unknown>> {
+  const teamId = options.teamId ?? DEFAULT_TEAM_ID;
+  const entities: AppContextEntity[] = [
+    ...(options.viewing !== undefined
+      ? [{ type: 'slack#/types/channel_id' as const, value: options.viewing, team_id: teamId }]
+      : []),
+    ...(options.entities ?? []),
+  ];
+  const event: Record<string, unknown> = { type: 'app_context_changed' };
+  if (options.user !== undefined) event.user = options.user;
+  if (options.channel !== undefined) event.channel = options.channel;
+  event.context = entities.length > 0 ? { entities } : {};
+  event.event_ts = nextTs();
+  return eventEnvelope(event, { teamId, eventId: options.eventId });
 }
 
 /** `app_uninstalled` / `tokens_revoked`: the workspace is gone for this app. */
@@ -465,5 +545,138 @@ export function messageShortcutPayload(options: MessageShortcutOptions): Record<
     response_url: options.responseUrl,
     message_ts: options.messageTs,
     message,
+  };
+}
+
+/** The message a person clicked in, as the bot posted it (e.g. one of `FakeSlack.threadMessages(...)`). */
+export interface InteractiveMessage {
+  ts: string;
+  thread_ts?: string;
+  text?: string;
+  blocks?: unknown[];
+}
+
+export interface BlockActionsOptions {
+  /** Who clicked. */
+  user: string;
+  channel: string;
+  channelName?: string;
+  message: InteractiveMessage;
+  /** The clicked element's action_id; the element (button, feedback_buttons, icon_button) is looked up in `message.blocks`. */
+  actionId: string;
+  /** For feedback_buttons: which of the two was clicked. */
+  feedback?: 'positive' | 'negative';
+  /** Where the bot's answer goes: `FakeSlack.responseUrl(id, context)`. */
+  responseUrl: string;
+  isEphemeral?: boolean;
+  teamId?: string;
+}
+
+type Json = Record<string, unknown>;
+
+function isJson(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Every interactive element of a block with the block_id Slack reports for it. */
+function interactiveElements(block: Json, index: number): { blockId: string; element: Json }[] {
+  // Slack gives every block an id; posted blocks without one get a stable stand-in here.
+  const blockId = typeof block.block_id === 'string' ? block.block_id : `block-${index}`;
+  const candidates = [
+    ...(Array.isArray(block.elements) ? block.elements : []),
+    block.accessory,
+    block.element,
+  ];
+  return candidates.filter(isJson).map((element) => ({ blockId, element }));
+}
+
+function plainTextOf(value: unknown): { type: 'plain_text'; text: string; emoji?: boolean } {
+  if (isJson(value) && value.type === 'plain_text' && typeof value.text === 'string') {
+    return { type: 'plain_text', text: value.text, ...(value.emoji === true ? { emoji: true } : {}) };
+  }
+  throw new Error(`slack-events: expected a plain_text object, got ${JSON.stringify(value)}`);
+}
+
+/** The `actions[0]` Slack reports for a click on `element`. */
+function clickedAction(element: Json, blockId: string, options: BlockActionsOptions): BlockElementAction {
+  const base = { block_id: blockId, action_id: options.actionId, action_ts: nextTs() };
+  switch (element.type) {
+    case 'button':
+      return {
+        ...base,
+        type: 'button',
+        text: plainTextOf(element.text),
+        ...(typeof element.value === 'string' ? { value: element.value } : {}),
+        ...(typeof element.url === 'string' ? { url: element.url } : {}),
+      };
+    case 'feedback_buttons': {
+      if (!options.feedback)
+        throw new Error('slack-events: say which feedback button was clicked (feedback option)');
+      const button = element[`${options.feedback}_button`];
+      if (!isJson(button) || typeof button.value !== 'string') {
+        throw new Error(
+          `slack-events: feedback_buttons ${options.actionId} has no ${options.feedback}_button`,
+        );
+      }
+      return { ...base, type: 'feedback_buttons', text: plainTextOf(button.text), value: button.value };
+    }
+    case 'icon_button':
+      return {
+        ...base,
+        type: 'icon_button',
+        icon: String(element.icon),
+        text: plainTextOf(element.text),
+        value: typeof element.value === 'string' ? element.value : '',
+      };
+    default:
+      throw new Error(`slack-events: clicking a ${String(element.type)} element is not modelled`);
+  }
+}
+
+/**
+ * The `block_actions` payload Slack sends when `user` clicks the element `actionId` of a posted message
+ * (https://docs.slack.dev/reference/interaction-payloads/block_actions-payload). Deliver it with
+ * `postSignedInteraction`, or `sendSocketEvent(payload, { type: 'interactive' })`. Throws if the message has
+ * no such element, since Slack could not have sent the click.
+ */
+export function blockActionsPayload(options: BlockActionsOptions): BlockAction {
+  const teamId = options.teamId ?? DEFAULT_TEAM_ID;
+  const found = (options.message.blocks ?? [])
+    .flatMap((block, i) => (isJson(block) ? interactiveElements(block, i) : []))
+    .find(({ element }) => element.action_id === options.actionId);
+  if (!found) {
+    throw new Error(
+      `slack-events: message ${options.message.ts} has no element with action_id ${options.actionId}`,
+    );
+  }
+  const threadTs = options.message.thread_ts;
+  return {
+    type: 'block_actions',
+    user: {
+      id: options.user,
+      username: options.user.toLowerCase(),
+      name: options.user.toLowerCase(),
+      team_id: teamId,
+    },
+    api_app_id: DEFAULT_APP_ID,
+    token: VERIFICATION_TOKEN,
+    container: {
+      type: 'message',
+      message_ts: options.message.ts,
+      channel_id: options.channel,
+      is_ephemeral: options.isEphemeral ?? false,
+      ...(threadTs !== undefined ? { thread_ts: threadTs } : {}),
+    },
+    trigger_id: `${Date.now()}.trigger`,
+    team: { id: teamId, domain: 'fake-team' },
+    is_enterprise_install: false,
+    channel: {
+      id: options.channel,
+      name: options.channelName ?? (options.channel.startsWith('D') ? 'directmessage' : 'general'),
+    },
+    message: { ...structuredClone(options.message), type: 'message' },
+    state: { values: {} },
+    response_url: options.responseUrl,
+    actions: [clickedAction(found.element, found.blockId, options)],
   };
 }

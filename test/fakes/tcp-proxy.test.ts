@@ -1,0 +1,106 @@
+import pg from 'pg';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { shouldRunPostgresTests, TEST_DATABASE_URL } from '../helpers/postgres.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+import { TcpProxy } from './tcp-proxy.js';
+
+const runPostgres = await shouldRunPostgresTests();
+
+describe.runIf(runPostgres)('TcpProxy in front of PostgreSQL', () => {
+  let proxy: TcpProxy;
+  const clients: pg.Client[] = [];
+
+  /** A connected client through the proxy; errors it emits after a fault are collected, not thrown. */
+  async function connect(
+    config: Partial<pg.ClientConfig> = {},
+  ): Promise<{ client: pg.Client; errors: Error[] }> {
+    const client = new pg.Client({ connectionString: proxy.url, ...config });
+    const errors: Error[] = [];
+    client.on('error', (error) => errors.push(error));
+    clients.push(client);
+    await client.connect();
+    return { client, errors };
+  }
+
+  beforeEach(async () => {
+    proxy = await TcpProxy.start({ target: TEST_DATABASE_URL });
+  });
+
+  afterEach(async () => {
+    await proxy.stop();
+    await Promise.all(clients.splice(0).map((c) => c.end().catch(() => {})));
+  });
+
+  it('forwards a query and counts the open connection', async () => {
+    expect(proxy.url).toBe(TEST_DATABASE_URL.replace(/127\.0\.0\.1:\d+/, `127.0.0.1:${proxy.port}`));
+    const { client } = await connect();
+
+    const result = await client.query<{ answer: number }>('SELECT 41 + 1 AS answer');
+
+    expect(result.rows).toEqual([{ answer: 42 }]);
+    expect(proxy.connectionCount).toBe(1);
+    await client.end();
+    await waitFor(() => proxy.connectionCount === 0, 'the proxy to see the connection close', 2_000);
+  });
+
+  it('cut() fails the open connection at once, and a new client works afterwards', async () => {
+    const { client, errors } = await connect();
+    await client.query('SELECT 1');
+
+    proxy.cut();
+
+    await expect(client.query('SELECT 1')).rejects.toThrow();
+    expect(proxy.connectionCount).toBe(0);
+    await waitFor(() => errors.length > 0, 'the client to report the dropped connection', 2_000);
+    const { client: fresh } = await connect();
+    await expect(fresh.query('SELECT 2 AS two')).resolves.toMatchObject({ rows: [{ two: 2 }] });
+  });
+
+  it('blackhole() lets a query hang until the client gives up, holds new connections, and restore() heals', async () => {
+    const { client } = await connect({ query_timeout: 300 });
+    await client.query('SELECT 1');
+
+    proxy.blackhole();
+    const started = performance.now();
+    await expect(client.query('SELECT 1')).rejects.toThrow(/timeout/i);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+    // The silent connection is still open.
+    expect(proxy.connectionCount).toBe(1);
+
+    // A new connection is accepted but never answered.
+    const stranded = new pg.Client({ connectionString: proxy.url, connectionTimeoutMillis: 300 });
+    stranded.on('error', () => {});
+    await expect(stranded.connect()).rejects.toThrow(/timeout/i);
+
+    proxy.restore();
+    const { client: fresh } = await connect();
+    await expect(fresh.query('SELECT 3 AS three')).resolves.toMatchObject({ rows: [{ three: 3 }] });
+  });
+
+  it('delivers what was sent during a blackhole once restored, as TCP retransmission would', async () => {
+    const { client } = await connect();
+    proxy.blackhole();
+    let settled = false;
+    const pending = client.query<{ four: number }>('SELECT 4 AS four').finally(() => {
+      settled = true;
+    });
+    // A connection opened during the blackhole is held, not refused.
+    const late = new pg.Client({ connectionString: proxy.url });
+    late.on('error', () => {});
+    clients.push(late);
+    let lateConnected = false;
+    const lateConnect = late.connect().then(() => {
+      lateConnected = true;
+    });
+    await sleep(200);
+    expect(settled).toBe(false);
+    expect(lateConnected).toBe(false);
+    expect(proxy.connectionCount).toBe(2);
+
+    proxy.restore();
+
+    await expect(pending).resolves.toMatchObject({ rows: [{ four: 4 }] });
+    await lateConnect;
+    await expect(late.query('SELECT 5 AS five')).resolves.toMatchObject({ rows: [{ five: 5 }] });
+  });
+});
