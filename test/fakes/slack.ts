@@ -65,6 +65,8 @@ export interface FakeSlackOptions {
   latencyMs?: Record<string, number>;
   /** Interval of server-initiated WebSocket pings, as Slack sends; 0 disables. */
   socketPingIntervalMs?: number;
+  /** Every request (Web API, response URLs, mounts, WebSocket) this refuses is answered 403 and ignored. */
+  acceptRequest?: (req: IncomingMessage) => boolean;
 }
 
 export interface SlackReaction {
@@ -312,6 +314,7 @@ export class FakeSlack {
   private readonly handlers: Map<string, Handler>;
   private readonly mounts: [prefix: string, handler: MountedHandler][] = [];
   private readonly socketPingIntervalMs: number;
+  private readonly acceptRequest: (req: IncomingMessage) => boolean;
   private pingTimer: NodeJS.Timeout | undefined;
   private socketCounter = 0;
   private roundRobin = 0;
@@ -328,6 +331,7 @@ export class FakeSlack {
     this.scopes = options.scopes ?? DEFAULT_SCOPES;
     this.latency = new Map(Object.entries(options.latencyMs ?? {}));
     this.socketPingIntervalMs = options.socketPingIntervalMs ?? 5000;
+    this.acceptRequest = options.acceptRequest ?? (() => true);
     this.users = new Map([
       [this.botUserId, { name: 'bot', realName: 'Bot', isBot: true }],
       ...Object.entries(options.users ?? {}),
@@ -698,6 +702,10 @@ export class FakeSlack {
   // ---------------------------------------------------------------- internals: HTTP
 
   private async handleHttp(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!this.acceptRequest(req)) {
+      res.writeHead(403, { 'content-type': 'text/plain' }).end('Forbidden');
+      return;
+    }
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const slackPath = url.pathname.startsWith('/api/') || url.pathname.startsWith('/response/');
     const mounted = slackPath ? undefined : this.mounts.find(([prefix]) => url.pathname.startsWith(prefix));
@@ -859,6 +867,10 @@ export class FakeSlack {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const ticket = url.searchParams.get('ticket');
     // Tickets from apps.connections.open are single use, so every reconnect must fetch a fresh URL.
+    if (!this.acceptRequest(req)) {
+      socket.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
     if (this.stopped || !url.pathname.startsWith('/link') || !ticket || !this.tickets.delete(ticket)) {
       socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
