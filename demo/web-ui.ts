@@ -253,6 +253,9 @@ export function mountWebUi(options: WebUiOptions): { close(): void } {
         'cache-control': 'no-store',
         connection: 'keep-alive',
       });
+      // Headers are only sent with the first bytes: without these the page would wait for the first event
+      // (the first agent call) to learn it is connected.
+      res.write(': connected\n\n');
       for (const entry of traffic.entries) res.write(`event: traffic\ndata: ${JSON.stringify(entry)}\n\n`);
       streams.add(res);
       req.on('close', () => streams.delete(res));
