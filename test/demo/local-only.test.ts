@@ -42,9 +42,10 @@ describe('npm run demo from elsewhere', () => {
     urlPath: string,
     headers: Record<string, string>,
     body?: string,
+    to = port,
   ): Promise<Answer> =>
     new Promise((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port, method, path: urlPath, headers }, (res) => {
+      const req = request({ host: '127.0.0.1', port: to, method, path: urlPath, headers }, (res) => {
         let text = '';
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => {
@@ -103,6 +104,16 @@ describe('npm run demo from elsewhere', () => {
     const stream = { host: page, 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'cors' };
     expect((await send('GET', '/ui/stream', stream)).status).toBe(403);
     expect(await generalTexts()).not.toEqual(expect.arrayContaining([expect.stringMatching(/csrf/)]));
+    // Nor does it reach the agent service through the traffic proxy (which passes on whatever key it is sent).
+    const proxy = demo.ports.trafficProxy;
+    const agent = await send(
+      'GET',
+      '/v1/session/demo-agent',
+      { ...evil, host: `127.0.0.1:${proxy}` },
+      '',
+      proxy,
+    );
+    expect(agent.status).toBe(403);
   });
 
   it('refuses a DNS-rebound name (a foreign Host); nothing is posted', async () => {
