@@ -864,13 +864,13 @@ export class FakeSlack {
   // ---------------------------------------------------------------- internals: Socket Mode
 
   private handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    const ticket = url.searchParams.get('ticket');
-    // Tickets from apps.connections.open are single use, so every reconnect must fetch a fresh URL.
     if (!this.acceptRequest(req)) {
       socket.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
     }
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const ticket = url.searchParams.get('ticket');
+    // Tickets from apps.connections.open are single use, so every reconnect must fetch a fresh URL.
     if (this.stopped || !url.pathname.startsWith('/link') || !ticket || !this.tickets.delete(ticket)) {
       socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
