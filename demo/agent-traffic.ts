@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { isLocalRequest } from './local-only.js';
 
 export type TrafficOperation = 'createSession' | 'sendMessage' | 'listSessions' | 'deleteSession' | 'other';
 
@@ -46,6 +47,11 @@ export class AgentTrafficProxy {
     const target = new URL(targetBaseUrl.endsWith('/') ? targetBaseUrl : `${targetBaseUrl}/`);
     let proxy: AgentTrafficProxy | undefined;
     const server = createServer((req, res) => {
+      // Only the bot calls it; a page on another site (or a DNS-rebound name) does not get through.
+      if (!isLocalRequest(req)) {
+        res.writeHead(403, { 'content-type': 'text/plain' }).end('Forbidden');
+        return;
+      }
       proxy?.forward(req).then(
         ({ status, headers, body }) => res.writeHead(status, headers).end(body),
         (error: unknown) => {

@@ -10,6 +10,7 @@ import { AgentServiceEmulator } from '../test/fakes/agent-service.js';
 import { FakeSlack } from '../test/fakes/slack.js';
 import { freePort } from '../test/helpers/free-port.js';
 import { AgentTrafficProxy } from './agent-traffic.js';
+import { isLocalRequest, LOOPBACK, onLoopback } from './local-only.js';
 import { mountWebUi } from './web-ui.js';
 
 export interface DemoOptions {
@@ -31,6 +32,8 @@ export interface DemoOptions {
 export interface RunningDemo {
   url: string;
   usingEmulator: boolean;
+  /** Every port the demo listens on (all on 127.0.0.1), by what listens there. */
+  ports: Record<'page' | 'bot' | 'trafficProxy', number> & { emulator?: number };
   stop(): Promise<void>;
 }
 
@@ -78,6 +81,11 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
   try {
     const slack = await FakeSlack.start({
       port: options.port,
+      // Anyone on this machine could otherwise use the well-known test tokens; and any site the person
+      // visits could post through the fake Web API (CSRF) or read the page (DNS rebinding).
+      botToken: `xoxb-demo-${randomBytes(16).toString('hex')}`,
+      appToken: `xapp-demo-${randomBytes(16).toString('hex')}`,
+      acceptRequest: isLocalRequest,
       teamName: 'Demo workspace',
       // As if installed from manifest.yml.
       scopes: [...Object.keys(REQUIRED_BOT_SCOPES), ...Object.keys(AGENT_VIEW_SCOPES)],
@@ -95,13 +103,17 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
     cleanups.push(() => slack.stop());
 
     let agentTarget = options.agent;
+    let emulatorPort: number | undefined;
     if (!agentTarget) {
       const emulator = await AgentServiceEmulator.start({
+        host: LOOPBACK,
+        apiKey: randomBytes(16).toString('hex'),
         agents: [DEMO_AGENT_ID],
         latency: { sendMessage: options.emulatorLatencyMs, createSession: 80, deleteSession: 60 },
       });
       cleanups.push(() => emulator.stop());
       agentTarget = { baseUrl: emulator.baseUrl, apiKey: emulator.apiKey, agentId: DEMO_AGENT_ID };
+      emulatorPort = Number(new URL(emulator.baseUrl).port);
     }
     const traffic = await AgentTrafficProxy.start(agentTarget.baseUrl);
     cleanups.push(() => traffic.stop());
@@ -135,19 +147,29 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
       pretty: options.prettyLogs,
     });
     const bot: Bot = await createBot(config, logger);
-    await bot.start();
+    await onLoopback(() => bot.start());
     cleanups.push(() => bot.stop(5_000));
 
     const ui = mountWebUi({
       slack,
       traffic,
-      botEventsUrl: `http://127.0.0.1:${botPort}/slack/events`,
+      botEventsUrl: `http://${LOOPBACK}:${botPort}/slack/events`,
       signingSecret,
       me: ME,
       command: COMMAND,
     });
     cleanups.push(() => ui.close());
-    return { url: `http://127.0.0.1:${slack.port}/`, usingEmulator: !options.agent, stop };
+    return {
+      url: `http://${LOOPBACK}:${slack.port}/`,
+      usingEmulator: !options.agent,
+      ports: {
+        page: slack.port,
+        bot: botPort,
+        trafficProxy: Number(new URL(traffic.baseUrl).port),
+        ...(emulatorPort === undefined ? {} : { emulator: emulatorPort }),
+      },
+      stop,
+    };
   } catch (error) {
     await stop().catch(() => {});
     throw error;

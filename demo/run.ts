@@ -26,7 +26,7 @@ try {
   fail(`demo: ${error instanceof Error ? error.message : String(error)} (try --help)`);
 }
 if (args.help) {
-  process.stdout.write(`Usage: npm run demo [-- --port N] [-- --data-dir DIR]
+  process.stdout.write(`Usage: npm run demo -- [--port N] [--data-dir DIR]
 
   --port N         page port (env DEMO_PORT, default 3030; 0: any free port)
   --data-dir DIR   where the bot's embedded store lives (env DEMO_DATA_DIR, default ./data/demo);

@@ -60,6 +60,8 @@ class UiError extends Error {}
  * The demo's Slack-like page and the small API behind it, served by the fake Slack. What the person does
  * on the page becomes what Slack would send the bot (signed Events API, slash command and shortcut
  * requests); what the bot does through the Web API shows up on the page, pushed over Server-Sent Events.
+ * The fake Slack must refuse requests from other sites (`acceptRequest: isLocalRequest`): this API acts
+ * as the signed-in person.
  */
 export function mountWebUi(options: WebUiOptions): { close(): void } {
   const { slack, traffic } = options;
@@ -244,9 +246,6 @@ export function mountWebUi(options: WebUiOptions): { close(): void } {
   };
 
   slack.mount('/', async (req, res, url) => {
-    // Served on loopback for this machine's browser: a rebound DNS name or another site's page is refused.
-    if (!isSameOrigin(req))
-      return sendJson(res, 403, { ok: false, error: 'requests must come from the demo page' });
     if (req.method === 'GET' && url.pathname === '/ui/state') return sendJson(res, 200, state());
     if (req.method === 'GET' && url.pathname === '/ui/stream') {
       res.writeHead(200, {
@@ -254,6 +253,9 @@ export function mountWebUi(options: WebUiOptions): { close(): void } {
         'cache-control': 'no-store',
         connection: 'keep-alive',
       });
+      // Headers are only sent with the first bytes: without these the page would wait for the first event
+      // (the first agent call) to learn it is connected.
+      res.write(': connected\n\n');
       for (const entry of traffic.entries) res.write(`event: traffic\ndata: ${JSON.stringify(entry)}\n\n`);
       streams.add(res);
       req.on('close', () => streams.delete(res));
@@ -326,14 +328,6 @@ export function toSlackText(typed: string, slack: FakeSlack): string {
         : users.find((known) => known.name.toLowerCase() === lower);
     return user ? `${before}<@${user.id}>` : whole;
   });
-}
-
-/** The page is served on loopback; anything naming another host (DNS rebinding) or origin is refused. */
-function isSameOrigin(req: IncomingMessage): boolean {
-  const host = req.headers.host ?? '';
-  if (!/^(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/.test(host)) return false;
-  const origin = req.headers.origin;
-  return origin === undefined || origin === `http://${host}`;
 }
 
 async function readText(req: IncomingMessage): Promise<string> {

@@ -42,6 +42,7 @@ const ui = {
   lastSeen: {}, // channelId -> newest ts seen; drives bold "unread" sidebar entries
   drafts: {}, // unsent main-composer text per channel
   listSig: { main: '', thread: '' }, // what each list showed last time, to decide on auto-scroll
+  pinned: { main: true, thread: true }, // whether each list was scrolled to its end before the last change
   menu: null, // { channel, ts } while the "more actions" menu is open
 };
 
@@ -61,7 +62,9 @@ const pad = (n) => String(n).padStart(2, '0');
 const tsDate = (ts) => new Date(Number.parseFloat(ts) * 1000);
 const hhmm = (d) => `${pad(d.getHours())}:${pad(d.getMinutes())}`;
 const emoji = (name) => EMOJI[name] ?? `:${name}:`;
-const emojify = (html) => html.replace(/:([a-z0-9_+-]+):/g, (m, name) => EMOJI[name] ?? m);
+// Each emoji in its own element: it is drawn from an emoji font, whatever font the text around it uses.
+const emojiHtml = (name) => `<span class="emoji" data-name="${escAttr(name)}">${EMOJI[name]}</span>`;
+const emojify = (html) => html.replace(/:([a-z0-9_+-]+):/g, (m, name) => (EMOJI[name] ? emojiHtml(name) : m));
 const plain = (s) => emojify(escText(s)).replace(/\n/g, '<br>');
 const plural = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
@@ -113,6 +116,7 @@ const ICONS = {
   thread: 'M3 4.5h14v9H8.5L5 16.5v-3H3z',
   eye: 'M1.5 10Q10 1 18.5 10Q10 19 1.5 10zM12.5 10a2.5 2.5 0 1 1-5 0a2.5 2.5 0 1 1 5 0z',
   trash: 'M3.5 5.5h13M8 5.5v-2h4v2M5 5.5l1 11h8l1-11',
+  archive: 'M2.5 4h15v3.5h-15zM4 7.5v8.5h12v-8.5M8 10.5h4',
 };
 function icon(name) {
   const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
@@ -148,13 +152,107 @@ function slackEntity(inner) {
   }
   if (target.startsWith('!')) {
     const cmd = target.slice(1);
-    if (cmd.startsWith('date^')) return escText(label ?? '');
+    if (cmd.startsWith('date^')) return slackDate(cmd, label ?? '');
     if (cmd.startsWith('subteam^')) return mentionHtml(label ?? '@group');
     return mentionHtml(`@${cmd.split('^')[0]}`, 'me'); // <!here>, <!channel>, <!everyone>
   }
   const url = decode(target);
   if (SAFE_URL.test(url)) return linkHtml(url, label ?? url.replace(/^mailto:/i, ''));
   return escText(decode(`<${inner}>`)); // not an entity after all: show it literally
+}
+
+/* ---------- Slack's <!date^…> tokens, in the reader's local time ---------- */
+
+// biome-ignore format: a table
+const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+const WEEKDAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+function ordinal(n) {
+  const tens = n % 100;
+  const suffix = tens >= 11 && tens <= 13 ? 'th' : ({ 1: 'st', 2: 'nd', 3: 'rd' }[n % 10] ?? 'th');
+  return `${n}${suffix}`;
+}
+
+/** today / yesterday / tomorrow by the reader's calendar, or undefined. */
+function relativeDay(d) {
+  const midnight = (x) => new Date(x.getFullYear(), x.getMonth(), x.getDate()).getTime();
+  const days = Math.round((midnight(d) - midnight(new Date())) / DAY_MS);
+  return { '-1': 'yesterday', 0: 'today', 1: 'tomorrow' }[days];
+}
+
+function ago(d) {
+  const seconds = Math.round((d.getTime() - Date.now()) / 1000);
+  const units = [
+    ['year', 365 * 86400],
+    ['month', 30 * 86400],
+    ['day', 86400],
+    ['hour', 3600],
+    ['minute', 60],
+  ];
+  const format = new Intl.RelativeTimeFormat('en', { numeric: 'auto' });
+  for (const [unit, size] of units)
+    if (Math.abs(seconds) >= size) return format.format(Math.trunc(seconds / size), unit);
+  return format.format(seconds, 'second');
+}
+
+// The formats of https://docs.slack.dev/messaging/formatting-message-text#date-formatting. Times follow
+// the page's own clock (24-hour), as Slack follows the reader's clock preference.
+function dateToken(d, name) {
+  const y = d.getFullYear();
+  const month = MONTHS[d.getMonth()];
+  const day = d.getDate();
+  const long = `${WEEKDAYS[d.getDay()]}, ${month} ${ordinal(day)}, ${y}`;
+  const date = `${month} ${ordinal(day)}, ${y}`;
+  const short = `${month.slice(0, 3)} ${day}, ${y}`;
+  const relative = relativeDay(d);
+  switch (name) {
+    case 'date_num':
+      return `${y}-${pad(d.getMonth() + 1)}-${pad(day)}`;
+    case 'date_slash':
+      return `${pad(day)}/${pad(d.getMonth() + 1)}/${y}`;
+    case 'date_long':
+      return long;
+    case 'date_long_full':
+      return `${month} ${day}, ${y}`;
+    case 'date_long_pretty':
+      return relative ?? long;
+    case 'date':
+      return date;
+    case 'date_pretty':
+      return relative ?? date;
+    case 'date_short':
+      return short;
+    case 'date_short_pretty':
+      return relative ?? short;
+    case 'day_divider_pretty':
+      return relative ?? (y === new Date().getFullYear() ? long.replace(`, ${y}`, '') : long);
+    case 'time':
+      return hhmm(d);
+    case 'time_secs':
+      return `${hhmm(d)}:${pad(d.getSeconds())}`;
+    case 'ago':
+      return ago(d);
+    default:
+      return undefined;
+  }
+}
+
+/** `date^EPOCH^FORMAT[^LINK]` with its fallback; as in Slack, the fallback shows when it cannot be read. */
+function slackDate(cmd, fallback) {
+  const [, epoch, format, link] = cmd.split('^');
+  if (!/^-?\d+$/.test(epoch ?? '') || !format) return escText(fallback);
+  const d = new Date(Number(epoch) * 1000);
+  let unknown = false;
+  const text = format.replace(/\{(\w+)\}/g, (token, name, offset) => {
+    const value = dateToken(d, name);
+    if (value === undefined) unknown = true;
+    // A relative day that starts the text is capitalised ("Today 14:05").
+    return offset === 0 && value ? value[0].toUpperCase() + value.slice(1) : (value ?? token);
+  });
+  if (unknown) return escText(fallback);
+  const shown = link ? linkHtml(decode(link), decode(text)) : escText(decode(text));
+  return `<time class="slack-date" datetime="${escAttr(d.toISOString())}" title="${escAttr(d.toLocaleString())}">${shown}</time>`;
 }
 
 const INLINE_TOKEN = /`([^`\n]+)`|<([^<>\n]+)>|\b(https?:\/\/[^\s<>]*[^\s<>.,;:!?)\]'"])/g;
@@ -283,8 +381,10 @@ function richEl(el) {
       return mentionHtml(`@${el.range}`, 'me');
     case 'emoji':
       return el.unicode
-        ? escText(String.fromCodePoint(...el.unicode.split('-').map((x) => Number.parseInt(x, 16) || 0xfffd)))
-        : escText(emoji(el.name));
+        ? `<span class="emoji">${escText(String.fromCodePoint(...el.unicode.split('-').map((x) => Number.parseInt(x, 16) || 0xfffd)))}</span>`
+        : EMOJI[el.name]
+          ? emojiHtml(el.name)
+          : escText(emoji(el.name));
     default:
       return escText(el?.text ?? '');
   }
@@ -362,7 +462,7 @@ function reactionsEl(reactions) {
     return h(
       'span.reaction',
       { class: cls, 'data-testid': 'reaction', 'data-name': r.name, title },
-      h('span.reaction-emoji', emoji(r.name)),
+      h('span.reaction-emoji.emoji', emoji(r.name)),
       h('span.reaction-count', String(r.count ?? r.users?.length ?? 1)),
     );
   };
@@ -475,11 +575,23 @@ function buildItems(items, pane, replies) {
 // Replace a list's content; jump to the bottom when something new arrived (or when the reader was
 // already there), otherwise keep the reader where they were.
 function fillList(list, nodes, key, sig) {
-  const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
   const prevTop = list.scrollTop;
   list.replaceChildren(...nodes);
-  list.scrollTop = sig !== ui.listSig[key] || atBottom ? list.scrollHeight : prevTop;
+  list.scrollTop = sig !== ui.listSig[key] || ui.pinned[key] ? list.scrollHeight : prevTop;
   ui.listSig[key] = sig;
+  ui.pinned[key] = atEnd(list);
+}
+
+const atEnd = (list) => list.scrollHeight - list.scrollTop - list.clientHeight < 40;
+
+/** A list shown to its end stays so when the space around it changes (composer, footer, window). */
+function keepPinned(list, key) {
+  list.addEventListener('scroll', () => {
+    ui.pinned[key] = atEnd(list);
+  });
+  new ResizeObserver(() => {
+    if (ui.pinned[key]) list.scrollTop = list.scrollHeight;
+  }).observe(list);
 }
 
 /* ---------- panes ---------- */
@@ -504,7 +616,9 @@ function sidebarItem(c) {
     },
     isIm ? avatar(botWho(), 'mini') : h('span.sb-hash', '#'),
     h('span.sb-name', label),
-    c.archived && h('span.sb-archived', '(archived)'),
+    // An icon, not a word: the channel pane says it once, in its footer.
+    c.archived &&
+      h('span.sb-archived', { title: 'Archived channel', 'data-testid': 'archived-icon' }, icon('archive')),
   );
 }
 
@@ -518,16 +632,12 @@ function renderSidebar() {
 }
 
 function renderHeader(c) {
-  const btn = $('archive-btn');
-  btn.hidden = !c || c.type === 'im';
+  $('archive-btn').hidden = !c || c.type === 'im' || c.archived;
   if (!c) return $('channel-title').replaceChildren('No channels');
   const bot = ui.data.bot.name;
   $('channel-title').replaceChildren(
     ...(c.type === 'im' ? [avatar(botWho(), 'small'), bot, appBadge()] : [h('span.hash', '#'), c.name]),
-    ...(c.archived ? [h('span.archived-tag', '(archived)')] : []),
   );
-  btn.disabled = c.archived;
-  btn.textContent = c.archived ? 'Archived' : 'Archive channel';
   document.title = `${c.type === 'im' ? bot : `#${c.name}`} · ${ui.data.team.name}`;
 }
 
@@ -613,8 +723,11 @@ function renderTabPrompts(c) {
   const box = $('tab-prompts');
   box.hidden = !tab?.prompts?.length;
   if (box.hidden) return box.replaceChildren();
+  // The bot heads its prompts with its greeting, which it also posts once: shown once is enough.
+  const title = tab.promptsTitle?.trim();
+  const posted = (ui.data.messages[c.id] ?? []).some((m) => author(m).isBot && bodyText(m) === title);
   box.replaceChildren(
-    ...(tab.promptsTitle ? [h('div.tab-prompts-title', tab.promptsTitle)] : []),
+    ...(title && !posted ? [h('div.tab-prompts-title', { 'data-testid': 'tab-prompts-title' }, title)] : []),
     h(
       'div.assistant-prompts',
       tab.prompts.map((p) =>
@@ -638,13 +751,27 @@ function renderComposers(c) {
   const archived = !!c?.archived;
   for (const id of ['composer-input', 'composer-send', 'thread-input', 'thread-send'])
     $(id).disabled = archived || !c;
+  // An archived channel has no composer at all (as in Slack): one footer says why.
+  $('composer-wrap').hidden = archived;
+  $('thread-composer-wrap').hidden = archived;
   $('archived-note').hidden = !archived;
   if (!c) return;
-  const target = c.type === 'im' ? ui.data.bot.name : `#${c.name}`;
-  $('composer-input').placeholder = archived
-    ? 'This channel has been archived.'
-    : `Message ${target} — type @agent to mention the bot, /agent help for commands`;
-  $('thread-input').placeholder = archived ? 'This channel has been archived.' : 'Reply…';
+  $('archived-note').replaceChildren(
+    ...(archived ? ['You are viewing ', h('b', `#${c.name}`), ', an archived channel.'] : []),
+  );
+  // In the DM (the Messages tab) everything typed goes to the bot: no mention to teach there.
+  const dm = c.type === 'im';
+  $('hint-mention').hidden = dm;
+  $('composer-input').placeholder = dm
+    ? `Message ${ui.data.bot.name}`
+    : `Message #${c.name}: mention @${ui.data.bot.name}`;
+}
+
+/** A message's text as shown, for comparing with plain strings. */
+function bodyText(m) {
+  const el = document.createElement('div');
+  el.innerHTML = bodyHtml(m);
+  return el.textContent.replace(/\s+/g, ' ').trim();
 }
 
 function render() {
@@ -664,9 +791,10 @@ function render() {
   const c = currentChannel();
   renderSidebar();
   renderHeader(c);
+  // Composers first: the lists then scroll to their end in the space that is left them.
+  renderComposers(c);
   renderMain(c);
   renderThread(c);
-  renderComposers(c);
 }
 
 /* ---------- traffic panel ---------- */
@@ -916,18 +1044,29 @@ function init() {
     $(id).addEventListener('click', onListClick);
     $(id).addEventListener('scroll', closeMenu, { passive: true });
   }
+  keepPinned($('message-list'), 'main');
+  keepPinned($('thread-list'), 'thread');
   for (const id of ['channel-list', 'dm-list']) {
     $(id).addEventListener('click', (ev) =>
       selectChannel(ev.target.closest('[data-channel-id]')?.dataset.channelId),
     );
   }
   $('thread-close').addEventListener('click', () => setThread(null));
-  $('archive-btn').addEventListener('click', async () => {
+  // Archiving cannot be undone on the page and ends the channel's agent sessions: ask first.
+  $('archive-btn').addEventListener('click', () => {
     const c = currentChannel();
     if (!c || c.archived) return;
+    $('archive-dialog-channel').textContent = `#${c.name}`;
+    $('archive-dialog').dataset.channel = c.id;
+    $('archive-dialog').showModal();
+  });
+  $('archive-dialog').addEventListener('close', async () => {
+    const dialog = $('archive-dialog');
+    if (dialog.returnValue !== 'archive') return;
+    dialog.returnValue = '';
     $('archive-btn').disabled = true;
-    const res = await post('/ui/archive', { channel: c.id });
-    $('archive-btn').disabled = !res.ok;
+    await post('/ui/archive', { channel: dialog.dataset.channel });
+    $('archive-btn').disabled = false;
     refreshSoon();
   });
   $('menu').addEventListener('click', async (ev) => {

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, type CDPSession, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningDemo, startDemo } from '../../demo/demo.js';
 
@@ -13,11 +13,14 @@ const haveBrowser = existsSync(CHROMIUM);
 if (!haveBrowser && !REQUIRED)
   console.warn(`${CHROMIUM} not found: skipping the demo browser test (CI would fail)`);
 
-/** Where the screenshot goes; the README's picture is refreshed with DEMO_SCREENSHOT=docs/demo.png. */
 /** The page updates over SSE within moments; a cold embedded store makes the first answer slower. */
 const POLL = { timeout: 8_000, interval: 100 };
 
+/** Where the screenshot goes; the README's picture is refreshed with DEMO_SCREENSHOT=docs/demo.png. */
 const SCREENSHOT = path.resolve(process.env.DEMO_SCREENSHOT ?? 'test/.tmp/demo.png');
+/** The reader's time zone: far from UTC, so times not shown in local time are caught. */
+const TIME_ZONE = 'Asia/Kathmandu';
+const VIEWPORT = { width: 1400, height: 860 };
 
 describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
   let demo: RunningDemo;
@@ -35,7 +38,7 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
       prettyLogs: false,
     });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-    page = await browser.newPage({ viewport: { width: 1400, height: 860 } });
+    page = await browser.newPage({ viewport: VIEWPORT, timezoneId: TIME_ZONE });
     await page.goto(demo.url);
   }, 60_000);
 
@@ -52,8 +55,16 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
   const traffic = (operation: string) =>
     page.locator(`[data-testid="traffic-entry"][data-operation="${operation}"][data-state="done"]`);
 
+  it('says the traffic panel is live as soon as it is connected, before any agent call', async () => {
+    await expect.poll(() => page.getByTestId('traffic-live').textContent(), POLL).toBe('live');
+    expect(await page.getByTestId('traffic-entry').count()).toBe(0);
+  });
+
   it('mentions the bot, follows the thread, resets it and archives the channel', async () => {
     await channel('general').click();
+    // In a channel the bot answers mentions only, so the page teaches the mention.
+    expect(await page.getByTestId('composer-input').getAttribute('placeholder')).toContain('@agent');
+    expect(await page.locator('#hint-mention').isVisible()).toBe(true);
 
     // A mention in the channel: the working indicator, then the answer in the message's thread.
     await page.getByTestId('composer-input').fill('@agent What can you do?');
@@ -80,12 +91,25 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
     await asked.hover();
     await asked.getByTestId('message-actions').click();
     await page.getByTestId('shortcut-reset').click();
-    await page
+    const resetNote = page
       .getByTestId('ephemeral')
       .filter({ hasText: /reset|start/i })
-      .first()
-      .waitFor();
+      .first();
+    await resetNote.waitFor();
+    // Off the message, so its hover toolbar has faded by the time of the screenshot below.
+    await page.mouse.move(1, 1);
     await traffic('deleteSession').filter({ hasText: 's-1' }).waitFor();
+
+    // The bot's :broom: is drawn from a colour emoji font (not an empty box), and the text is not.
+    const broom = resetNote.locator('.emoji[data-name="broom"]');
+    expect((await broom.boundingBox())?.width ?? 0).toBeGreaterThan(0);
+    const fonts = await fontsOf(page);
+    expect(await fonts('[data-testid="ephemeral"] .emoji[data-name="broom"]')).toEqual([
+      expect.stringMatching(/emoji/i),
+    ]);
+    // Digits and spaces are where an emoji font taking over the text shows (they come out emoji-wide).
+    for (const text of ['[data-testid="ephemeral"] .msg-time', '[data-testid="thread-panel"] .message-body'])
+      expect(await fonts(text)).not.toContainEqual(expect.stringMatching(/emoji/i));
 
     // A new conversation in the channel, then the channel is archived: its session is deleted too.
     await page.getByTestId('composer-input').fill('@agent One more thing');
@@ -93,13 +117,47 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
     const second = inMain('One more thing');
     await second.getByTestId('open-thread').waitFor({ timeout: 10_000 });
     expect(await traffic('createSession').count()).toBe(2);
-    await page.getByTestId('archive-channel').click();
-    await traffic('deleteSession').filter({ hasText: 's-2' }).waitFor();
-    expect(await traffic('deleteSession').count()).toBe(2);
-    await expect.poll(() => page.getByTestId('composer-input').isDisabled(), POLL).toBe(true);
-
+    // The README's picture: a thread answered, the reset note, the calls.
     await mkdir(path.dirname(SCREENSHOT), { recursive: true });
     await page.screenshot({ path: SCREENSHOT });
+
+    // Archiving asks first; Cancel leaves the channel as it was.
+    await page.getByTestId('archive-channel').click();
+    const dialog = page.getByTestId('archive-dialog');
+    expect(await dialog.isVisible()).toBe(true);
+    expect(await dialog.textContent()).toContain('#general');
+    await page.getByTestId('archive-cancel').click();
+    expect(await dialog.isVisible()).toBe(false);
+    expect(await page.getByTestId('composer-input').isEnabled()).toBe(true);
+    expect(await traffic('deleteSession').count()).toBe(1);
+
+    // A short window, so that the list of messages scrolls: its last row must stay in sight after archiving.
+    await page.setViewportSize({ width: VIEWPORT.width, height: 440 });
+    await page.getByTestId('archive-channel').click();
+    await page.getByTestId('archive-confirm').click();
+    await traffic('deleteSession').filter({ hasText: 's-2' }).waitFor();
+    expect(await traffic('deleteSession').count()).toBe(2);
+    const note = page.getByTestId('archived-note');
+    await note.waitFor();
+    // No composer to type into and no hints for it; "archived" is said once, in the footer.
+    expect(await page.getByTestId('composer-input').isVisible()).toBe(false);
+    expect(await page.getByTestId('composer-hint').isVisible()).toBe(false);
+    expect(await page.getByTestId('thread-composer-input').isVisible()).toBe(false);
+    expect(await page.getByTestId('archive-channel').isVisible()).toBe(false);
+    const shown = await Promise.all(
+      ['sidebar', 'channel-pane', 'thread-panel'].map((id) => page.getByTestId(id).innerText()),
+    );
+    expect(shown.join('\n').match(/archived/gi)).toEqual(['archived']);
+    expect(await note.textContent()).toContain('#general');
+    const lastRow = await second.locator('.thread-summary').boundingBox();
+    const list = await page.getByTestId('message-list').boundingBox();
+    const footer = await note.boundingBox();
+    expect(lastRow && list && footer).toBeTruthy();
+    if (lastRow && list && footer) {
+      expect(lastRow.y + lastRow.height).toBeLessThanOrEqual(list.y + list.height);
+      expect(lastRow.y + lastRow.height).toBeLessThanOrEqual(footer.y);
+    }
+    await page.setViewportSize(VIEWPORT);
   }, 60_000);
 
   it('shows the DM as the Messages tab: suggested prompts, a thread per conversation, a title', async () => {
@@ -108,6 +166,12 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
     const prompt = page.getByTestId('tab-prompt').first();
     await prompt.waitFor();
     await inMain(/Ask me anything/).waitFor();
+    // The greeting once (the bot also heads its prompts with it); nothing here asks for a mention.
+    const pane = await page.getByTestId('channel-pane').innerText();
+    expect(pane.match(/Ask me anything/g)).toHaveLength(1);
+    expect(await page.getByTestId('composer-input').getAttribute('placeholder')).not.toMatch(/@|mention/);
+    expect(await page.getByTestId('composer-hint').innerText()).not.toMatch(/@|mention/);
+    expect(await page.getByTestId('composer-hint').innerText()).toContain('/agent help');
     const suggestion = (await prompt.getAttribute('data-message')) ?? '';
     await prompt.click();
     const conversation = inMain(suggestion);
@@ -119,5 +183,64 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
     await page.getByTestId('composer-input').fill('/agent help');
     await page.getByTestId('composer-input').press('Enter');
     await page.getByTestId('ephemeral').filter({ hasText: '/agent reset' }).first().waitFor();
+
+    // Slack's date tokens show as Slack shows them: in the reader's own time zone, not as ISO times.
+    await page.getByTestId('composer-input').fill('/agent sessions');
+    await page.getByTestId('composer-input').press('Enter');
+    const listing = page.getByTestId('ephemeral').filter({ hasText: 'last active' });
+    await listing.waitFor();
+    const sent = await page.evaluate(async () => {
+      const state = (await (await fetch('/ui/state')).json()) as { ephemerals: { text?: string }[] };
+      return state.ephemerals.map((e) => e.text ?? '').find((text) => text.includes('<!date^')) ?? '';
+    });
+    const epoch = Number(/<!date\^(\d+)\^\{date_short_pretty\} \{time\}\|/.exec(sent)?.[1]);
+    expect(epoch).toBeGreaterThan(0);
+    const text = await listing.innerText();
+    expect(text).not.toMatch(/\d{4}-\d\d-\d\dT/);
+    expect(text).toContain(`started ${dayAndTime(epoch * 1000)}`);
   }, 30_000);
 });
+
+/** `{date_short_pretty} {time}` in TIME_ZONE, e.g. "Today 14:05" or "Mar 3, 2025 09:12". */
+function dayAndTime(ms: number): string {
+  const parts = (at: number) =>
+    Object.fromEntries(
+      new Intl.DateTimeFormat('en-US', {
+        timeZone: TIME_ZONE,
+        year: 'numeric',
+        month: 'short',
+        day: 'numeric',
+        hour: '2-digit',
+        minute: '2-digit',
+        hourCycle: 'h23',
+      })
+        .formatToParts(at)
+        .map((part) => [part.type, part.value]),
+    );
+  const when = parts(ms);
+  const day = (at: number) => {
+    const p = parts(at);
+    return `${p.year} ${p.month} ${p.day}`;
+  };
+  const relative =
+    day(ms) === day(Date.now())
+      ? 'Today'
+      : day(ms) === day(Date.now() - 86_400_000)
+        ? 'Yesterday'
+        : undefined;
+  return `${relative ?? `${when.month} ${when.day}, ${when.year}`} ${when.hour}:${when.minute}`;
+}
+
+/** The fonts Chromium drew an element's own text with (DevTools' "Rendered Fonts"). */
+async function fontsOf(page: Page): Promise<(selector: string) => Promise<string[]>> {
+  const cdp: CDPSession = await page.context().newCDPSession(page);
+  await cdp.send('DOM.enable');
+  await cdp.send('CSS.enable');
+  return async (selector) => {
+    const { root } = await cdp.send('DOM.getDocument', { depth: -1 });
+    const { nodeId } = await cdp.send('DOM.querySelector', { nodeId: root.nodeId, selector });
+    if (!nodeId) throw new Error(`nothing matches ${selector}`);
+    const { fonts } = await cdp.send('CSS.getPlatformFontsForNode', { nodeId });
+    return fonts.map((font) => font.familyName);
+  };
+}

@@ -79,6 +79,8 @@ export interface FakeSlackOptions {
   agentSessionStoppedSubscribed?: boolean;
   /** After this long in `processing`, Slack moves a session to `active` (documented: one hour). */
   agentSessionProcessingTimeoutMs?: number;
+  /** Every request (Web API, response URLs, mounts, WebSocket) this refuses is answered 403 and ignored. */
+  acceptRequest?: (req: IncomingMessage) => boolean;
 }
 
 export interface SlackReaction {
@@ -394,6 +396,7 @@ export class FakeSlack {
   private readonly handlers: Map<string, Handler>;
   private readonly mounts: [prefix: string, handler: MountedHandler][] = [];
   private readonly socketPingIntervalMs: number;
+  private readonly acceptRequest: (req: IncomingMessage) => boolean;
   private pingTimer: NodeJS.Timeout | undefined;
   private socketCounter = 0;
   private roundRobin = 0;
@@ -412,6 +415,7 @@ export class FakeSlack {
     this.socketPingIntervalMs = options.socketPingIntervalMs ?? 5000;
     this.agentSessionStoppedSubscribed = options.agentSessionStoppedSubscribed ?? true;
     this.agentSessionProcessingTimeoutMs = options.agentSessionProcessingTimeoutMs ?? ONE_HOUR_MS;
+    this.acceptRequest = options.acceptRequest ?? (() => true);
     this.users = new Map([
       [this.botUserId, { name: 'bot', realName: 'Bot', isBot: true }],
       ...Object.entries(options.users ?? {}),
@@ -895,6 +899,10 @@ export class FakeSlack {
   // ---------------------------------------------------------------- internals: HTTP
 
   private async handleHttp(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!this.acceptRequest(req)) {
+      res.writeHead(403, { 'content-type': 'text/plain' }).end('Forbidden');
+      return;
+    }
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const slackPath = url.pathname.startsWith('/api/') || url.pathname.startsWith('/response/');
     const mounted = slackPath ? undefined : this.mounts.find(([prefix]) => url.pathname.startsWith(prefix));
@@ -1105,6 +1113,10 @@ export class FakeSlack {
   // ---------------------------------------------------------------- internals: Socket Mode
 
   private handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    if (!this.acceptRequest(req)) {
+      socket.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const ticket = url.searchParams.get('ticket');
     // Tickets from apps.connections.open are single use, so every reconnect must fetch a fresh URL.

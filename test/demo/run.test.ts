@@ -1,0 +1,88 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const ENV = { PATH: process.env.PATH, HOME: process.env.HOME, DEMO_AGENT_LATENCY_MS: '50' };
+
+/** `npm run demo` as a person types it in a terminal. */
+describe('npm run demo', () => {
+  let dataDir: string | undefined;
+  let child: ChildProcess | undefined;
+
+  afterAll(async () => {
+    // Its own process group (see below): npm, the shell, tsx and node go together.
+    if (child?.pid !== undefined && groupAlive(child.pid)) process.kill(-child.pid, 'SIGKILL');
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('starts with both flags given the way --help shows them', async () => {
+    const { stdout } = await promisify(execFile)('npm', ['run', '--silent', 'demo', '--', '--help'], {
+      cwd: ROOT,
+      env: ENV,
+    });
+    const usage = /^Usage: (npm run demo .*)$/m.exec(stdout)?.[1];
+    expect(usage).toBeDefined();
+
+    // The usage line with its placeholders filled in and its optional parts taken.
+    dataDir = await mkdtemp(path.join(tmpdir(), 'bridge-demo-run-'));
+    const typed = (usage ?? '')
+      .replace(/[[\]]/g, '')
+      .replace(/\bN\b/, '0')
+      .replace(/\bDIR\b/, dataDir);
+    expect(typed).toContain('--port 0');
+    expect(typed).toContain(`--data-dir ${dataDir}`);
+
+    // Detached: a process group of its own, which receives Ctrl-C as a terminal's foreground group does.
+    const [command = '', ...args] = typed.split(' ');
+    const started = spawn(command, args, { cwd: ROOT, env: ENV, detached: true });
+    child = started;
+    let output = '';
+    started.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    started.stderr.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    const exited = new Promise<void>((resolve) => started.once('exit', () => resolve()));
+    const url = await Promise.race([
+      new Promise<string>((resolve) => {
+        const check = () => {
+          const found = /Open (http:\/\/127\.0\.0\.1:\d+\/)/.exec(output)?.[1];
+          if (found) resolve(found);
+          else started.stdout.once('data', check);
+        };
+        check();
+      }),
+      exited.then(() => {
+        throw new Error(`the demo exited before it was running:\n${output}`);
+      }),
+    ]);
+
+    // --port 0 took a free port and the page is served there; --data-dir holds the bot's store.
+    expect(url).not.toBe('http://127.0.0.1:0/');
+    const page = await fetch(url);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('<title>');
+    expect(existsSync(path.join(dataDir, 'store'))).toBe(true);
+
+    // Ctrl-C: the demo stops cleanly, and nothing of it is left running (npm itself ends by the signal).
+    process.kill(-(started.pid ?? 0), 'SIGINT');
+    await exited;
+    expect(output).toContain('Stopping…');
+    await expect.poll(() => groupAlive(started.pid ?? 0), { timeout: 10_000, interval: 100 }).toBe(false);
+  }, 60_000);
+});
+
+function groupAlive(pid: number): boolean {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
