@@ -101,6 +101,50 @@ export interface SuggestedPrompt {
 
 type Env = Record<string, string | undefined>;
 
+/**
+ * Every environment variable the bot reads, sorted. Deployment files (Dockerfile, compose, Kubernetes) are
+ * checked against it, so a renamed or misspelt variable fails a test instead of being silently ignored.
+ */
+export const ENV_VARIABLES: readonly string[] = [
+  'ADMIN_PORT',
+  'AGENT_API_KEY',
+  'AGENT_BASE_URL',
+  'AGENT_ID',
+  'AGENT_ROUTES',
+  'AGENT_TIMEOUT_MS',
+  'AGENT_VIEW_GREETING',
+  'ALLOWED_CHANNEL_IDS',
+  'ALLOWED_TEAM_IDS',
+  'ALLOWED_USER_IDS',
+  'DATABASE_POOL_SIZE',
+  'DATABASE_URL',
+  'DATA_DIR',
+  'FEEDBACK_BUTTONS',
+  'JOB_LEASE_MS',
+  'LOG_FORMAT',
+  'LOG_LEVEL',
+  'MAX_PROMPT_CHARS',
+  'MENTION_ONLY',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_SERVICE_NAME',
+  'PORT',
+  'SESSION_DELETE_RETRY_MS',
+  'SESSION_IDLE_TTL',
+  'SHUTDOWN_TIMEOUT_MS',
+  'SLACK_AGENT_VIEW',
+  'SLACK_API_URL',
+  'SLACK_APP_TOKEN',
+  'SLACK_BOT_TOKEN',
+  'SLACK_SIGNING_SECRET',
+  'SLASH_COMMAND',
+  'SLOW_NOTICE_MS',
+  'SUGGESTED_PROMPTS',
+  'THREAD_CONTEXT_MESSAGES',
+  'USER_RATE_LIMIT',
+  'WORKER_CONCURRENCY',
+  'WORKING_INDICATOR_DELAY_MS',
+];
+
 export const MAX_SUGGESTED_PROMPTS = 4;
 const DEFAULT_SUGGESTED_PROMPTS =
   'What can you help me with?|Summarize::Summarize the key points of what I paste next|Draft::Help me draft a short, friendly reply';
