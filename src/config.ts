@@ -23,8 +23,7 @@ export class ConfigError extends Error {
   }
 }
 
-/** Every environment variable the bot reads (deployment manifests are checked against this list). */
-export const ENV_VARIABLES = [
+const VARIABLES = [
   'ADMIN_PORT',
   'AGENT_API_KEY',
   'AGENT_BASE_URL',
@@ -65,7 +64,10 @@ export const ENV_VARIABLES = [
   'WORKING_INDICATOR_DELAY_MS',
 ] as const;
 
-export type EnvVariable = (typeof ENV_VARIABLES)[number];
+export type EnvVariable = (typeof VARIABLES)[number];
+
+/** Every environment variable the bot reads, sorted (deployment files are checked against this list). */
+export const ENV_VARIABLES: readonly string[] = VARIABLES;
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -172,6 +174,7 @@ export interface OperatorConfig {
 }
 
 type Env = Record<string, string | undefined>;
+
 
 export const MAX_SUGGESTED_PROMPTS = 4;
 const DEFAULT_SUGGESTED_PROMPTS =
