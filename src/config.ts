@@ -175,7 +175,6 @@ export interface OperatorConfig {
 
 type Env = Record<string, string | undefined>;
 
-
 export const MAX_SUGGESTED_PROMPTS = 4;
 const DEFAULT_SUGGESTED_PROMPTS =
   'What can you help me with?|Summarize::Summarize the key points of what I paste next|Draft::Help me draft a short, friendly reply';

@@ -705,3 +705,25 @@ describe('failures', () => {
     expect(textOf(notice)).toMatch(/agent service is unavailable/);
   });
 });
+
+describe('WORKER_CONCURRENCY', () => {
+  const stack = useStack({ WORKER_CONCURRENCY: '3' });
+
+  it('bounds the threads answered at once, and so the prompts in flight to the agent', async () => {
+    const { slack, agent, bot } = stack;
+    agent.setLatency(300, 'sendMessage');
+    const roots = Array.from({ length: 12 }, () => nextTs());
+    try {
+      await Promise.all(
+        roots.map((ts, i) => mention(bot, { channel: CHANNEL, text: `<@U0BOT> bounded ${i}`, ts })),
+      );
+      await Promise.all(
+        roots.map((ts) => slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === ts, 15_000)),
+      );
+    } finally {
+      agent.setLatency(0, 'sendMessage');
+    }
+    // Every thread was answered, never more than three at a time, and the bound was used.
+    expect(agent.maxInFlight).toBe(3);
+  });
+});

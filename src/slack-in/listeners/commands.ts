@@ -39,7 +39,7 @@ export function usageText(command: string): string {
   return [
     `*${command}*: your conversations with the agent`,
     `• \`${command} reset\`: in a DM, start over (ends this DM's conversations). In a channel, ends the conversations in the threads you started here.`,
-    `• \`${command} sessions\`: your conversations here, and when they started and were last active`,
+    `• \`${command} sessions\`: your conversations here, and when they started`,
     `• \`${command} help\`: this text`,
     'To reset a single thread you started, mention me in it with just `reset`, or use the message shortcut *Reset conversation* on any of its messages. Mention me with just `stop` to cancel your messages still waiting for an answer and drop the answer in progress.',
   ].join('\n');

@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AgentServiceEmulator } from '../fakes/agent-service.js';
+import { FakeSlack } from '../fakes/slack.js';
+import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import {
+  appMentionEvent,
+  eventEnvelope,
+  messageShortcutPayload,
+  nextTs,
+  postSignedEvent,
+  postSignedForm,
+  postSignedInteraction,
+} from '../helpers/slack-events.js';
+import { type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+
+/**
+ * Every request Slack (or anyone) sends to /slack/events gets an HTTP answer well within Slack's 3 s: 200 when it
+ * is acknowledged and ignored, 4xx when it is refused. A request left unanswered would be retried by Slack and,
+ * on a public port, hold a connection until the client gives up.
+ */
+describe('every request to /slack/events is answered', () => {
+  let slack: FakeSlack;
+  let agent: AgentServiceEmulator;
+  let bot: RunningBot;
+  let dir: TempDataDir;
+
+  beforeAll(async () => {
+    dir = await freshDataDir();
+    slack = await FakeSlack.start();
+    agent = await AgentServiceEmulator.start();
+    bot = await startBot({ slack, agent, store: { kind: 'embedded', dataDir: dir.path } });
+  });
+  afterAll(async () => {
+    await bot.stop();
+    await Promise.all([slack.stop(), agent.stop(), dir.remove()]);
+  });
+
+  const within3s = (result: { status: number; ms: number }) => {
+    expect(result.ms).toBeLessThan(3_000);
+    return result.status;
+  };
+
+  it('an event_callback without an event: acknowledged and ignored', async () => {
+    const { event: _event, ...envelope } = eventEnvelope({ type: 'app_mention' });
+    expect(within3s(await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, envelope))).toBe(200);
+  });
+
+  it('an envelope of an unknown type: acknowledged and ignored', async () => {
+    const body = { type: 'something_new', team_id: 'T0TEAM', token: 'x' };
+    expect(within3s(await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body))).toBe(200);
+  });
+
+  it('a form without a payload: acknowledged and ignored', async () => {
+    const result = await postSignedForm(bot.eventsUrl, SIGNING_SECRET, { team_id: 'T0TEAM', text: 'hello' });
+    expect(within3s(result)).toBe(200);
+  });
+
+  it('a click on a button nobody handles: acknowledged and ignored', async () => {
+    const click = {
+      type: 'block_actions',
+      user: { id: 'U0ALICE', team_id: 'T0TEAM' },
+      team: { id: 'T0TEAM' },
+      channel: { id: 'C0REQ' },
+      container: { type: 'message', message_ts: nextTs(), channel_id: 'C0REQ' },
+      actions: [{ type: 'button', action_id: 'not_ours', block_id: 'b', value: 'x', action_ts: nextTs() }],
+      response_url: slack.responseUrl('unhandled-click'),
+      trigger_id: 'trigger',
+    };
+    expect(within3s(await postSignedInteraction(bot.eventsUrl, SIGNING_SECRET, click))).toBe(200);
+  });
+
+  it('a message shortcut that is not ours: acknowledged and ignored', async () => {
+    const shortcut = messageShortcutPayload({
+      callbackId: 'someone_elses_shortcut',
+      channel: 'C0REQ',
+      user: 'U0ALICE',
+      messageTs: nextTs(),
+      responseUrl: slack.responseUrl('other-shortcut'),
+    });
+    expect(within3s(await postSignedInteraction(bot.eventsUrl, SIGNING_SECRET, shortcut))).toBe(200);
+  });
+
+  it('signed bodies that are not an object: refused with 400', async () => {
+    for (const rawBody of ['null', '[]', '42', '"text"']) {
+      const result = await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, undefined, { rawBody });
+      expect(within3s(result)).toBe(400);
+    }
+    const form = await postSignedForm(bot.eventsUrl, SIGNING_SECRET, { payload: 'null' });
+    expect(within3s(form)).toBe(400);
+  });
+
+  it('keeps answering real events after all of the above', async () => {
+    const root = nextTs();
+    const result = await postSignedEvent(
+      bot.eventsUrl,
+      SIGNING_SECRET,
+      appMentionEvent({ channel: 'C0REQ', user: 'U0ALICE', text: '<@U0BOT> still here?', ts: root }),
+    );
+    expect(within3s(result)).toBe(200);
+    await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+  });
+});
