@@ -10,7 +10,7 @@ import { AgentServiceEmulator } from '../test/fakes/agent-service.js';
 import { FakeSlack } from '../test/fakes/slack.js';
 import { freePort } from '../test/helpers/free-port.js';
 import { AgentTrafficProxy } from './agent-traffic.js';
-import { isLocalRequest, LOOPBACK, onLoopback } from './local-only.js';
+import { isLocalRequest, LOOPBACK } from './local-only.js';
 import { mountWebUi } from './web-ui.js';
 
 export interface DemoOptions {
@@ -48,6 +48,8 @@ const DEMO_OWNED = new Set([
   'SLACK_APP_TOKEN',
   'SLACK_API_URL',
   'PORT',
+  'ADMIN_PORT',
+  'HOST',
   'AGENT_BASE_URL',
   'AGENT_API_KEY',
   'AGENT_ID',
@@ -120,6 +122,7 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
 
     const storeDir = await freshStoreDir(options.dataDir);
     const botPort = await freePort();
+    const adminPort = await freePort();
     const signingSecret = randomBytes(16).toString('hex');
     const inherited = Object.fromEntries(
       Object.entries(options.botEnv ?? {}).filter(([name]) => !DEMO_OWNED.has(name)),
@@ -134,6 +137,9 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
       SLACK_SIGNING_SECRET: signingSecret,
       SLACK_API_URL: slack.apiUrl,
       PORT: String(botPort),
+      ADMIN_PORT: String(adminPort),
+      // The demo's bot must not be reachable from the network: its health and metrics routes need no signature.
+      HOST: LOOPBACK,
       AGENT_BASE_URL: traffic.baseUrl,
       AGENT_API_KEY: agentTarget.apiKey,
       AGENT_ID: agentTarget.agentId,
@@ -147,7 +153,7 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
       pretty: options.prettyLogs,
     });
     const bot: Bot = await createBot(config, logger);
-    await onLoopback(() => bot.start());
+    await bot.start();
     cleanups.push(() => bot.stop(5_000));
 
     const ui = mountWebUi({

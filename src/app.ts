@@ -192,6 +192,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     connection: config.slack.connection,
     apiUrl: config.slack.apiUrl,
     port: config.port,
+    host: config.host,
     routes: customRoutes(health),
     clientOptions: slackClientOptions,
     boltLogger: boltLogger(logger),
@@ -240,13 +241,13 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
         );
       }, HOUSEKEEPING_INTERVAL_MS);
       housekeeping.unref();
-      adminServer = await startRouteServer(config.adminPort, {
+      adminServer = await startRouteServer(config.adminPort, config.host, {
         ...health,
         '/metrics': metricsHandler(metrics),
       });
       if (config.slack.connection.mode === 'socket') {
         // Socket Mode needs no public endpoint: PORT serves the health endpoints only.
-        healthServer = await startRouteServer(config.port, health);
+        healthServer = await startRouteServer(config.port, config.host, health);
       }
       await slackIngress.start();
       logger.info(

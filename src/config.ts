@@ -38,6 +38,7 @@ const VARIABLES = [
   'DATABASE_URL',
   'DATA_DIR',
   'FEEDBACK_BUTTONS',
+  'HOST',
   'JOB_LEASE_MS',
   'LOG_FORMAT',
   'LOG_LEVEL',
@@ -108,6 +109,8 @@ export interface Config {
     /** Web API base URL, always ending in `/` as WebClient expects. */
     apiUrl: string;
   };
+  /** The address PORT and ADMIN_PORT listen on; undefined: every interface. */
+  host?: string;
   /** Slack requests (HTTP mode) and the health endpoints. */
   port: number;
   /** Metrics and the health endpoints, for operators only. */
@@ -157,7 +160,7 @@ export interface Config {
     mode: AgentViewMode;
     /** Shown when the Messages tab opens (at most 4). */
     suggestedPrompts: readonly SuggestedPrompt[];
-    /** Posted once per person in the Messages tab, and the heading of the suggested prompts. */
+    /** Posted once per person, the first time they open the Messages tab. */
     greeting: string;
   };
   /** OpenTelemetry: spans are exported over OTLP/HTTP only when an endpoint is set. */
@@ -311,6 +314,7 @@ function readConfig(reader: EnvReader): Config {
 
   return {
     slack: { botToken, connection, apiUrl: apiUrl.endsWith('/') ? apiUrl : `${apiUrl}/` },
+    host: reader.read('HOST'),
     port,
     adminPort,
     agent: readAgentConfig(reader),

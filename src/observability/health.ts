@@ -77,6 +77,7 @@ export function metricsHandler(metrics: BotMetrics): RouteHandler {
 /** A small server for operator routes (GET only): the admin port, and the public port in Socket Mode. */
 export async function startRouteServer(
   port: number,
+  host: string | undefined,
   handlers: Record<string, RouteHandler>,
 ): Promise<Server> {
   const server = createServer({ requestTimeout: 5_000, headersTimeout: 5_000 }, (req, res) => {
@@ -90,7 +91,7 @@ export async function startRouteServer(
   server.maxConnections = 100;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, () => {
+    server.listen({ port, host }, () => {
       server.off('error', reject);
       resolve();
     });

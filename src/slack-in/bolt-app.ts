@@ -142,6 +142,8 @@ export interface SlackAppOptions {
   connection: SlackConnection;
   apiUrl: string;
   port: number;
+  /** The address to listen on; undefined: every interface. */
+  host?: string;
   /** HTTP mode: the public port's health routes, served beside /slack/events. */
   routes: CustomRoute[];
   /** Options of the WebClient Bolt builds for listeners (the bot itself writes through SlackReplies). */
@@ -208,11 +210,14 @@ export function createSlackApp(options: SlackAppOptions): SlackIngress {
   return {
     app,
     async start() {
-      server = (await app.start(options.port, {
-        requestTimeout: REQUEST_TIMEOUT_MS,
-        headersTimeout: HEADERS_TIMEOUT_MS,
-        keepAliveTimeout: KEEP_ALIVE_MS,
-      })) as Server;
+      server = (await app.start(
+        { port: options.port, host: options.host },
+        {
+          requestTimeout: REQUEST_TIMEOUT_MS,
+          headersTimeout: HEADERS_TIMEOUT_MS,
+          keepAliveTimeout: KEEP_ALIVE_MS,
+        },
+      )) as Server;
       server.maxConnections = MAX_CONNECTIONS;
     },
     async stop() {

@@ -62,7 +62,7 @@ describe('agent experience (Messages tab)', () => {
     const prompts = await slack.waitForCall('assistant.threads.setSuggestedPrompts');
     expect(prompts.args).toMatchObject({
       channel_id: DM,
-      title: 'Hello! Ask me anything.',
+      title: 'Try asking me',
       prompts: [
         { title: 'Plan', message: 'Plan my week' },
         { title: 'Explain', message: 'Explain this error to me' },

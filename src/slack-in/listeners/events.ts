@@ -48,6 +48,12 @@ export const HANDLED_EVENTS = [
 
 export type HandledEvent = (typeof HANDLED_EVENTS)[number];
 
+/**
+ * The heading of the suggested prompts in the Messages tab. Not the greeting: that is posted as a message the
+ * first time, and the same words twice on one screen read as a glitch.
+ */
+export const SUGGESTED_PROMPTS_TITLE = 'Try asking me';
+
 /** Bounds one thread's backlog; far beyond what a person types while waiting for one answer. */
 export const MAX_OPEN_PER_THREAD = 20;
 
@@ -167,7 +173,7 @@ export class EventIntake {
       const { greeting, suggestedPrompts } = this.options.agentView;
       after.push(async () => {
         if (suggestedPrompts.length > 0)
-          await replies.setSuggestedPrompts(channel, greeting, suggestedPrompts);
+          await replies.setSuggestedPrompts(channel, SUGGESTED_PROMPTS_TITLE, suggestedPrompts);
         if (!firstTime) return;
         // A greeting that could not be posted is not used up: the next opening tries again.
         if ((await replies.notice({ channel }, greeting)) === undefined)

@@ -1,0 +1,72 @@
+import { cruise, type IModule } from 'dependency-cruiser';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * The folders of src/ from the top (Slack in) down (what everything uses). A module may import from its own
+ * folder and from folders below it, never from one above or beside it: data flows one way, Slack in →
+ * inbox → conversation → agent / Slack out, and there are no import cycles between folders.
+ */
+const LAYERS: readonly (readonly string[])[] = [
+  ['main.ts'],
+  ['app.ts', 'cli'],
+  ['slack-in'],
+  ['conversation'],
+  ['inbox', 'sessions'],
+  ['agent', 'slack-out'],
+  ['store'],
+  ['observability', 'util'],
+  ['config.ts'],
+];
+
+/** `src/inbox/worker.ts` → `inbox`; `src/app.ts` → `app.ts`. */
+function unitOf(path: string): string | undefined {
+  const match = /^src\/([^/]+)/.exec(path);
+  return match?.[1];
+}
+
+function layerOf(unit: string): number {
+  const index = LAYERS.findIndex((layer) => layer.includes(unit));
+  if (index === -1)
+    throw new Error(`src/${unit} is in no layer of test/architecture.test.ts: add it where it belongs`);
+  return index;
+}
+
+const cruised = await cruise(
+  ['src'],
+  { tsPreCompilationDeps: true, doNotFollow: { path: 'node_modules' } },
+  {},
+  {
+    tsConfig: { fileName: 'tsconfig.json' },
+  },
+);
+if (typeof cruised.output === 'string') throw new Error('dependency-cruiser returned a report, not a result');
+const modules: IModule[] = cruised.output.modules.filter((module) => module.source.startsWith('src/'));
+
+describe('the layout of src/', () => {
+  it('is read: every folder and top-level file of src/ is in a layer', () => {
+    expect(modules.length).toBeGreaterThan(20);
+    for (const module of modules) layerOf(unitOf(module.source) ?? '');
+  });
+
+  it('imports only downwards, so no two folders import each other', () => {
+    const upwards: string[] = [];
+    for (const module of modules) {
+      const from = unitOf(module.source) ?? '';
+      for (const dependency of module.dependencies) {
+        const to = unitOf(dependency.resolved);
+        if (to === undefined || to === from) continue;
+        if (layerOf(to) <= layerOf(from)) upwards.push(`${module.source} → ${dependency.resolved}`);
+      }
+    }
+    expect(upwards).toEqual([]);
+  });
+
+  it('has no import cycles between modules', () => {
+    const cycles = modules.flatMap((module) =>
+      module.dependencies
+        .filter((dependency) => dependency.circular)
+        .map((dependency) => `${module.source} → ${dependency.resolved}`),
+    );
+    expect(cycles).toEqual([]);
+  });
+});
