@@ -1,4 +1,5 @@
-import type { Database, SqlQuery } from '../store/database.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type Database, type SqlQuery, StoreError } from '../store/database.js';
 import { claimWith, type MessageRef } from './claims.js';
 
 export type JobKind = 'message' | 'reset';
@@ -74,6 +75,12 @@ interface JobRow {
   queued: boolean | null;
   slack_failing_since: Date | string | null;
 }
+
+/**
+ * Waits between attempts of an idempotent write that met a store error: about 20 s in all, so an answer
+ * rides out a failover or a dropped connection instead of being lost with the job's progress.
+ */
+const STORE_RETRY_DELAYS_MS = [250, 500, 1_000, 2_000, 4_000, 4_000, 4_000, 4_000];
 
 const JOB_COLUMNS =
   'id, thread_key, dedupe_key, kind, payload, user_id, attempts, session_id, sent_at, agent_reply, reply_is_notice, parts_posted, slow_notice_ts, queued, slack_failing_since';
@@ -254,7 +261,7 @@ export class Inbox {
 
   /** Recorded before the prompt leaves: whatever crashes after this, it is never sent again. */
   async markSent(job: ClaimedJob, sessionId: string): Promise<void> {
-    await this.progress(job, 'sent_at = now(), session_id = $3', [sessionId]);
+    await this.persist(() => this.progress(job, 'sent_at = now(), session_id = $3', [sessionId]));
   }
 
   /**
@@ -263,20 +270,22 @@ export class Inbox {
    * as usual, it interrupts unless the job is still this owner's and wanted.
    */
   async storeReply(job: ClaimedJob, reply: string, isNotice: boolean): Promise<void> {
-    await this.db.query(
-      `UPDATE inbox SET agent_reply = $2, reply_is_notice = $3
-       WHERE id = $1 AND ${OPEN} AND agent_reply IS NULL AND NOT stop_requested`,
-      [job.id, reply, isNotice],
+    await this.persist(() =>
+      this.db.query(
+        `UPDATE inbox SET agent_reply = $2, reply_is_notice = $3
+         WHERE id = $1 AND ${OPEN} AND agent_reply IS NULL AND NOT stop_requested`,
+        [job.id, reply, isNotice],
+      ),
     );
-    await this.assertWanted(job);
+    await this.persist(() => this.assertWanted(job));
   }
 
   async markPartsPosted(job: ClaimedJob, count: number): Promise<void> {
-    await this.progress(job, 'parts_posted = $3', [count]);
+    await this.persist(() => this.progress(job, 'parts_posted = $3', [count]));
   }
 
   async setSlowNotice(job: ClaimedJob, ts: string): Promise<void> {
-    await this.progress(job, 'slow_notice_ts = $3', [ts]);
+    await this.persist(() => this.progress(job, 'slow_notice_ts = $3', [ts]));
   }
 
   /**
@@ -285,12 +294,14 @@ export class Inbox {
    * how long Slack has been failing it.
    */
   async defer(job: ClaimedJob, delayMs: number, slackFailure: boolean): Promise<void> {
-    await this.db.query(
-      `UPDATE inbox SET state = 'pending', owner = NULL, lease_until = NULL,
+    await this.persist(() =>
+      this.db.query(
+        `UPDATE inbox SET state = 'pending', owner = NULL, lease_until = NULL,
               run_after = now() + make_interval(secs => $3),
               slack_failing_since = CASE WHEN $4::boolean THEN coalesce(slack_failing_since, now()) END
        WHERE id = $1 AND owner = $2 AND state = 'running'`,
-      [job.id, this.owner, delayMs / 1000, slackFailure],
+        [job.id, this.owner, delayMs / 1000, slackFailure],
+      ),
     );
   }
 
@@ -299,11 +310,13 @@ export class Inbox {
    * ordering and the per-user limit need stays, until `prune`.
    */
   async finish(job: ClaimedJob): Promise<void> {
-    await this.db.query(
-      `UPDATE inbox SET state = 'done', owner = NULL, lease_until = NULL, finished_at = now(),
-              agent_reply = NULL, payload = '{}'
-       WHERE id = $1 AND owner = $2 AND state = 'running'`,
-      [job.id, this.owner],
+    await this.persist(() =>
+      this.db.query(
+        `UPDATE inbox SET state = 'done', owner = NULL, lease_until = NULL, finished_at = now(),
+                agent_reply = NULL, payload = '{}'
+         WHERE id = $1 AND owner = $2 AND state = 'running'`,
+        [job.id, this.owner],
+      ),
     );
   }
 
@@ -372,6 +385,19 @@ export class Inbox {
     );
     await this.db.query(`DELETE FROM user_requests WHERE at < now() - interval '10 minutes'`);
     return rows.length;
+  }
+
+  /** Runs an idempotent write, retrying it through a short store outage. */
+  private async persist<T>(write: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await write();
+      } catch (error) {
+        const delay = STORE_RETRY_DELAYS_MS[attempt];
+        if (!(error instanceof StoreError) || delay === undefined) throw error;
+        await sleep(delay);
+      }
+    }
   }
 
   /** A progress write that lands only while the job is this owner's and wanted; otherwise it interrupts. */

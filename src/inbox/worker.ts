@@ -26,9 +26,6 @@ export type JobOutcome =
  */
 export type JobRunner = (job: ClaimedJob) => Promise<JobOutcome>;
 
-/** Attempts of the write that records a job's outcome (it is idempotent, so retrying is safe). */
-const RECORD_ATTEMPTS = 4;
-
 /**
  * Claims jobs from the inbox and runs up to `concurrency` of them at once. Claiming is kicked when an event
  * is recorded and when a job ends, and by a poll for everything else.
@@ -117,24 +114,16 @@ export class Worker {
     this.running.set(job.id, run);
   }
 
-  /** Records the outcome, retrying a failed write a few times; after that the lease lapses and the job is retaken. */
+  /** Records the outcome (the inbox retries through a short store outage); failing that, the lease lapses and the job is retaken. */
   private async record(job: ClaimedJob, outcome: JobOutcome): Promise<void> {
-    if (outcome.kind === 'lost') return;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        if (outcome.kind === 'done') await this.inbox.finish(job);
-        else await this.inbox.defer(job, outcome.delayMs, outcome.slackFailure);
-        return;
-      } catch (error) {
-        if (attempt >= RECORD_ATTEMPTS || this.stopped) {
-          this.logger.warn(
-            { err: error, job: job.id },
-            'could not record how a job ended; it is retaken once its lease lapses',
-          );
-          return;
-        }
-        await sleep(250 * 2 ** attempt);
-      }
+    try {
+      if (outcome.kind === 'done') await this.inbox.finish(job);
+      else if (outcome.kind === 'defer') await this.inbox.defer(job, outcome.delayMs, outcome.slackFailure);
+    } catch (error) {
+      this.logger.warn(
+        { err: error, job: job.id },
+        'could not record how a job ended; it is retaken once its lease lapses',
+      );
     }
   }
 
