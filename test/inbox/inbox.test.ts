@@ -1,0 +1,232 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { type ClaimedJob, Inbox, JobInterruptedError } from '../../src/inbox/inbox.js';
+import { type Database, openDatabase } from '../../src/store/database.js';
+import { migrate } from '../../src/store/schema.js';
+import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '../helpers/postgres.js';
+
+const runPostgres = await shouldRunPostgresTests();
+
+const LEASE_MS = 60_000;
+const NO_LIMITS = { maxOpenPerThread: 20, userPerMinute: 0 };
+
+/** A message job of thread `thread`, identified by `ts`. */
+function message(thread: string, ts: string, userId = 'U1') {
+  return {
+    threadKey: thread,
+    dedupeKey: `${thread}:${ts}`,
+    kind: 'message' as const,
+    payload: { text: `prompt ${ts}` },
+    userId,
+  };
+}
+
+function inboxContract(name: string, open: () => Promise<Database>) {
+  describe(name, () => {
+    async function fresh(): Promise<{ db: Database; a: Inbox; b: Inbox }> {
+      const db = await open();
+      await migrate(db);
+      return { db, a: new Inbox(db, 'replica-a', LEASE_MS), b: new Inbox(db, 'replica-b', LEASE_MS) };
+    }
+
+    it('records a message once, says when it waits behind its thread, and enforces the limits', async () => {
+      const { db, a } = await fresh();
+      try {
+        expect(await a.admit(message('t1', '1'), NO_LIMITS)).toEqual({ outcome: 'inserted', queued: false });
+        expect(await a.admit(message('t1', '1'), NO_LIMITS)).toEqual({ outcome: 'duplicate', queued: true });
+        expect(await a.admit(message('t1', '2'), NO_LIMITS)).toEqual({ outcome: 'inserted', queued: true });
+        const full = { maxOpenPerThread: 2, userPerMinute: 0 };
+        expect((await a.admit(message('t1', '3'), full)).outcome).toBe('thread-full');
+        const perUser = { maxOpenPerThread: 20, userPerMinute: 2 };
+        expect((await a.admit(message('t2', '1', 'U9'), perUser)).outcome).toBe('inserted');
+        expect((await a.admit(message('t3', '1', 'U9'), perUser)).outcome).toBe('inserted');
+        expect((await a.admit(message('t4', '1', 'U9'), perUser)).outcome).toBe('rate-limited');
+        // A repeated delivery is not a new request: it is not counted against the sender.
+        expect((await a.admit(message('t2', '1', 'U9'), perUser)).outcome).toBe('duplicate');
+        // Commands share the sender's budget.
+        expect(await a.chargeUser('U9', 2)).toBe(false);
+        expect(await a.chargeUser('U8', 2)).toBe(true);
+      } finally {
+        await db.close();
+      }
+    });
+
+    it("hands out a thread's messages one at a time, in order, to one replica at a time", async () => {
+      const { db, a, b } = await fresh();
+      try {
+        for (const ts of ['1', '2', '3']) await a.admit(message('t1', ts), NO_LIMITS);
+        await a.admit(message('t2', '1'), NO_LIMITS);
+        const first = await a.claim(10);
+        expect(first.map((job) => job.dedupeKey)).toEqual(['t1:1', 't2:1']);
+        expect(await b.claim(10)).toEqual([]); // the heads are taken; later messages wait their turn
+        await a.finish(first[0] as ClaimedJob);
+        const next = await b.claim(10);
+        expect(next.map((job) => job.dedupeKey)).toEqual(['t1:2']);
+        expect(next[0]?.attempts).toBe(1);
+      } finally {
+        await db.close();
+      }
+    });
+
+    it("takes back work whose lease lapsed, its own process's too, but never a job it is running", async () => {
+      const { db, a, b } = await fresh();
+      try {
+        await a.admit(message('t1', '1'), NO_LIMITS);
+        await a.admit(message('t2', '1'), NO_LIMITS);
+        const [j1, j2] = await a.claim(10);
+        await db.query(`UPDATE inbox SET lease_until = now() - interval '1 second'`);
+        // This process still runs j1 (say, its finish failed and is being retried), but lost track of j2.
+        const retaken = await a.claim(10, [j1?.id ?? 0]);
+        expect(retaken.map((job) => job.id)).toEqual([j2?.id]);
+        expect(retaken[0]?.attempts).toBe(2);
+        // Another replica takes the one nobody holds a live lease on.
+        expect((await b.claim(10)).map((job) => job.id)).toEqual([j1?.id]);
+        // The former owner's progress no longer lands, and says why.
+        await expect(a.markPartsPosted(j1 as ClaimedJob, 1)).rejects.toEqual(new JobInterruptedError('lost'));
+      } finally {
+        await db.close();
+      }
+    });
+
+    it('keeps progress across a deferral, and runs the job again only when it is due', async () => {
+      const { db, a } = await fresh();
+      try {
+        await a.admit(message('t1', '1'), NO_LIMITS);
+        const [job] = (await a.claim(1)) as [ClaimedJob];
+        await a.markSent(job, 's-1');
+        await a.storeReply(job, 'the answer', false);
+        await a.defer(job, 60_000, true);
+        expect(await a.claim(1)).toEqual([]);
+        await db.query(`UPDATE inbox SET run_after = now()`);
+        const [again] = (await a.claim(1)) as [ClaimedJob];
+        expect(again).toMatchObject({ id: job.id, sessionId: 's-1', agentReply: 'the answer', attempts: 2 });
+        expect(again.sentAt).toBeInstanceOf(Date);
+        expect(again.slackFailingSince).toBeInstanceOf(Date);
+      } finally {
+        await db.close();
+      }
+    });
+
+    it('keeps an answer recorded by a slow former owner for the new one, and clears all text when done', async () => {
+      const { db, a, b } = await fresh();
+      try {
+        await a.admit(message('t1', '1'), NO_LIMITS);
+        const [mine] = (await a.claim(1)) as [ClaimedJob];
+        await a.markSent(mine, 's-1');
+        await db.query(`UPDATE inbox SET lease_until = now() - interval '1 second'`);
+        const [theirs] = (await b.claim(1)) as [ClaimedJob];
+        await expect(a.storeReply(mine, 'late answer', false)).rejects.toEqual(
+          new JobInterruptedError('lost'),
+        );
+        const [row] = await db.query<{ agent_reply: string }>('SELECT agent_reply FROM inbox WHERE id = $1', [
+          theirs.id,
+        ]);
+        expect(row?.agent_reply).toBe('late answer');
+        await b.finish(theirs);
+        const [done] = await db.query<{ agent_reply: string | null; payload: string; state: string }>(
+          'SELECT agent_reply, payload, state FROM inbox WHERE id = $1',
+          [theirs.id],
+        );
+        expect(done).toEqual({ agent_reply: null, payload: '{}', state: 'done' });
+        expect(await a.wasSent('t1:1')).toBe(true);
+      } finally {
+        await db.close();
+      }
+    });
+
+    it("stops only the stopper's own work, once per request, in one transaction", async () => {
+      const { db, a } = await fresh();
+      try {
+        await a.admit(message('t1', '1', 'U-ALICE'), NO_LIMITS);
+        await a.admit(message('t1', '2', 'U-ALICE'), NO_LIMITS);
+        await a.admit(message('t1', '3', 'U-BOB'), NO_LIMITS);
+        const [running] = (await a.claim(1)) as [ClaimedJob];
+        const request = { teamId: 'T', channelId: 'C', ts: 'stop-1' };
+        const bob = await a.stop('t1', 'U-BOB', { ...request, ts: 'stop-bob' });
+        expect(bob).toMatchObject({ first: true, stoppedRunning: false });
+        expect(bob.cancelled).toEqual([{ text: 'prompt 3' }]);
+        const alice = await a.stop('t1', 'U-ALICE', request);
+        expect(alice).toMatchObject({ first: true, stoppedRunning: true, cancelled: [{ text: 'prompt 2' }] });
+        expect(await a.stop('t1', 'U-ALICE', request)).toEqual({
+          first: false,
+          cancelled: [],
+          stoppedRunning: false,
+        });
+        await expect(a.storeReply(running, 'not wanted any more', false)).rejects.toEqual(
+          new JobInterruptedError('stopped'),
+        );
+      } finally {
+        await db.close();
+      }
+    });
+
+    it('records a reset once, behind the answer in progress, cancelling what waits', async () => {
+      const { db, a } = await fresh();
+      try {
+        await a.admit(message('t1', '1'), NO_LIMITS);
+        await a.admit(message('t1', '2'), NO_LIMITS);
+        await a.claim(1);
+        const reset = {
+          threadKey: 't1',
+          dedupeKey: 't1:r:reset',
+          kind: 'reset' as const,
+          payload: {},
+          userId: 'U1',
+        };
+        expect(await a.enqueueReset(reset)).toBe(true);
+        await a.admit(message('t1', '3'), NO_LIMITS);
+        expect(await a.enqueueReset(reset)).toBe(false); // a retry cancels nothing more
+        const states = await db.query<{ dedupe_key: string; state: string }>(
+          'SELECT dedupe_key, state FROM inbox ORDER BY id',
+        );
+        expect(states).toEqual([
+          { dedupe_key: 't1:1', state: 'running' },
+          { dedupe_key: 't1:2', state: 'cancelled' },
+          { dedupe_key: 't1:r:reset', state: 'pending' },
+          { dedupe_key: 't1:3', state: 'pending' },
+        ]);
+      } finally {
+        await db.close();
+      }
+    });
+
+    it('gives a waiting message its edited words, and cancels the open work of a closed channel', async () => {
+      const { db, a } = await fresh();
+      try {
+        await a.admit(message('T:C1:1', '1'), NO_LIMITS);
+        await a.admit(message('T:C1:1', '2'), NO_LIMITS);
+        await a.admit(message('T:C2:1', '1'), NO_LIMITS);
+        await a.claim(1);
+        expect(await a.replaceWaitingPayload('T:C1:1:1', () => ({ text: 'too late' }))).toBe(false);
+        expect(await a.replaceWaitingPayload('T:C1:1:2', () => ({ text: 'edited' }))).toBe(true);
+        expect(await a.counts()).toEqual({ pending: 2, running: 1 });
+        expect(await a.cancelOpenWithPrefix('T:C1:')).toBe(2);
+        expect(await a.counts()).toEqual({ pending: 1, running: 0 });
+      } finally {
+        await db.close();
+      }
+    });
+  });
+}
+
+const dataDirs: TempDataDir[] = [];
+inboxContract('inbox on the embedded store', async () => {
+  const dir = await freshDataDir();
+  dataDirs.push(dir);
+  return openDatabase({ kind: 'embedded', dataDir: dir.path });
+});
+afterAll(async () => {
+  await Promise.all(dataDirs.map((dir) => dir.remove()));
+});
+
+describe.runIf(runPostgres)('PostgreSQL', () => {
+  const databases: TestDatabase[] = [];
+  afterAll(async () => {
+    await Promise.all(databases.map((database) => database.drop()));
+  });
+  inboxContract('inbox on PostgreSQL', async () => {
+    const database = await createTestDatabase();
+    databases.push(database);
+    return openDatabase({ kind: 'postgres', databaseUrl: database.url, poolSize: 4 });
+  });
+});

@@ -1,0 +1,104 @@
+import type { types } from '@slack/bolt';
+import { describe, expect, it } from 'vitest';
+import {
+  controlWordOf,
+  editOf,
+  fromMention,
+  fromMessage,
+  isEventEnvelope,
+  placementOf,
+  senderTeam,
+} from '../../src/slack-in/events.js';
+
+const BOT = 'U0BOT';
+const mention = (fields: Record<string, unknown>) =>
+  ({
+    type: 'app_mention',
+    channel: 'C1',
+    user: 'U1',
+    text: '<@U0BOT> hi',
+    ts: '1.1',
+    ...fields,
+  }) as unknown as types.AppMentionEvent;
+const message = (fields: Record<string, unknown>) =>
+  ({
+    type: 'message',
+    channel: 'C1',
+    channel_type: 'channel',
+    user: 'U1',
+    text: 'hi',
+    ts: '1.1',
+    ...fields,
+  }) as unknown as types.AllMessageEvents;
+
+describe('Slack events as the bot reads them', () => {
+  it('recognises only envelopes with a workspace and a typed event', () => {
+    expect(isEventEnvelope({ type: 'event_callback', team_id: 'T1', event: { type: 'app_mention' } })).toBe(
+      true,
+    );
+    expect(isEventEnvelope({ type: 'event_callback', team_id: 'T1' })).toBe(false);
+    expect(isEventEnvelope({ type: 'event_callback', team_id: 'T1', event: { type: 5 } })).toBe(false);
+    expect(isEventEnvelope({ type: 'url_verification' })).toBe(false);
+    expect(isEventEnvelope(null)).toBe(false);
+  });
+
+  it('takes mentions and messages from people only', () => {
+    expect(fromMention(mention({}), 'T1', BOT)).toMatchObject({ user: 'U1', mentionsBot: true, isDm: false });
+    expect(fromMention(mention({ bot_id: 'B1' }), 'T1', BOT)).toBeUndefined();
+    expect(fromMessage(message({}), 'T1', BOT)).toMatchObject({ user: 'U1', mentionsBot: false });
+    expect(fromMessage(message({ user: BOT }), 'T1', BOT)).toBeUndefined();
+    expect(fromMessage(message({ subtype: 'channel_join' }), 'T1', BOT)).toBeUndefined();
+    expect(fromMessage(message({ subtype: 'thread_broadcast', thread_ts: '1.0' }), 'T1', BOT)).toBeDefined();
+    expect(fromMessage(message({ subtype: 'file_share', files: [{}] }), 'T1', BOT)).toMatchObject({
+      hasFiles: true,
+    });
+    expect(fromMessage(message({ subtype: 'file_share', bot_id: 'B1' }), 'T1', BOT)).toBeUndefined();
+  });
+
+  it("reads the sender's own workspace: user_team in Slack Connect, else the message's team", () => {
+    expect(senderTeam({ user_team: 'T-OTHER', team: 'T1' })).toBe('T-OTHER');
+    expect(senderTeam({ team: 'T1' })).toBe('T1');
+    expect(senderTeam({})).toBeUndefined();
+    expect(fromMention(mention({ user_team: 'T-OTHER' }), 'T1', BOT)?.userTeam).toBe('T-OTHER');
+  });
+
+  it('places a classic DM on one continuing line, and everything else in its thread', () => {
+    const dm = { teamId: 'T1', channel: 'D1', isDm: true, ts: '2.2' };
+    expect(placementOf(dm)).toEqual({ thread: { teamId: 'T1', channelId: 'D1', threadTs: 'dm' } });
+    expect(placementOf(dm, true)).toEqual({
+      thread: { teamId: 'T1', channelId: 'D1', threadTs: '2.2' },
+      replyThreadTs: '2.2',
+    });
+    expect(placementOf({ ...dm, threadTs: '1.0' })).toEqual({
+      thread: { teamId: 'T1', channelId: 'D1', threadTs: '1.0' },
+      replyThreadTs: '1.0',
+    });
+    const channel = { teamId: 'T1', channel: 'C1', isDm: false, ts: '3.3' };
+    expect(placementOf(channel).replyThreadTs).toBe('3.3');
+  });
+
+  it('reads stop and reset only when that is all the message says', () => {
+    expect(controlWordOf('<@U0BOT> stop', BOT)).toBe('stop');
+    expect(controlWordOf('<@U0BOT|agent>  Reset!', BOT)).toBe('reset');
+    expect(controlWordOf('<@U0BOT> stop the build', BOT)).toBeUndefined();
+    expect(controlWordOf('please reset', BOT)).toBeUndefined();
+  });
+
+  it('sees an edit of the words, not an unfurl or a bot edit', () => {
+    const changed = (edited: Record<string, unknown>, previous: Record<string, unknown>) =>
+      message({
+        subtype: 'message_changed',
+        message: { type: 'message', ts: '1.1', ...edited },
+        previous_message: previous,
+      });
+    expect(editOf(changed({ user: 'U1', text: 'new' }, { text: 'old' }), 'T1', BOT)).toMatchObject({
+      text: 'new',
+      ts: '1.1',
+    });
+    expect(
+      editOf(changed({ user: 'U1', text: 'same', attachments: [{}] }, { text: 'same' }), 'T1', BOT),
+    ).toBeUndefined();
+    expect(editOf(changed({ user: BOT, text: 'new' }, { text: 'old' }), 'T1', BOT)).toBeUndefined();
+    expect(editOf(message({}), 'T1', BOT)).toBeUndefined();
+  });
+});
