@@ -1,0 +1,201 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { AgentServiceEmulator } from '../fakes/agent-service.js';
+import { FakeSlack } from '../fakes/slack.js';
+import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import { freePort } from '../helpers/free-port.js';
+import { nextTs } from '../helpers/slack-events.js';
+import { AGENT_ID, BOT_TOKEN, mention, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { waitFor } from '../helpers/wait.js';
+
+/** tsx's loader by absolute URL, so the bot can run from any working directory (where its `.env` is). */
+const TSX = import.meta.resolve('tsx');
+const MAIN = path.resolve('src/main.ts');
+
+interface Run {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+/** The bot as `npm start` runs it, but from source, with exactly this environment and working directory. */
+function runBot(env: Record<string, string>, cwd = process.cwd()): Run {
+  const child = spawn(process.execPath, ['--import', TSX, MAIN], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, output: () => output, exited };
+}
+
+const running: Run[] = [];
+afterEach(async () => {
+  for (const run of running.splice(0)) {
+    if (run.child.exitCode === null) run.child.kill('SIGKILL');
+    await run.exited;
+  }
+});
+
+describe('configuration errors', () => {
+  it('lists every missing or invalid variable in one run, one line each, and exits 1 without a stack trace', async () => {
+    const run = runBot({ PORT: 'eighty', LOG_LEVEL: 'loud' });
+    expect(await run.exited).toBe(1);
+    expect(run.output().trim().split('\n')).toEqual([
+      'Configuration error: SLACK_BOT_TOKEN is required (the Bot User OAuth Token, xoxb-…)',
+      'Configuration error: SLACK_SIGNING_SECRET is required (needed in HTTP mode; set SLACK_APP_TOKEN instead to use Socket Mode)',
+      'Configuration error: PORT must be a whole number from 1 to 65535 (got "eighty")',
+      'Configuration error: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "loud")',
+      'Configuration error: AGENT_BASE_URL is required (e.g. https://host/v1)',
+      'Configuration error: AGENT_API_KEY is required (the agent service API key)',
+      'Configuration error: AGENT_ID is required (the default agent id)',
+    ]);
+  });
+});
+
+describe('start-up with the real services', () => {
+  let slack: FakeSlack;
+  let agent: AgentServiceEmulator;
+  let dir: TempDataDir;
+  beforeAll(async () => {
+    slack = await FakeSlack.start();
+    agent = await AgentServiceEmulator.start({ agents: [AGENT_ID] });
+  });
+  afterAll(async () => {
+    await Promise.all([slack.stop(), agent.stop()]);
+  });
+
+  async function environment(overrides: Record<string, string> = {}): Promise<Record<string, string>> {
+    dir = await freshDataDir();
+    return {
+      SLACK_BOT_TOKEN: BOT_TOKEN,
+      SLACK_SIGNING_SECRET: SIGNING_SECRET,
+      SLACK_API_URL: slack.apiUrl,
+      PORT: String(await freePort()),
+      ADMIN_PORT: String(await freePort()),
+      AGENT_BASE_URL: agent.baseUrl,
+      AGENT_API_KEY: agent.apiKey,
+      AGENT_ID,
+      DATA_DIR: dir.path,
+      LOG_LEVEL: 'info',
+      ...overrides,
+    };
+  }
+  afterEach(async () => {
+    await dir?.remove();
+  });
+
+  const ready = (env: Record<string, string>) =>
+    waitFor(
+      async () => (await fetch(`http://127.0.0.1:${env.PORT}/readyz`).catch(() => undefined))?.ok,
+      'the bot to be ready',
+      20_000,
+    );
+
+  it('reads .env from the working directory; variables set in the environment win', async () => {
+    const env = await environment();
+    const workdir = await mkdtemp(path.join(tmpdir(), 'bridge-dotenv-'));
+    try {
+      const { PORT: realPort, ...fromFile } = env;
+      await writeFile(
+        path.join(workdir, '.env'),
+        `${Object.entries({ ...fromFile, PORT: '1' })
+          .map(([name, value]) => `${name}=${value}`)
+          .join('\n')}\n`,
+      );
+      const run = runBot({ PORT: realPort ?? '' }, workdir);
+      running.push(run);
+      await ready(env);
+      expect(run.output()).toContain('slack-agent-bridge is running');
+    } finally {
+      await rm(workdir, { recursive: true, force: true });
+    }
+  });
+
+  it('stops with one line naming AGENT_API_KEY when the agent service refuses the key', async () => {
+    const run = runBot(await environment({ AGENT_API_KEY: 'not-the-key' }));
+    running.push(run);
+    expect(await run.exited).toBe(1);
+    const lines = run.output().trim().split('\n');
+    expect(lines.at(-1)).toMatch(
+      /^Start-up failed: AGENT_API_KEY was refused by the agent service \(HTTP 401/,
+    );
+    expect(run.output()).not.toContain('not-the-key');
+  });
+
+  it('stops with a hint about /v1 when AGENT_BASE_URL lacks it', async () => {
+    const run = runBot(await environment({ AGENT_BASE_URL: agent.baseUrl.replace(/\/v1$/, '') }));
+    running.push(run);
+    expect(await run.exited).toBe(1);
+    expect(run.output().trim().split('\n').at(-1)).toBe(
+      `Start-up failed: the agent service answered 404 for agent "${AGENT_ID}": AGENT_BASE_URL must include the version, e.g. https://host/v1`,
+    );
+  });
+
+  it('stops naming AGENT_ID when the agent service does not know the agent', async () => {
+    const run = runBot(await environment({ AGENT_ID: 'no-such-agent' }));
+    running.push(run);
+    expect(await run.exited).toBe(1);
+    expect(run.output().trim().split('\n').at(-1)).toBe(
+      'Start-up failed: the agent service answered 404 for agent "no-such-agent": check AGENT_ID ("no-such-agent") and AGENT_BASE_URL',
+    );
+  });
+
+  it('starts anyway, within a few seconds, when the agent service is unreachable or hangs, and says so', async () => {
+    const unreachable = await environment({ AGENT_BASE_URL: `http://127.0.0.1:${await freePort()}/v1` });
+    const first = runBot(unreachable);
+    running.push(first);
+    await ready(unreachable);
+    expect(first.output()).toMatch(
+      /"level":50.*the agent service could not be checked at start-up; starting anyway/,
+    );
+
+    agent.injectFailure('listSessions', { type: 'hang' });
+    const hanging = await environment();
+    const started = Date.now();
+    const second = runBot(hanging);
+    running.push(second);
+    await ready(hanging);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(second.output()).toMatch(/"level":50.*did not answer the start-up check in time; starting anyway/);
+  });
+});
+
+describe('a misconfiguration found at run time', () => {
+  it('tells the user an admin must fix the bot, with a reference, and logs it as an error', async () => {
+    const slack = await FakeSlack.start();
+    const agent = await AgentServiceEmulator.start();
+    const dir = await freshDataDir();
+    const bot = await startBot({ slack, agent, store: { kind: 'embedded', dataDir: dir.path } });
+    try {
+      agent.injectFailure('createSession', {
+        type: 'http',
+        status: 401,
+        body: { status: false, message: 'Invalid API key' },
+      });
+      const root = nextTs();
+      await mention(bot, { channel: 'C0CONF', text: '<@U0BOT> hello?', ts: root });
+      const notice = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+      expect(String(notice.args.text)).toMatch(
+        /^:warning: I am not set up correctly: .* An admin must fix my configuration.*\(ref ([0-9A-F]{8})\)$/,
+      );
+      const ref = /\(ref ([0-9A-F]{8})\)/.exec(String(notice.args.text))?.[1] ?? '';
+      const line = bot.logs.lines.find((candidate) => candidate.includes(ref));
+      expect(JSON.parse(line ?? '{}')).toMatchObject({ level: 50, kind: 'misconfigured' });
+      expect(String(notice.args.text)).not.toMatch(/rephras/i);
+    } finally {
+      await bot.stop();
+      await Promise.all([slack.stop(), agent.stop(), dir.remove()]);
+    }
+  });
+});
