@@ -104,7 +104,6 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     pollMs: Math.min(config.sessions.deleteRetryMs, 30_000),
   });
   const sessions = new SessionManager(store, agent, deleter, logger);
-  const sweeper = new IdleSweeper(sessions, config.sessions.idleTtlMs, logger);
   const agentFor = agentRouter(config.agent);
   const owner = `${hostname()}/${process.pid}/${randomBytes(3).toString('hex')}`;
   const inbox = new Inbox(db, owner, config.delivery.leaseMs);
@@ -160,6 +159,17 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const access = new AccessPolicy(config.access);
   const agentViewConversations = new AgentViewConversations(claims, config.agentView.mode);
   const resets = new ThreadResets(inbox, sessions, agentFor, () => worker.kick());
+  // An idle conversation's agent session is deleted; in an agent app its Slack session is closed too.
+  const sweeper = new IdleSweeper(sessions, config.sessions.idleTtlMs, logger, async (expired) => {
+    const agentThreads: ThreadSession[] = [];
+    for (const session of expired) {
+      const agentSession = session.channelId.startsWith('D')
+        ? await agentViewConversations.isAgentView(session.teamId, session.channelId)
+        : await agentViewConversations.isAgentApp(session.teamId);
+      if (agentSession) agentThreads.push(session);
+    }
+    await replies.closeSessions(agentThreads);
+  });
   const intake = new EventIntake({
     inbox,
     claims,
@@ -211,6 +221,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     workspaceUrl: identity.url,
     access,
     chargeUser: (userId) => inbox.chargeUser(userId, config.access.userRateLimit),
+    replies,
     userRateLimit: config.access.userRateLimit,
     agentViewConversations,
     logger,

@@ -13,8 +13,10 @@ export interface InboundMessage {
   replyThreadTs?: string;
   hasFiles: boolean;
   eventId?: string;
-  /** A conversation of the Messages tab (agent experience): status and title instead of reactions. */
+  /** A conversation of the Messages tab (agent experience). */
   agentThread?: boolean;
+  /** Shown as an agent session (status, stop button, title) rather than with reactions: an agent app's thread. */
+  agentSession?: boolean;
 }
 
 /** A thread reset, run in turn with the thread's messages so no answer in progress revives the session. */
@@ -23,6 +25,8 @@ export interface ResetRequest {
   replyThreadTs?: string;
   /** Where to report: the thread (a `reset` mention) or the requester privately (the shortcut). */
   responseUrl?: string;
+  /** The thread is an agent session, to be closed with the conversation. */
+  agentSession?: boolean;
 }
 
 /** The inbox identity of a Slack message's job: a second delivery of the message finds the first. */
@@ -36,6 +40,9 @@ export function indicatorOf(message: InboundMessage): IndicatorTarget {
     channelId: message.thread.channelId,
     ts: message.ts,
     replyThreadTs: message.replyThreadTs,
-    agentThread: message.agentThread,
+    agentSession:
+      (message.agentSession ?? message.agentThread)
+        ? { initiator: message.userId, messagesTab: message.agentThread === true }
+        : undefined,
   };
 }

@@ -7,7 +7,7 @@ import type { SessionManager } from '../sessions/manager.js';
 import type { ThreadSession } from '../sessions/store.js';
 import type { ThreadKey } from '../sessions/thread-key.js';
 import { formatAgentReply, type SlackReplyPart } from '../slack-out/format.js';
-import type { WorkIndicators } from '../slack-out/indicators.js';
+import type { WorkIndicators, Working } from '../slack-out/indicators.js';
 import { type ReplyTarget, SlackPostError, type SlackReplies } from '../slack-out/replies.js';
 import type { UserNameResolver } from '../slack-out/user-names.js';
 import { type InboundMessage, indicatorOf, type ResetRequest } from './jobs.js';
@@ -77,14 +77,14 @@ export class Relay {
     const target: ReplyTarget = { channel: message.thread.channelId, threadTs: message.replyThreadTs };
     const indicator = indicatorOf(message);
     if (job.queued && job.attempts === 1) void indicators.clearQueued(indicator);
-    const clearWorking = indicators.showWorking(indicator, {
+    const working = indicators.showWorking(indicator, {
       slowNoticeTs: job.slowNoticeTs,
       resumed: job.attempts > 1,
       onSlowNotice: (ts) => inbox.setSlowNotice(job, ts),
     });
     let outcome: JobOutcome = { kind: 'done' };
     try {
-      outcome = await this.answer(job, message, target, logger);
+      outcome = await this.answer(job, message, target, working, logger);
       return outcome;
     } catch (error) {
       if (!(error instanceof SlackPostError)) throw error;
@@ -92,7 +92,7 @@ export class Relay {
       return outcome;
     } finally {
       // A deferred job keeps its indicators: the answer is still coming.
-      if (outcome.kind !== 'defer') await clearWorking();
+      if (outcome.kind !== 'defer') await working.end();
     }
   }
 
@@ -100,6 +100,7 @@ export class Relay {
     job: ClaimedJob,
     message: InboundMessage,
     target: ReplyTarget,
+    working: Working,
     logger: Logger,
   ): Promise<JobOutcome> {
     const { inbox } = this.options;
@@ -145,14 +146,10 @@ export class Relay {
     if (message.hasFiles && job.attempts === 1) {
       void this.options.replies.ephemeral(target, message.userId, ATTACHMENTS_NOT_FORWARDED);
     }
-    // The first message of a Messages-tab conversation names it, once.
-    if (message.agentThread && message.replyThreadTs === message.ts && job.attempts === 1) {
-      void this.options.replies.setThreadTitle(target.channel, message.ts, titleFromPrompt(prompt));
-    }
 
     let reply: string;
     try {
-      reply = await this.ask(job, message, prompt, logger);
+      reply = await this.ask(job, message, prompt, working, logger);
     } catch (error) {
       if (error instanceof JobInterruptedError || !isAgentServiceError(error)) throw error;
       // Recorded first, so a post that fails now is retried with the same words (and reference).
@@ -176,11 +173,15 @@ export class Relay {
     job: ClaimedJob,
     message: InboundMessage,
     prompt: string,
+    working: Working,
     logger: Logger,
   ): Promise<string> {
     const { inbox, sessions, agent } = this.options;
     const agentId = this.options.agentFor(message.thread.channelId);
-    let { session } = await sessions.sessionFor(message.thread, agentId, message.userId);
+    const found = await sessions.sessionFor(message.thread, agentId, message.userId);
+    let { session } = found;
+    // A new conversation (the thread's first, or the first after a reset) is named after its first prompt.
+    if (found.created) working.setTitle(titleFromPrompt(prompt));
     await inbox.markSent(job, session.sessionId);
     let reply: string;
     try {
@@ -300,6 +301,8 @@ export class Relay {
       },
       'reset',
     );
+    // The conversation is over; the next message in the thread starts a new one (and a new session).
+    if (request.agentSession) await replies.closeSessions([request.thread]);
     const text = threadResetText(retired.length);
     if (request.responseUrl) {
       await replies.respond(request.responseUrl, text);

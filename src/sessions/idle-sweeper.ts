@@ -1,5 +1,6 @@
 import type { Logger } from '../observability/logger.js';
 import type { SessionManager } from './manager.js';
+import type { ThreadSession } from './store.js';
 
 /** Periodically ends conversations idle longer than the TTL (SESSION_IDLE_TTL; 0 = never). */
 export class IdleSweeper {
@@ -10,6 +11,8 @@ export class IdleSweeper {
     private readonly sessions: SessionManager,
     private readonly idleTtlMs: number,
     private readonly logger: Logger,
+    /** Told of the conversations that ended, after their sessions were retired (best effort). */
+    private readonly onExpired: (sessions: ThreadSession[]) => Promise<void> = async () => {},
   ) {}
 
   start(): void {
@@ -30,7 +33,12 @@ export class IdleSweeper {
     this.sweeping = true;
     try {
       const expired = await this.sessions.expireIdle(this.idleTtlMs);
-      if (expired.length > 0) this.logger.info({ expired: expired.length }, 'idle agent sessions expired');
+      if (expired.length > 0) {
+        this.logger.info({ expired: expired.length }, 'idle agent sessions expired');
+        await this.onExpired(expired).catch((error: unknown) =>
+          this.logger.warn({ err: error }, 'could not close the Slack sessions of idle conversations'),
+        );
+      }
       return expired.length;
     } catch (error) {
       this.logger.warn({ err: error }, 'idle session sweep failed; will retry');

@@ -13,6 +13,8 @@ export const AGENT_LOADING_MESSAGES = [
 ];
 /** Slack drops a status after about two minutes without a message; it is set again well before. */
 export const AGENT_STATUS_REFRESH_MS = 90_000;
+/** Slack moves a session out of `processing` after an hour; a slower answer sets it again before. */
+export const SESSION_PROCESSING_REFRESH_MS = 50 * 60_000;
 
 export const SLOW_NOTICE =
   ':hourglass: The agent is taking a while on this one. I will post the answer here when it is ready.';
@@ -23,8 +25,24 @@ export interface IndicatorTarget {
   ts: string;
   /** Thread of the reply, or undefined for a top-level DM conversation. */
   replyThreadTs?: string;
-  /** A conversation in the Messages tab (agent experience): the thread's status shows the work. */
-  agentThread?: boolean;
+  /**
+   * The thread is an agent session (an agent app: the Messages tab, or a channel thread): its status shows the
+   * work (`processing`, with Slack's stop button, then `active`) instead of reactions.
+   */
+  agentSession?: {
+    /** Who started it, for a session Slack creates now. */
+    initiator: string;
+    /** A conversation of the Messages tab: it also shows "<app> is thinking…" with loading messages. */
+    messagesTab: boolean;
+  };
+}
+
+/** The indicators of one message being worked on. */
+export interface Working {
+  /** Names the conversation (an agent session's title); nothing for reactions. */
+  setTitle(title: string): void;
+  /** Clears every indicator; call on every ending. */
+  end(): Promise<void>;
 }
 
 export interface WorkingOptions {
@@ -66,10 +84,11 @@ export class WorkIndicators {
     );
   }
 
-  /** Marks the message as being worked on; call the returned function on every ending. */
-  showWorking(target: IndicatorTarget, options: WorkingOptions = {}): () => Promise<void> {
-    if (target.agentThread && target.replyThreadTs)
-      return this.showAgentStatus(target.channelId, target.replyThreadTs);
+  /** Marks the message as being worked on; `end()` the result on every ending. */
+  showWorking(target: IndicatorTarget, options: WorkingOptions = {}): Working {
+    if (target.agentSession && target.replyThreadTs) {
+      return this.showAgentSession(target.channelId, target.replyThreadTs, target.agentSession);
+    }
     // Not awaited: the reaction shows up while the prompt is already on its way (it is awaited before removal).
     let adding: Promise<void> | undefined;
     const addWorking = () => {
@@ -94,7 +113,7 @@ export class WorkIndicators {
           }, this.slowNoticeMs)
         : undefined;
     slowTimer?.unref();
-    return async () => {
+    const end = async () => {
       clearTimeout(slowTimer);
       clearTimeout(workingTimer);
       await slowNoticePosting;
@@ -106,32 +125,58 @@ export class WorkIndicators {
       }
       if (slowNoticeTs) await this.replies.deleteMessage(target.channelId, slowNoticeTs);
     };
+    return { setTitle: () => {}, end };
   }
 
   /**
-   * The agent experience's indicator: the thread's status, set at once, set again before Slack's expiry,
-   * reworded once the agent is slow (a notice message would clear it), and cleared on every ending.
+   * An agent session's indicator: `processing` at once (Slack shows its stop button), set again before Slack's
+   * one-hour limit, and `active` on every ending. In the Messages tab also the thread's "is thinking…" line,
+   * set again before Slack's two-minute expiry and reworded once the agent is slow (a notice message would
+   * clear it). Each call waits for the one before, so an ending never reaches Slack before the start.
    */
-  private showAgentStatus(channel: string, threadTs: string): () => Promise<void> {
-    let status = AGENT_STATUS;
-    let setting = this.replies.setThreadStatus(channel, threadTs, status, AGENT_LOADING_MESSAGES);
-    const refresh = setInterval(() => {
-      setting = this.replies.setThreadStatus(channel, threadTs, status, AGENT_LOADING_MESSAGES);
-    }, this.statusRefreshMs);
-    refresh.unref();
-    const slow =
-      this.slowNoticeMs > 0
-        ? setTimeout(() => {
-            status = AGENT_SLOW_STATUS;
-            setting = this.replies.setThreadStatus(channel, threadTs, status, AGENT_LOADING_MESSAGES);
-          }, this.slowNoticeMs)
-        : undefined;
-    slow?.unref();
-    return async () => {
-      clearInterval(refresh);
-      clearTimeout(slow);
-      await setting;
-      await this.replies.setThreadStatus(channel, threadTs, '');
+  private showAgentSession(
+    channel: string,
+    threadTs: string,
+    session: NonNullable<IndicatorTarget['agentSession']>,
+  ): Working {
+    let line = AGENT_STATUS;
+    let calls: Promise<unknown> = this.replies.setSessionStatus(
+      channel,
+      threadTs,
+      'processing',
+      session.initiator,
+    );
+    const then = (call: () => Promise<unknown>) => {
+      calls = calls.then(call, call);
+    };
+    const showLine = () => this.replies.setThreadStatus(channel, threadTs, line, AGENT_LOADING_MESSAGES);
+    const timers: NodeJS.Timeout[] = [
+      setInterval(
+        () => then(() => this.replies.setSessionStatus(channel, threadTs, 'processing')),
+        SESSION_PROCESSING_REFRESH_MS,
+      ),
+    ];
+    if (session.messagesTab) {
+      then(showLine);
+      timers.push(setInterval(() => then(showLine), this.statusRefreshMs));
+      if (this.slowNoticeMs > 0) {
+        timers.push(
+          setTimeout(() => {
+            line = AGENT_SLOW_STATUS;
+            then(showLine);
+          }, this.slowNoticeMs),
+        );
+      }
+    }
+    for (const timer of timers) timer.unref();
+    return {
+      setTitle: (title) => then(() => this.replies.renameSession(channel, threadTs, title)),
+      end: async () => {
+        for (const timer of timers) clearTimeout(timer);
+        if (session.messagesTab) then(() => this.replies.setThreadStatus(channel, threadTs, ''));
+        then(() => this.replies.setSessionStatus(channel, threadTs, 'active'));
+        await calls;
+      },
     };
   }
 

@@ -17,6 +17,15 @@ export interface JobMark {
   part: string;
 }
 
+/** An agent session's lifecycle status (agents.sessions.setStatus). */
+export type AgentSessionStatus = 'processing' | 'active' | 'closed';
+
+/** Warnings Slack returns on success that an operator should act on, with the fix, each logged once. */
+const WARNING_FIXES: Readonly<Record<string, string>> = {
+  missing_agent_session_stopped_event_subscription:
+    'subscribe the app to the agent_session_stopped bot event (manifest.yml lists it) and reinstall, so people get a stop button',
+};
+
 /** Slack message metadata type of every message a job posts. */
 const JOB_METADATA_EVENT = 'agent_reply';
 /** Slack refuses the blocks, not the message: the same words go again as plain text. */
@@ -56,6 +65,8 @@ export class SlackPostError extends Error {
  * repeat); `postClient` never retries, so a post whose outcome is unknown is looked up before it is sent again.
  */
 export class SlackReplies {
+  private readonly warned = new Set<string>();
+
   constructor(
     private readonly client: WebClient,
     private readonly postClient: WebClient,
@@ -233,11 +244,58 @@ export class SlackReplies {
     }
   }
 
-  async setThreadTitle(channel: string, threadTs: string, title: string): Promise<void> {
+  /**
+   * Moves a thread's agent session to `status`, creating it (with its initiator) on first use. Slack shows its
+   * stop button while a session is `processing`. Best effort; returns false when Slack refused the call.
+   */
+  async setSessionStatus(
+    channel: string,
+    threadTs: string,
+    status: AgentSessionStatus,
+    initiator?: string,
+  ): Promise<boolean> {
     try {
-      await this.client.assistant.threads.setTitle({ channel_id: channel, thread_ts: threadTs, title });
+      const result = await this.client.agents.sessions.setStatus({
+        channel_id: channel,
+        thread_ts: threadTs,
+        status,
+        ...(initiator ? { initiator_user_id: initiator } : {}),
+      });
+      this.noteWarnings(result.response_metadata?.warnings);
+      return true;
+    } catch (error) {
+      this.logger.warn({ err: error, status }, 'could not set the agent session status');
+      return false;
+    }
+  }
+
+  /**
+   * Closes the agent sessions of conversations that ended (reset, channel closed, idle), one call at a time:
+   * a channel or a sweep can end many at once. Threads without a thread (a classic DM's main line) have none.
+   */
+  async closeSessions(threads: readonly { channelId: string; threadTs: string }[]): Promise<void> {
+    for (const { channelId, threadTs } of threads) {
+      if (!/^\d+\.\d+$/.test(threadTs)) continue;
+      await this.setSessionStatus(channelId, threadTs, 'closed');
+    }
+  }
+
+  /** Names a thread's agent session (it must exist: set its status first). Best effort. */
+  async renameSession(channel: string, threadTs: string, title: string): Promise<void> {
+    try {
+      await this.client.agents.sessions.rename({ channel_id: channel, thread_ts: threadTs, title });
     } catch (error) {
       this.logger.warn({ err: error }, 'could not set the conversation title');
+    }
+  }
+
+  /** Logs each actionable warning once per process, with its fix. */
+  private noteWarnings(warnings: readonly string[] | undefined): void {
+    for (const warning of warnings ?? []) {
+      const fix = WARNING_FIXES[warning];
+      if (!fix || this.warned.has(warning)) continue;
+      this.warned.add(warning);
+      this.logger.warn({ warning }, `Slack warns "${warning}": ${fix}`);
     }
   }
 

@@ -154,8 +154,18 @@ describe('agent experience (Messages tab)', () => {
     expect(sessionOf(followUp)).toBe(sessionOf(firstReply));
     expect(textOf(followUp)).toMatch(/#2\]: and next week\?/);
 
-    const titles = slack.callsOf('assistant.threads.setTitle').filter((c) => c.args.thread_ts === first);
+    // The conversation is an agent session: named once after its first prompt, processing while answered.
+    const titles = slack.callsOf('agents.sessions.rename').filter((c) => c.args.thread_ts === first);
     expect(titles.map((c) => c.args.title)).toEqual(['Plan my week please']);
+    // (The thread status line moves the session too, as Slack's bridge does: repeated states are folded.)
+    const transitions = () =>
+      (slack.agentSession(DM, first)?.history ?? [])
+        .map((transition) => transition.status)
+        .filter((status, i, all) => status !== all[i - 1]);
+    await waitFor(() => transitions().length === 4, 'session set twice');
+    expect(transitions()).toEqual(['processing', 'active', 'processing', 'active']);
+    const session = slack.agentSession(DM, first);
+    expect(session).toMatchObject({ initiatorUserId: ALICE, title: 'Plan my week please', status: 'active' });
 
     // Status: "thinking" before the answer, cleared after it, for each message.
     await waitFor(() => statusCalls(slack, first).length >= 4, 'status set and cleared twice');

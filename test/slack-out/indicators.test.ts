@@ -36,20 +36,24 @@ describe('the status of an agent thread', () => {
     // Short intervals stand in for the real 90 s refresh and SLOW_NOTICE_MS.
     const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 250, 0, 100);
     const threadTs = '1700000000.000100';
-    const clear = indicators.showWorking({
+    const working = indicators.showWorking({
       channelId: 'D0AGENT',
       ts: threadTs,
       replyThreadTs: threadTs,
-      agentThread: true,
+      agentSession: { initiator: 'U0ALICE', messagesTab: true },
     });
     await sleep(420);
-    await clear();
+    await working.end();
     const seen = statuses(threadTs);
     expect(seen[0]).toBe(AGENT_STATUS);
     expect(seen.filter((status) => status === AGENT_STATUS).length).toBeGreaterThanOrEqual(2);
     expect(seen).toContain(AGENT_SLOW_STATUS);
     expect(seen.at(-1)).toBe('');
     expect(slack.callsOf('reactions.add')).toEqual([]);
+    // The thread is an agent session: processing (with its initiator) while the answer comes, then active.
+    const session = slack.agentSession('D0AGENT', threadTs);
+    expect(session?.status).toBe('active');
+    expect(session?.initiatorUserId).toBe('U0ALICE');
     // Nothing keeps setting it after the end.
     const count = seen.length;
     await sleep(250);

@@ -10,6 +10,7 @@ import type { Logger } from '../../observability/logger.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import type { SessionWithActivity } from '../../sessions/store.js';
 import { DM_MAIN_THREAD } from '../../sessions/thread-key.js';
+import type { SlackReplies } from '../../slack-out/replies.js';
 import type { AccessPolicy, AccessRequest } from '../access.js';
 import type { AgentViewConversations } from '../agent-view.js';
 import type { ThreadResets } from '../resets.js';
@@ -32,6 +33,8 @@ export interface CommandOptions {
   userRateLimit: number;
   /** In a Messages-tab conversation a top-level DM message starts its own thread, so it is reset as one. */
   agentViewConversations: AgentViewConversations;
+  /** Closes the agent sessions of conversations a reset ended. */
+  replies: Pick<SlackReplies, 'closeSessions'>;
   logger: Logger;
 }
 
@@ -83,6 +86,10 @@ export function registerCommands(app: App, options: CommandOptions): void {
           'reset',
         );
         await ephemeral(resetSummary(retired.length, dm));
+        const agentSessions = dm
+          ? await options.agentViewConversations.isAgentView(command.team_id, command.channel_id)
+          : await options.agentViewConversations.isAgentApp(command.team_id);
+        if (agentSessions) await options.replies.closeSessions(retired);
       } else if (subcommand === 'sessions') {
         const mine = await options.sessions.list(dm ? where : { ...where, startedBy: command.user_id });
         await ephemeral(await sessionsSummary(options, mine));
@@ -123,9 +130,17 @@ export function registerCommands(app: App, options: CommandOptions): void {
         message.thread_ts === undefined &&
         !(await options.agentViewConversations.isAgentView(teamId, channelId));
       const thread = { teamId, channelId, threadTs: inDmMain ? DM_MAIN_THREAD : rootTs };
+      const agentSession = isDirectMessage(channelId)
+        ? !inDmMain && (await options.agentViewConversations.isAgentView(teamId, channelId))
+        : await options.agentViewConversations.isAgentApp(teamId);
       // Recorded before the acknowledgement, like events: a crash right after it still resets the thread.
       const decided = await options.resets.request(
-        { thread, replyThreadTs: inDmMain ? undefined : rootTs, responseUrl: shortcut.response_url },
+        {
+          thread,
+          replyThreadTs: inDmMain ? undefined : rootTs,
+          responseUrl: shortcut.response_url,
+          agentSession,
+        },
         shortcut.action_ts,
         userId,
       );

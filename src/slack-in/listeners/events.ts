@@ -142,10 +142,10 @@ export class EventIntake {
       else if (this.options.mentionOnly) this.ignore(event.type, 'mention-only');
       else await this.acceptMessage({ ...message, eventId }, true, after);
     },
-    channel_archive: (envelope) => this.channelGone(envelope),
-    group_archive: (envelope) => this.channelGone(envelope),
-    channel_deleted: (envelope) => this.channelGone(envelope),
-    group_deleted: (envelope) => this.channelGone(envelope),
+    channel_archive: (envelope, after) => this.channelGone(envelope, after),
+    group_archive: (envelope, after) => this.channelGone(envelope, after),
+    channel_deleted: (envelope, after) => this.channelGone(envelope, after),
+    group_deleted: (envelope, after) => this.channelGone(envelope, after),
     app_uninstalled: (envelope) => this.workspaceGone(envelope),
     tokens_revoked: async (envelope) => {
       // Revoking only user tokens leaves the bot working; only a revoked bot token ends the workspace.
@@ -195,15 +195,20 @@ export class EventIntake {
         { channel, threadTs },
         userId,
         { teamId, channelId: channel, ts: `stop:${eventId ?? threadTs}` },
+        true,
         after,
       );
     },
   };
 
-  private async channelGone({ event, team_id: teamId }: EventEnvelope): Promise<void> {
+  private async channelGone({ event, team_id: teamId }: EventEnvelope, after: AfterAck[]): Promise<void> {
     const channelId = String(event.channel);
     const retired = await this.options.sessions.retireWhere({ teamId, channelId }, 'channel-gone');
     await this.options.inbox.cancelOpenWithPrefix(`${teamId}:${channelId}:`);
+    // Best effort: Slack may refuse calls in an archived channel, and a deleted one has no threads left.
+    if (event.type.endsWith('_archive') && (await this.options.agentViewConversations.isAgentApp(teamId))) {
+      after.push(() => this.options.replies.closeSessions(retired));
+    }
     this.options.logger.info(
       { team: teamId, channel: channelId, event: event.type, count: retired.length },
       'channel closed; its agent sessions are being deleted',
@@ -231,6 +236,9 @@ export class EventIntake {
     const { thread, replyThreadTs } = placementOf(message, agentView);
     const threadKey = threadKeyString(thread);
     const eventType = followUp || message.isDm ? 'message' : 'app_mention';
+    const agentSession = message.isDm
+      ? agentView && replyThreadTs !== undefined
+      : await this.options.agentViewConversations.isAgentApp(message.teamId);
     const ref: MessageRef = { teamId: message.teamId, channelId: message.channel, ts: message.ts };
     const target: ReplyTarget = { channel: message.channel, threadTs: replyThreadTs };
 
@@ -256,11 +264,15 @@ export class EventIntake {
     const command =
       message.isDm || message.mentionsBot ? controlWordOf(message.text, this.options.botUserId) : undefined;
     if (command === 'stop') {
-      await this.stop(thread, target, message.user, ref, after);
+      await this.stop(thread, target, message.user, ref, agentSession, after);
       return;
     }
     if (command === 'reset') {
-      const decided = await this.options.resets.request({ thread, replyThreadTs }, message.ts, message.user);
+      const decided = await this.options.resets.request(
+        { thread, replyThreadTs, agentSession },
+        message.ts,
+        message.user,
+      );
       if (decided.outcome === 'not-allowed' && (await claims.claim(ref, 'refusal'))) {
         after.push(() => replies.ephemeral(target, message.user, resetNotAllowedText(decided.starter)));
       }
@@ -276,6 +288,7 @@ export class EventIntake {
       hasFiles: message.hasFiles,
       eventId: message.eventId,
       agentThread: agentView && replyThreadTs !== undefined,
+      agentSession,
     };
     const limit = this.options.userRateLimit;
     const { outcome, queued } = await inbox.admit(
@@ -312,6 +325,7 @@ export class EventIntake {
     target: ReplyTarget,
     userId: string,
     request: MessageRef,
+    agentSession: boolean,
     after: AfterAck[],
   ): Promise<void> {
     const { first, cancelled, stoppedRunning } = await this.options.inbox.stop(
@@ -321,6 +335,10 @@ export class EventIntake {
     );
     if (!first) return;
     after.push(async () => {
+      // Slack does not change the session on a stop: it is ready for the next message (the stop button goes).
+      if (agentSession && target.threadTs) {
+        await this.options.replies.setSessionStatus(target.channel, target.threadTs, 'active');
+      }
       // Cancelled messages were waiting, so each shows the "queued" indicator.
       for (const message of cancelled as InboundMessage[])
         await this.options.indicators.clearQueued(indicatorOf(message));
