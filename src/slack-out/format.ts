@@ -1,4 +1,5 @@
 import type { types } from '@slack/bolt';
+import { fitsTableBlock, monospaceTable, piecesOf, tableBlock } from './tables.js';
 
 /**
  * Slack rejects a message whose markdown blocks add up to more than 12,000 characters; stay below
@@ -22,8 +23,9 @@ export interface SlackReplyPart {
 }
 
 /**
- * Renders the agent's Markdown reply as one or more Slack messages using Slack's `markdown` block,
- * which Slack renders itself (bold, italics, links, lists, headings, code). Long replies are split
+ * Renders the agent's Markdown reply as one or more Slack messages using Slack's `markdown` block, which Slack
+ * renders itself (bold, italics, links, lists, headings, code), and a `table` block for each Markdown table
+ * (Slack allows one per message; a table past its limits becomes a monospace block). Long replies are split
  * between paragraphs or code blocks, never inside a code block's fence pair.
  */
 export function formatAgentReply(
@@ -36,11 +38,40 @@ export function formatAgentReply(
     trimmed === ''
       ? '_(the agent sent an empty reply)_'
       : capped(neutraliseBroadcasts(trimmed), maxReplyChars);
-  return splitMarkdown(body, maxChars).map((chunk) => ({
-    text: plainText(fallbackText(chunk)),
-    blocks: [{ type: 'markdown', text: chunk }],
-    markdown: chunk,
-  }));
+  const parts: SlackReplyPart[] = [];
+  let blocks: types.KnownBlock[] = [];
+  let source: string[] = [];
+  let markdownChars = 0;
+  let hasTable = false;
+  const flush = () => {
+    if (blocks.length === 0) return;
+    const whole = source.join('\n\n');
+    parts.push({ text: plainText(fallbackText(whole)), blocks, markdown: whole });
+    blocks = [];
+    source = [];
+    markdownChars = 0;
+    hasTable = false;
+  };
+  for (const piece of piecesOf(body)) {
+    if (piece.kind === 'table' && fitsTableBlock(piece.table)) {
+      if (hasTable) flush();
+      blocks.push(tableBlock(piece.table));
+      source.push(piece.table.source);
+      hasTable = true;
+      continue;
+    }
+    const text = piece.kind === 'table' ? monospaceTable(piece.table) : piece.markdown;
+    for (const chunk of splitMarkdown(text, maxChars)) {
+      if (markdownChars > 0 && markdownChars + chunk.length + 2 > maxChars) flush();
+      const last = blocks.at(-1);
+      if (last?.type === 'markdown') last.text = `${last.text}\n\n${chunk}`;
+      else blocks.push({ type: 'markdown', text: chunk });
+      markdownChars += chunk.length + 2;
+      source.push(chunk);
+    }
+  }
+  flush();
+  return parts;
 }
 
 /** The reply cut at `maxChars` (at a line break when one is near), with a line saying so. */

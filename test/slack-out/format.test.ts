@@ -93,3 +93,66 @@ describe('formatAgentReply', () => {
     expect(chunks.join(' ').split(' ').length).toBe(5_000);
   });
 });
+
+describe('tables in a reply', () => {
+  const table = ['| Name | Role | Since |', '|:-----|:----:|------:|', '| **Ada** | `eng` | 2019 |', '| Bob \\| Jr | ops | |'].join(
+    '\n',
+  );
+
+  it('posts a Markdown table as a Slack table block, with the text around it as usual', () => {
+    const [part, ...rest] = formatAgentReply(`Here is the team:\n\n${table}\n\nAsk if you need more.`);
+    expect(rest).toEqual([]);
+    expect(part?.blocks).toEqual([
+      { type: 'markdown', text: 'Here is the team:' },
+      {
+        type: 'table',
+        rows: [
+          [
+            { type: 'raw_text', text: 'Name' },
+            { type: 'raw_text', text: 'Role' },
+            { type: 'raw_text', text: 'Since' },
+          ],
+          [
+            { type: 'raw_text', text: 'Ada' },
+            { type: 'raw_text', text: 'eng' },
+            { type: 'raw_text', text: '2019' },
+          ],
+          [
+            { type: 'raw_text', text: 'Bob | Jr' },
+            { type: 'raw_text', text: 'ops' },
+            { type: 'raw_text', text: ' ' },
+          ],
+        ],
+        column_settings: [{ align: 'left' }, { align: 'center' }, { align: 'right' }],
+      },
+      { type: 'markdown', text: 'Ask if you need more.' },
+    ]);
+    // The words for notifications and for a workspace refusing blocks keep the table as written.
+    expect(part?.markdown).toContain(table);
+  });
+
+  it('puts a second table in the next message: Slack takes one per message', () => {
+    const parts = formatAgentReply(`${table}\n\nand again:\n\n${table}`);
+    expect(parts.map((part) => part.blocks.map((block) => block.type))).toEqual([
+      ['table', 'markdown'],
+      ['table'],
+    ]);
+  });
+
+  it('keeps every cell of a table past the limits, as a monospace block', () => {
+    const rows = Array.from({ length: 150 }, (_, i) => `| row ${i} | ${'x'.repeat(5)} |`);
+    const big = ['| Row | Value |', '|---|---|', ...rows].join('\n');
+    const parts = formatAgentReply(big);
+    const blocks = parts.flatMap((part) => part.blocks);
+    expect(blocks.every((block) => block.type === 'markdown')).toBe(true);
+    const text = blocks.map((block) => (block as { text: string }).text).join('\n');
+    expect(text).toContain('row 0   | xxxxx');
+    expect(text).toContain('row 149 | xxxxx');
+    expect(text.startsWith('```')).toBe(true);
+  });
+
+  it('leaves a table inside a code block alone, and a lone pipe as text', () => {
+    const [part] = formatAgentReply(['```', table, '```', '', 'a | b'].join('\n'));
+    expect(part?.blocks.map((block) => block.type)).toEqual(['markdown']);
+  });
+});
