@@ -8,6 +8,7 @@ import { agentRouter } from './agent/routing.js';
 import { checkAgentService } from './agent/startup-check.js';
 import { type Config, StartupError } from './config.js';
 import { Relay } from './conversation/relay.js';
+import { ViewingContext } from './conversation/viewing-context.js';
 import { MessageClaims } from './inbox/claims.js';
 import { Inbox } from './inbox/inbox.js';
 import { Worker } from './inbox/worker.js';
@@ -28,6 +29,7 @@ import { SessionStore, type ThreadSession } from './sessions/store.js';
 import { AccessPolicy } from './slack-in/access.js';
 import { AgentViewConversations } from './slack-in/agent-view.js';
 import { createSlackApp } from './slack-in/bolt-app.js';
+import { registerActions } from './slack-in/listeners/actions.js';
 import { registerCommands } from './slack-in/listeners/commands.js';
 import { EventIntake } from './slack-in/listeners/events.js';
 import { AGENT_VIEW_SCOPES, missingScopes, scopePurpose } from './slack-in/requirements.js';
@@ -108,6 +110,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const owner = `${hostname()}/${process.pid}/${randomBytes(3).toString('hex')}`;
   const inbox = new Inbox(db, owner, config.delivery.leaseMs);
   const claims = new MessageClaims(db);
+  const viewing = new ViewingContext(db);
 
   // Slack out: one client that retries calls harmless to repeat, one that never repeats a post by itself.
   const slackObserver = {
@@ -127,7 +130,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     { ...slackClientOptions, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true },
     slackObserver,
   );
-  const replies = new SlackReplies(slackClient, postClient, logger);
+  const replies = new SlackReplies(slackClient, postClient, logger, identity.botUserId);
   const indicators = new WorkIndicators(
     replies,
     config.conversation.slowNoticeMs,
@@ -147,6 +150,9 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     maxPromptChars: config.conversation.maxPromptChars,
     agentTimeoutMs: config.agent.timeoutMs,
     replyRetryWindowMs: config.delivery.replyRetryWindowMs,
+    feedbackButtons: config.conversation.feedbackButtons,
+    threadContextMessages: config.conversation.threadContextMessages,
+    viewing,
     logger,
   });
   const worker = new Worker(inbox, relay.run, logger, {
@@ -182,6 +188,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     mentionOnly: config.conversation.mentionOnly,
     agentView: config.agentView,
     agentViewConversations,
+    viewing,
     access,
     userRateLimit: config.access.userRateLimit,
     onRecorded: () => worker.kick(),
@@ -224,6 +231,17 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     replies,
     userRateLimit: config.access.userRateLimit,
     agentViewConversations,
+    logger,
+  });
+  registerActions(app, {
+    inbox,
+    claims,
+    replies,
+    access,
+    agentViewConversations,
+    userRateLimit: config.access.userRateLimit,
+    onRecorded: () => worker.kick(),
+    metrics,
     logger,
   });
   app.error(async (error) => {

@@ -25,7 +25,7 @@ interface Manifest {
 }
 
 /** Events only the agent experience (features.agent_view) subscribes to. */
-const AGENT_VIEW_EVENTS = new Set(['app_home_opened', 'agent_session_stopped']);
+const AGENT_VIEW_EVENTS = new Set(['app_home_opened', 'agent_session_stopped', 'app_context_changed']);
 
 const defaults = loadConfig({
   SLACK_BOT_TOKEN: 'xoxb-x',

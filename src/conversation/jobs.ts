@@ -17,6 +17,8 @@ export interface InboundMessage {
   agentThread?: boolean;
   /** Shown as an agent session (status, stop button, title) rather than with reactions: an agent app's thread. */
   agentSession?: boolean;
+  /** Sent again by its author after its answer was lost: `text` is read back from Slack (none is kept). */
+  resend?: boolean;
 }
 
 /** A thread reset, run in turn with the thread's messages so no answer in progress revives the session. */

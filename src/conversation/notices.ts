@@ -86,7 +86,10 @@ export function queueFullNotice(limit: number): string {
 }
 
 export const INTERRUPTED_AFTER_SEND_NOTICE =
-  ':warning: I was restarted while the agent was answering this message, and its answer was lost. I did not send it again on my own (it would run twice); please ask again if you still need it.';
+  ':warning: I was restarted while the agent was answering this message, and its answer was lost. I did not send it again on my own (the agent may already have acted on it). If you still need the answer, press *Send again*.';
+
+export const ORIGINAL_GONE_NOTICE =
+  ':warning: I could not find your original message any more, so I could not send it again. Please write it again.';
 
 export function slackRefusedNotice(referenceId: string): string {
   return `:warning: Slack did not take the answer to this message for too long, so I stopped trying to post it. Please ask again. (ref ${referenceId})`;

@@ -6,6 +6,7 @@ import type { Logger } from '../observability/logger.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { ThreadSession } from '../sessions/store.js';
 import type { ThreadKey } from '../sessions/thread-key.js';
+import { feedbackBlock, sendAgainBlocks } from '../slack-out/blocks.js';
 import { formatAgentReply, type SlackReplyPart } from '../slack-out/format.js';
 import type { WorkIndicators, Working } from '../slack-out/indicators.js';
 import { type ReplyTarget, SlackPostError, type SlackReplies } from '../slack-out/replies.js';
@@ -19,12 +20,15 @@ import {
   failureNotice,
   INTERRUPTED_AFTER_SEND_NOTICE,
   newReferenceId,
+  ORIGINAL_GONE_NOTICE,
   promptTooLongNotice,
   SESSION_RESTARTED_NOTICE,
   slackRefusedNotice,
   threadResetText,
 } from './notices.js';
 import { promptFromSlackText } from './prompt.js';
+import { withThreadContext } from './thread-context.js';
+import type { ViewingContext } from './viewing-context.js';
 
 export interface RelayOptions {
   inbox: Inbox;
@@ -41,6 +45,11 @@ export interface RelayOptions {
   agentTimeoutMs: number;
   /** How long an answer Slack refuses is kept and retried. */
   replyRetryWindowMs: number;
+  /** Feedback buttons under each answer. */
+  feedbackButtons: boolean;
+  /** Earlier thread messages sent with a first mention mid-thread (0: none). */
+  threadContextMessages: number;
+  viewing: ViewingContext;
   logger: Logger;
 }
 
@@ -98,23 +107,36 @@ export class Relay {
 
   private async answer(
     job: ClaimedJob,
-    message: InboundMessage,
+    recorded: InboundMessage,
     target: ReplyTarget,
     working: Working,
     logger: Logger,
   ): Promise<JobOutcome> {
     const { inbox } = this.options;
     if (job.agentReply !== undefined) {
-      await this.postOutput(job, message, target, job.agentReply, job.replyIsNotice);
+      await this.postOutput(job, recorded, target, job.agentReply, job.replyIsNotice);
       return { kind: 'done' };
     }
-    if (job.sentAt) return this.resumeAfterSend(job, message, target, logger);
+    if (job.sentAt) return this.resumeAfterSend(job, recorded, target, logger);
     if (job.attempts > MAX_ATTEMPTS) {
       logger.error({ attempts: job.attempts }, 'job retried too often; giving up');
       await this.postNotice(job, target, 'failure', failureNotice('internal', newReferenceId()));
       return { kind: 'done' };
     }
 
+    let message = recorded;
+    if (recorded.resend) {
+      const text = await this.options.replies.messageText(
+        target.channel,
+        recorded.ts,
+        recorded.replyThreadTs,
+      );
+      if (text === undefined) {
+        await this.postNotice(job, target, 'gone', ORIGINAL_GONE_NOTICE);
+        return { kind: 'done' };
+      }
+      message = { ...recorded, text };
+    }
     // Checked on the raw text first: a huge message must cost nothing before it is refused.
     if (message.text.length > this.options.maxPromptChars * 4) {
       await this.postNotice(
@@ -147,9 +169,9 @@ export class Relay {
       void this.options.replies.ephemeral(target, message.userId, ATTACHMENTS_NOT_FORWARDED);
     }
 
-    let reply: string;
+    let answer: { reply: string; sessionId: string };
     try {
-      reply = await this.ask(job, message, prompt, working, logger);
+      answer = await this.ask(job, message, prompt, working, logger);
     } catch (error) {
       if (error instanceof JobInterruptedError || !isAgentServiceError(error)) throw error;
       // Recorded first, so a post that fails now is retried with the same words (and reference).
@@ -164,7 +186,7 @@ export class Relay {
       await this.postOutput(job, message, target, notice, true);
       return { kind: 'done' };
     }
-    await this.postOutput(job, message, target, reply, false);
+    await this.postOutput(job, message, target, answer.reply, false, answer.sessionId);
     return { kind: 'done' };
   }
 
@@ -175,17 +197,32 @@ export class Relay {
     prompt: string,
     working: Working,
     logger: Logger,
-  ): Promise<string> {
+  ): Promise<{ reply: string; sessionId: string }> {
     const { inbox, sessions, agent } = this.options;
     const agentId = this.options.agentFor(message.thread.channelId);
     const found = await sessions.sessionFor(message.thread, agentId, message.userId);
     let { session } = found;
     // A new conversation (the thread's first, or the first after a reset) is named after its first prompt.
     if (found.created) working.setTitle(titleFromPrompt(prompt));
+    let sent = prompt;
+    if (found.created && this.startsMidThread(message)) {
+      const earlier = await this.options.replies.threadMessagesBefore(
+        message.thread.channelId,
+        message.thread.threadTs,
+        message.ts,
+        this.options.threadContextMessages,
+      );
+      sent = await withThreadContext(prompt, earlier, {
+        botUserId: this.options.botUserId,
+        resolveUserName: this.options.resolveUserName,
+        maxChars: this.options.maxPromptChars,
+      });
+    }
+    if (message.agentThread) sent = await this.withViewedChannel(message, sent);
     await inbox.markSent(job, session.sessionId);
     let reply: string;
     try {
-      reply = (await agent.sendMessage(agentId, session.sessionId, prompt)).text;
+      reply = (await agent.sendMessage(agentId, session.sessionId, sent)).text;
     } catch (error) {
       // The service says the session does not exist, so it did not run the prompt: once, in a new session.
       if (!isAgentServiceError(error) || error.kind !== 'session_not_found') throw error;
@@ -195,12 +232,36 @@ export class Relay {
         { channel: message.thread.channelId, threadTs: message.replyThreadTs },
         SESSION_RESTARTED_NOTICE,
       );
-      reply = (await agent.sendMessage(agentId, session.sessionId, prompt)).text;
+      reply = (await agent.sendMessage(agentId, session.sessionId, sent)).text;
     }
     logger.debug({ session: session.sessionId, chars: reply.length }, 'agent replied');
     await inbox.storeReply(job, reply, false);
     await this.touch(session, logger);
-    return reply;
+    return { reply, sessionId: session.sessionId };
+  }
+
+  /** A mention that starts the bot's part in a channel thread people were already talking in. */
+  private startsMidThread(message: InboundMessage): boolean {
+    return (
+      this.options.threadContextMessages > 0 &&
+      !message.thread.channelId.startsWith('D') &&
+      message.replyThreadTs !== undefined &&
+      message.replyThreadTs !== message.ts
+    );
+  }
+
+  /** The channel the person is looking at, on its own line, when it changed since the agent was last told. */
+  private async withViewedChannel(message: InboundMessage, prompt: string): Promise<string> {
+    const viewed = await this.options.viewing.takeChange({
+      teamId: message.thread.teamId,
+      dmChannel: message.thread.channelId,
+      userId: message.userId,
+    });
+    // Only a channel the bot itself can see: its name must not leak from a conversation the bot is not in.
+    const name = viewed ? await this.options.replies.visibleChannelName(viewed) : undefined;
+    return name
+      ? `[The person is looking at the Slack channel #${name} while writing this.]\n\n${prompt}`
+      : prompt;
   }
 
   /**
@@ -219,7 +280,14 @@ export class Relay {
     if ((await this.options.replies.postedJobParts(target, message.ts, job.dedupeKey)).size > 0)
       return { kind: 'done' };
     logger.warn({ session: job.sessionId }, 'prompt was sent before an interruption; its answer is lost');
-    await this.postNotice(job, target, 'lost', INTERRUPTED_AFTER_SEND_NOTICE);
+    // Asking again is the author's choice (the prompt may be a command): one press of Send again.
+    await this.postNotice(
+      job,
+      target,
+      'lost',
+      INTERRUPTED_AFTER_SEND_NOTICE,
+      sendAgainBlocks(INTERRUPTED_AFTER_SEND_NOTICE, job.dedupeKey),
+    );
     return { kind: 'done' };
   }
 
@@ -230,9 +298,18 @@ export class Relay {
     target: ReplyTarget,
     text: string,
     isNotice: boolean,
+    sessionId = job.sessionId,
   ): Promise<void> {
     const { inbox, replies } = this.options;
     const parts: SlackReplyPart[] = isNotice ? [noticePart(text)] : formatAgentReply(text);
+    const last = parts.at(-1);
+    if (!isNotice && last && sessionId && this.options.feedbackButtons) {
+      // Feedback under the whole answer, naming its agent and session so an operator can compare agents.
+      last.blocks = [
+        ...last.blocks,
+        feedbackBlock({ agentId: this.options.agentFor(message.thread.channelId), sessionId }),
+      ];
+    }
     let next = job.partsPosted;
     if (job.attempts > 1) {
       // A resumed job may have posted more than it recorded (a crash, or a post whose outcome was unknown).
@@ -249,7 +326,13 @@ export class Relay {
   }
 
   /** A notice that is the job's whole output, posted once. */
-  private async postNotice(job: ClaimedJob, target: ReplyTarget, name: string, text: string): Promise<void> {
+  private async postNotice(
+    job: ClaimedJob,
+    target: ReplyTarget,
+    name: string,
+    text: string,
+    blocks: SlackReplyPart['blocks'] = [],
+  ): Promise<void> {
     const { inbox, replies } = this.options;
     if (
       job.attempts > 1 &&
@@ -258,7 +341,7 @@ export class Relay {
       return;
     }
     await inbox.assertWanted(job);
-    await replies.postJobMessage(target, noticePart(text), { job: job.dedupeKey, part: name });
+    await replies.postJobMessage(target, { ...noticePart(text), blocks }, { job: job.dedupeKey, part: name });
   }
 
   /** Slack refused a post: keep the job and retry with backoff, for up to REPLY_RETRY_WINDOW. */

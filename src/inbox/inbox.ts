@@ -358,6 +358,15 @@ export class Inbox {
     });
   }
 
+  /** Who asked for a job and in which thread, while the inbox remembers it (see `prune`). */
+  async requestOf(dedupeKey: string): Promise<{ threadKey: string; userId?: string } | undefined> {
+    const [row] = await this.db.query<{ thread_key: string; user_id: string | null }>(
+      'SELECT thread_key, user_id FROM inbox WHERE dedupe_key = $1',
+      [dedupeKey],
+    );
+    return row ? { threadKey: row.thread_key, userId: row.user_id ?? undefined } : undefined;
+  }
+
   /** Whether this message's prompt reached the agent. */
   async wasSent(dedupeKey: string): Promise<boolean> {
     return (

@@ -9,6 +9,15 @@ export interface ReplyTarget {
   threadTs?: string;
 }
 
+/** A message of a thread, as read back for context. */
+export interface ThreadMessage {
+  ts: string;
+  /** A person's id; undefined for a bot. */
+  userId?: string;
+  botName?: string;
+  text: string;
+}
+
 /** Marks a message a job posted, so a job resumed after a crash or an unknown outcome never posts it twice. */
 export interface JobMark {
   /** The job's identity (its Slack message). */
@@ -71,6 +80,8 @@ export class SlackReplies {
     private readonly client: WebClient,
     private readonly postClient: WebClient,
     private readonly logger: Logger,
+    /** The bot's own user id: its messages are not context. */
+    private readonly botUserId = '',
   ) {}
 
   /** Posts one message of a job, marked with metadata; throws SlackPostError. Returns its ts. */
@@ -136,6 +147,65 @@ export class SlackReplies {
       if (!NO_THREAD_ERRORS.has(slackErrorCode(error) ?? '')) throw classify(error);
     }
     return found;
+  }
+
+  /**
+   * Up to `limit` messages of a thread before `beforeTs`, oldest first, without the bot's own. Empty when the
+   * thread cannot be read (the bot is not in the channel, a scope is missing): context is a nicety.
+   */
+  async threadMessagesBefore(
+    channel: string,
+    threadTs: string,
+    beforeTs: string,
+    limit: number,
+  ): Promise<ThreadMessage[]> {
+    try {
+      const found = await this.client.conversations.replies({
+        channel,
+        ts: threadTs,
+        latest: beforeTs,
+        inclusive: false,
+        limit: limit + 1,
+      });
+      return (found.messages ?? [])
+        .filter((message) => Number(message.ts) < Number(beforeTs) && message.user !== this.botUserId)
+        .slice(-limit)
+        .map((message) => ({
+          ts: message.ts ?? '',
+          userId: message.bot_id ? undefined : message.user,
+          botName: message.bot_profile?.name,
+          text: message.text ?? '',
+        }));
+    } catch (error) {
+      this.logger.warn({ err: error }, 'could not read the thread for context; sending the message alone');
+      return [];
+    }
+  }
+
+  /** A channel's name, when the bot can see the channel (conversations.info answers); else undefined. */
+  async visibleChannelName(channel: string): Promise<string | undefined> {
+    try {
+      return (await this.client.conversations.info({ channel })).channel?.name;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * The words of one message, read back from Slack (the bot keeps no prompt text after a job ends); undefined
+   * when it is gone. Throws SlackPostError when Slack cannot be read.
+   */
+  async messageText(channel: string, ts: string, threadTs?: string): Promise<string | undefined> {
+    const args = { channel, oldest: ts, latest: ts, inclusive: true, limit: 1 };
+    try {
+      const found = threadTs
+        ? await this.client.conversations.replies({ ...args, ts: threadTs })
+        : await this.client.conversations.history(args);
+      return found.messages?.find((message) => message.ts === ts)?.text;
+    } catch (error) {
+      if (NO_THREAD_ERRORS.has(slackErrorCode(error) ?? '')) return undefined;
+      throw classify(error);
+    }
   }
 
   /** A message in a thread (best effort, for after-ack notices); returns its ts, or undefined if it failed. */

@@ -37,7 +37,8 @@ export function piecesOf(markdown: string): ReplyPiece[] {
     const line = lines[index] ?? '';
     const marker = FENCE.exec(line)?.[1];
     if (fence) {
-      if (marker && line.trim().startsWith(fence) && line.trim().replace(/[`~]/g, '') === '') fence = undefined;
+      if (marker && line.trim().startsWith(fence) && line.trim().replace(/[`~]/g, '') === '')
+        fence = undefined;
       text.push(line);
       continue;
     }
@@ -102,8 +103,14 @@ export function tableBlock(table: MarkdownTable): types.KnownBlock {
 /** The table as a monospace code block with its columns lined up: every cell kept, whatever its size. */
 export function monospaceTable(table: MarkdownTable): string {
   const rows = table.rows.map((row) => row.map(displayText));
-  const widths = (rows[0] ?? []).map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length)));
-  const line = (row: string[]) => row.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join(' | ').trimEnd();
+  const widths = (rows[0] ?? []).map((_, column) =>
+    Math.max(...rows.map((row) => (row[column] ?? '').length)),
+  );
+  const line = (row: string[]) =>
+    row
+      .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+      .join(' | ')
+      .trimEnd();
   const [header = [], ...body] = rows;
   const rule = widths.map((width) => '-'.repeat(Math.max(1, width))).join('-+-');
   return ['```', line(header), rule, ...body.map(line), '```'].join('\n');

@@ -71,6 +71,14 @@ const MIGRATIONS: readonly (readonly string[])[] = [
        key VARCHAR(255) PRIMARY KEY,
        last_active_at TIMESTAMPTZ NOT NULL)`,
     'CREATE INDEX IF NOT EXISTS session_activity_age ON session_activity (last_active_at)',
+    // The channel each person views while talking in the Messages tab, and the one the agent was told about.
+    `CREATE TABLE IF NOT EXISTS viewing_context (
+       team_id TEXT NOT NULL,
+       viewer TEXT NOT NULL,
+       channel_id TEXT,
+       told_channel_id TEXT,
+       updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+       PRIMARY KEY (team_id, viewer))`,
   ],
 ];
 

@@ -562,7 +562,10 @@ describe('replies', () => {
     const parts = postsIn(slack, CHANNEL, root);
     let delivered = '';
     for (const part of parts) {
-      const blocks = part.args.blocks as { type: string; text: string }[];
+      const all = part.args.blocks as { type: string; text: string }[];
+      // The answer's last message ends with its feedback buttons; the rest is Markdown.
+      expect(all.filter((b) => b.type === 'context_actions')).toHaveLength(part === parts.at(-1) ? 1 : 0);
+      const blocks = all.filter((b) => b.type === 'markdown');
       const blockChars = blocks.reduce((sum, block) => sum + block.text.length, 0);
       expect(blockChars).toBeLessThanOrEqual(12_000);
       expect(blocks.length).toBeLessThanOrEqual(50);

@@ -56,7 +56,21 @@ function conversationSuite(
 
       const reply = await slack.waitForCall('chat.postMessage', replyIn(rootTs));
       expect(textOf(reply)).toBe('echo[s-1#1]: what is up?');
-      expect(reply.args.blocks).toEqual([{ type: 'markdown', text: 'echo[s-1#1]: what is up?' }]);
+      expect(reply.args.blocks).toEqual([
+        { type: 'markdown', text: 'echo[s-1#1]: what is up?' },
+        // Feedback buttons end each answer, naming its agent and session.
+        {
+          type: 'context_actions',
+          elements: [
+            expect.objectContaining({
+              type: 'feedback_buttons',
+              action_id: 'reply_feedback',
+              positive_button: expect.objectContaining({ value: JSON.stringify({ v: 'good', a: AGENT_ID, s: 's-1' }) }),
+              negative_button: expect.objectContaining({ value: JSON.stringify({ v: 'bad', a: AGENT_ID, s: 's-1' }) }),
+            }),
+          ],
+        },
+      ]);
       expect(reply.tokenKind).toBe('bot');
 
       await mention(bot, { channel: CHANNEL, text: '<@U0BOT> and now?', threadTs: rootTs });

@@ -9,6 +9,7 @@ import {
   resetNotAllowedText,
   stoppedNotice,
 } from '../../conversation/notices.js';
+import type { ViewingContext } from '../../conversation/viewing-context.js';
 import type { MessageClaims, MessageRef } from '../../inbox/claims.js';
 import type { Inbox } from '../../inbox/inbox.js';
 import type { Logger } from '../../observability/logger.js';
@@ -44,6 +45,7 @@ export const HANDLED_EVENTS = [
   'tokens_revoked',
   'app_home_opened',
   'agent_session_stopped',
+  'app_context_changed',
 ] as const;
 
 export type HandledEvent = (typeof HANDLED_EVENTS)[number];
@@ -56,6 +58,16 @@ export const SUGGESTED_PROMPTS_TITLE = 'Try asking me';
 
 /** Bounds one thread's backlog; far beyond what a person types while waiting for one answer. */
 export const MAX_OPEN_PER_THREAD = 20;
+
+/** The most relevant channel among what Slack says the person is looking at (`context.entities`). */
+function viewedChannelOf(context: unknown): string | undefined {
+  const entities = (context as { entities?: unknown } | undefined)?.entities;
+  if (!Array.isArray(entities)) return undefined;
+  for (const entity of entities as { type?: unknown; value?: unknown }[]) {
+    if (entity.type === 'slack#/types/channel_id' && typeof entity.value === 'string') return entity.value;
+  }
+  return undefined;
+}
 
 export interface EventIntakeOptions {
   inbox: Inbox;
@@ -70,6 +82,8 @@ export interface EventIntakeOptions {
   mentionOnly: boolean;
   agentView: Config['agentView'];
   agentViewConversations: AgentViewConversations;
+  /** What each person looks at in the Messages tab. */
+  viewing: ViewingContext;
   access: AccessPolicy;
   /** Requests per user per minute; 0: no limit. */
   userRateLimit: number;
@@ -179,6 +193,21 @@ export class EventIntake {
         if ((await replies.notice({ channel }, greeting)) === undefined)
           await claims.release(greetingRef, 'greeting');
       });
+    },
+    // The agent experience: which channel the person is looking at while in the Messages tab.
+    app_context_changed: async ({ event, team_id: teamId }) => {
+      if (this.options.agentViewConversations.mode === 'off') {
+        this.ignore(event.type, 'agent-view-off');
+        return;
+      }
+      await this.options.viewing.record(
+        {
+          teamId,
+          dmChannel: typeof event.channel === 'string' ? event.channel : undefined,
+          userId: typeof event.user === 'string' ? event.user : undefined,
+        },
+        viewedChannelOf(event.context),
+      );
     },
     // Stop pressed in Slack's UI on an agent conversation: the same as mentioning the bot with `stop` there.
     agent_session_stopped: async ({ event, team_id: teamId, event_id: eventId }, after) => {
