@@ -94,8 +94,11 @@ export function boltLogger(logger: Logger): SlackLogger {
         .filter((part) => part !== error)
         .map((part) => (typeof part === 'string' ? part : safeStringify(part)))
         .join(' ');
-      // A client that hung up mid-request is routine on a public port, not a warning.
-      const at = CLIENT_ABORTS.test(text) ? 'debug' : level;
+      // A client that hung up mid-request is routine on a public port, not a warning. And WebClient logs each
+      // warning Slack returns on every call (`warnings.forEach(logger.warn)`); the bot logs those worth acting
+      // on once, with the fix.
+      const routine = CLIENT_ABORTS.test(text) || isWarningsForEach(parts);
+      const at = routine ? 'debug' : level;
       if (error) child[at]({ err: error }, text);
       else child[at](text);
     };
@@ -110,6 +113,16 @@ export function boltLogger(logger: Logger): SlackLogger {
     getLevel: () => fromPino[child.level] ?? SlackLogLevel.ERROR,
     setName: () => {},
   };
+}
+
+/** WebClient's `response_metadata.warnings.forEach(logger.warn)`: (warning, index, warnings). */
+function isWarningsForEach(parts: unknown[]): boolean {
+  return (
+    parts.length === 3 &&
+    typeof parts[0] === 'string' &&
+    typeof parts[1] === 'number' &&
+    Array.isArray(parts[2])
+  );
 }
 
 function safeStringify(value: unknown): string {

@@ -196,7 +196,8 @@ export class SlackReplies {
    * when it is gone. Throws SlackPostError when Slack cannot be read.
    */
   async messageText(channel: string, ts: string, threadTs?: string): Promise<string | undefined> {
-    const args = { channel, oldest: ts, latest: ts, inclusive: true, limit: 1 };
+    // Two: in a thread Slack answers with its first message ahead of the one asked for.
+    const args = { channel, oldest: ts, latest: ts, inclusive: true, limit: 2 };
     try {
       const found = threadTs
         ? await this.client.conversations.replies({ ...args, ts: threadTs })

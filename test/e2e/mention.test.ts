@@ -65,8 +65,12 @@ function conversationSuite(
             expect.objectContaining({
               type: 'feedback_buttons',
               action_id: 'reply_feedback',
-              positive_button: expect.objectContaining({ value: JSON.stringify({ v: 'good', a: AGENT_ID, s: 's-1' }) }),
-              negative_button: expect.objectContaining({ value: JSON.stringify({ v: 'bad', a: AGENT_ID, s: 's-1' }) }),
+              positive_button: expect.objectContaining({
+                value: JSON.stringify({ v: 'good', a: AGENT_ID, s: 's-1' }),
+              }),
+              negative_button: expect.objectContaining({
+                value: JSON.stringify({ v: 'bad', a: AGENT_ID, s: 's-1' }),
+              }),
             }),
           ],
         },

@@ -53,6 +53,11 @@ export interface FakeSlackChannel {
   isArchived?: boolean;
   /** The other member of an IM. */
   user?: string;
+  /**
+   * Whether the bot is a member (default true). A private channel (`group`, `mpim`) the bot is not in is invisible
+   * to it, as in Slack: conversations.info and conversations.replies answer `channel_not_found`.
+   */
+  botIsMember?: boolean;
 }
 
 export interface FakeSlackOptions {
@@ -1470,6 +1475,12 @@ export class FakeSlack {
     };
   }
 
+  /** A private channel the bot is not in: Slack answers as if it did not exist. */
+  private hiddenFromBot(id: string): boolean {
+    const config = this.channelConfig.get(id);
+    return config?.botIsMember === false && (config.type === 'group' || config.type === 'mpim');
+  }
+
   private channelObject(id: string): Record<string, unknown> {
     const config = this.channelConfig.get(id) ?? {};
     const type = config.type ?? (id.startsWith('D') ? 'im' : id.startsWith('G') ? 'group' : 'channel');
@@ -1722,7 +1733,7 @@ export class FakeSlack {
 
     h.set('conversations.info', (args) => {
       const id = str(args, 'channel');
-      if (!id) return fail('channel_not_found');
+      if (!id || this.hiddenFromBot(id)) return fail('channel_not_found');
       return { ok: true, channel: this.channelObject(id) };
     });
 

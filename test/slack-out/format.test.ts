@@ -95,9 +95,12 @@ describe('formatAgentReply', () => {
 });
 
 describe('tables in a reply', () => {
-  const table = ['| Name | Role | Since |', '|:-----|:----:|------:|', '| **Ada** | `eng` | 2019 |', '| Bob \\| Jr | ops | |'].join(
-    '\n',
-  );
+  const table = [
+    '| Name | Role | Since |',
+    '|:-----|:----:|------:|',
+    '| **Ada** | `eng` | 2019 |',
+    '| Bob \\| Jr | ops | |',
+  ].join('\n');
 
   it('posts a Markdown table as a Slack table block, with the text around it as usual', () => {
     const [part, ...rest] = formatAgentReply(`Here is the team:\n\n${table}\n\nAsk if you need more.`);
