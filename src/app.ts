@@ -34,6 +34,7 @@ import { registerCommands } from './slack-in/listeners/commands.js';
 import { EventIntake } from './slack-in/listeners/events.js';
 import { AGENT_VIEW_SCOPES, missingScopes, scopePurpose } from './slack-in/requirements.js';
 import { ThreadResets } from './slack-in/resets.js';
+import { SocketHealth } from './slack-in/socket-health.js';
 import { SlackWebClient, slackErrorCode } from './slack-out/client.js';
 import { WorkIndicators } from './slack-out/indicators.js';
 import { SlackReplies } from './slack-out/replies.js';
@@ -197,9 +198,12 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   });
 
   let accepting = true;
+  let socketHealth: SocketHealth | undefined;
   const readiness = new Readiness({
     accepting: () => accepting,
     store: () => db.query('SELECT 1'),
+    slackConnected:
+      config.slack.connection.mode === 'socket' ? () => socketHealth?.ready() ?? false : undefined,
   });
   const health = healthHandlers(readiness);
   const slackIngress = createSlackApp({
@@ -220,6 +224,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     logger,
   });
   const { app } = slackIngress;
+  if (slackIngress.socket) socketHealth = new SocketHealth(slackIngress.socket, metrics);
   registerCommands(app, {
     command: config.slashCommand,
     sessions,

@@ -3,7 +3,8 @@ import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
 import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import { appMentionEvent, nextTs } from '../helpers/slack-events.js';
-import { type RunningBot, startBot } from '../helpers/stack.js';
+import { metric, type RunningBot, startBot } from '../helpers/stack.js';
+import { waitFor } from '../helpers/wait.js';
 
 describe('Socket Mode', () => {
   let slack: FakeSlack;
@@ -49,8 +50,45 @@ describe('Socket Mode', () => {
     expect(second.tokenKind).toBe('bot');
   });
 
-  it('still serves health and readiness on PORT', async () => {
+  it('serves only the health endpoints on PORT, and metrics on ADMIN_PORT', async () => {
     expect((await fetch(`${bot.baseUrl}/healthz`)).status).toBe(200);
     expect((await fetch(`${bot.baseUrl}/readyz`)).status).toBe(200);
+    expect((await fetch(`${bot.baseUrl}/metrics`)).status).toBe(404);
+    expect((await fetch(`${bot.baseUrl}/slack/events`, { method: 'POST', body: '{}' })).status).toBe(404);
+    expect((await fetch(`${bot.adminUrl}/metrics`)).status).toBe(200);
+    expect((await fetch(`${bot.adminUrl}/readyz`)).status).toBe(200);
+  });
+});
+
+describe('Socket Mode readiness', () => {
+  it('drops while the WebSocket to Slack stays closed past a short grace, counts the reconnect, and recovers', async () => {
+    const dataDir = await freshDataDir();
+    const slack = await FakeSlack.start();
+    const agent = await AgentServiceEmulator.start();
+    const bot = await startBot({
+      slack,
+      agent,
+      store: { kind: 'embedded', dataDir: dataDir.path },
+      socketMode: true,
+    });
+    const ready = async () => (await fetch(`${bot.baseUrl}/readyz`)).status;
+    try {
+      await slack.waitForSocketConnection();
+      expect(await ready()).toBe(200);
+      expect(await metric(bot, 'slack_socket_connected')).toBe(1);
+      // Slack goes away: the socket drops and new connections are refused for a while.
+      // (The client notices the drop and starts reconnecting a few seconds later.)
+      slack.failFor('apps.connections.open', { type: 'http', status: 503 }, 14_000);
+      slack.dropSocketConnections();
+      await waitFor(async () => (await ready()) === 503, 'not ready once the grace period is over', 14_000);
+      expect(await (await fetch(`${bot.adminUrl}/readyz`)).json()).toMatchObject({ slack: 'disconnected' });
+      expect(await metric(bot, 'slack_socket_connected')).toBe(0);
+      // Slack is back: the client reconnects by itself and the bot is ready again.
+      await waitFor(async () => (await ready()) === 200, 'ready after the reconnect', 40_000);
+      expect(await metric(bot, 'slack_socket_reconnects_total')).toBe(1);
+    } finally {
+      await bot.stop();
+      await Promise.all([slack.stop(), agent.stop(), dataDir.remove()]);
+    }
   });
 });

@@ -126,10 +126,12 @@ describe('start-up with the real services', () => {
     const run = runBot(await environment({ AGENT_API_KEY: 'not-the-key' }));
     running.push(run);
     expect(await run.exited).toBe(1);
-    const lines = run.output().trim().split('\n');
-    expect(lines.at(-1)).toMatch(
-      /^Start-up failed: AGENT_API_KEY was refused by the agent service \(HTTP 401/,
-    );
+    // stderr's line and the log's JSON line (stdout) may arrive in either order.
+    const line = run
+      .output()
+      .split('\n')
+      .find((candidate) => candidate.startsWith('Start-up failed:'));
+    expect(line).toMatch(/^Start-up failed: AGENT_API_KEY was refused by the agent service \(HTTP 401/);
     expect(run.output()).not.toContain('not-the-key');
   });
 
@@ -137,7 +139,12 @@ describe('start-up with the real services', () => {
     const run = runBot(await environment({ AGENT_BASE_URL: agent.baseUrl.replace(/\/v1$/, '') }));
     running.push(run);
     expect(await run.exited).toBe(1);
-    expect(run.output().trim().split('\n').at(-1)).toBe(
+    expect(
+      run
+        .output()
+        .split('\n')
+        .find((line) => line.startsWith('Start-up failed:')),
+    ).toBe(
       `Start-up failed: the agent service answered 404 for agent "${AGENT_ID}": AGENT_BASE_URL must include the version, e.g. https://host/v1`,
     );
   });
@@ -146,7 +153,12 @@ describe('start-up with the real services', () => {
     const run = runBot(await environment({ AGENT_ID: 'no-such-agent' }));
     running.push(run);
     expect(await run.exited).toBe(1);
-    expect(run.output().trim().split('\n').at(-1)).toBe(
+    expect(
+      run
+        .output()
+        .split('\n')
+        .find((line) => line.startsWith('Start-up failed:')),
+    ).toBe(
       'Start-up failed: the agent service answered 404 for agent "no-such-agent": check AGENT_ID ("no-such-agent") and AGENT_BASE_URL',
     );
   });
