@@ -159,7 +159,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   // Slack in.
   const access = new AccessPolicy(config.access);
   const agentViewConversations = new AgentViewConversations(claims, config.agentView.mode);
-  const resets = new ThreadResets(inbox, sessions, agentFor, () => worker.kick());
+  const resets = new ThreadResets(inbox, sessions, indicators, agentFor, () => worker.kick());
   const intake = new EventIntake({
     inbox,
     claims,
