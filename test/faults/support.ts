@@ -99,7 +99,7 @@ export interface InjectedWriteFailure {
  * The count lives in a sequence, which a rolled-back transaction does not undo.
  */
 export async function failWrites(
-  stack: FaultStack,
+  stack: Pick<FaultStack, 'sql'>,
   name: string,
   fault: { on: 'INSERT' | 'UPDATE'; table: string; when: string; times: number; message?: string },
 ): Promise<InjectedWriteFailure> {
