@@ -54,6 +54,7 @@ describe.runIf(runPostgres)('PostgreSQL behind a half-open network', () => {
       'a claim of the new jobs committed in the store',
       9_000,
     );
+    expect(await readiness(bot)).toEqual([503, 503]);
     // The answers never arrive: the connections drop, and then the store is reachable again.
     proxy.cut();
     proxy.restore();
