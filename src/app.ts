@@ -165,7 +165,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   // Slack in.
   const access = new AccessPolicy(config.access);
   const agentViewConversations = new AgentViewConversations(claims, config.agentView.mode);
-  const resets = new ThreadResets(inbox, sessions, agentFor, () => worker.kick());
+  const resets = new ThreadResets(inbox, sessions, indicators, agentFor, () => worker.kick());
   // An idle conversation's agent session is deleted; in an agent app its Slack session is closed too.
   const sweeper = new IdleSweeper(sessions, config.sessions.idleTtlMs, logger, async (expired) => {
     const agentThreads: ThreadSession[] = [];

@@ -481,16 +481,36 @@ export function secretsOf(config: Config | OperatorConfig): string[] {
   return secrets.filter((secret) => secret.length >= 4);
 }
 
-/** The whole URL and its password, as written (URL-encoded) and decoded. */
+/**
+ * The whole URL and its password, as written (URL-encoded) and decoded; pg reads the password from the
+ * user-info part or from a `password` parameter.
+ */
 function databaseSecrets(databaseUrl: string): string[] {
-  const secrets = [databaseUrl];
+  let url: URL;
   try {
-    const raw = new URL(databaseUrl).password;
-    if (raw) secrets.push(raw, decodeURIComponent(raw));
+    url = new URL(databaseUrl);
   } catch {
-    // Not a URL: the whole value is already listed.
+    // Not a URL: the whole value is the secret.
+    return [databaseUrl];
   }
-  return secrets;
+  const written = [
+    url.password,
+    ...url.search
+      .slice(1)
+      .split('&')
+      .filter((pair) => pair.startsWith('password='))
+      .map((pair) => pair.slice('password='.length)),
+  ];
+  return [databaseUrl, ...written, decodedOrSelf(url.password), ...url.searchParams.getAll('password')];
+}
+
+/** A URL component decoded; as written when it is not valid percent-encoding (it is still the secret). */
+function decodedOrSelf(component: string): string {
+  try {
+    return decodeURIComponent(component);
+  } catch {
+    return component;
+  }
 }
 
 /** A start-up failure an operator fixes in the configuration; the message is one line naming what to fix. */

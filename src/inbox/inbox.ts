@@ -150,19 +150,18 @@ export class Inbox {
 
   /**
    * Records a thread reset behind the answer in progress, cancelling the messages still waiting (they were
-   * for the conversation being reset), in one transaction. False when the same request was recorded before
-   * (then nothing is cancelled).
+   * for the conversation being reset), in one transaction; returns their payloads. `queued` is false when
+   * the same request was recorded before (then nothing is cancelled).
    */
-  async enqueueReset(job: NewJob): Promise<boolean> {
+  async enqueueReset(job: NewJob): Promise<{ queued: boolean; cancelled: unknown[] }> {
     return this.db.transaction(async (query) => {
       const inserted = await query(
         `INSERT INTO inbox (thread_key, dedupe_key, kind, payload, user_id) VALUES ($1, $2, 'reset', $3, $4)
          ON CONFLICT (dedupe_key) DO NOTHING RETURNING 1`,
         [job.threadKey, job.dedupeKey, JSON.stringify(job.payload), job.userId ?? null],
       );
-      if (inserted.length === 0) return false;
-      await cancelWaiting(query, job.threadKey, undefined);
-      return true;
+      if (inserted.length === 0) return { queued: false, cancelled: [] };
+      return { queued: true, cancelled: await cancelWaiting(query, job.threadKey, undefined) };
     });
   }
 

@@ -1,8 +1,9 @@
-import type { ResetRequest } from '../conversation/jobs.js';
-import { jobKey } from '../conversation/jobs.js';
+import type { InboundMessage, ResetRequest } from '../conversation/jobs.js';
+import { indicatorOf, jobKey } from '../conversation/jobs.js';
 import type { Inbox } from '../inbox/inbox.js';
 import type { SessionManager } from '../sessions/manager.js';
 import { threadKeyString } from '../sessions/thread-key.js';
+import type { WorkIndicators } from '../slack-out/indicators.js';
 
 export type ResetDecision = { outcome: 'queued' | 'duplicate' } | { outcome: 'not-allowed'; starter: string };
 
@@ -15,6 +16,7 @@ export class ThreadResets {
   constructor(
     private readonly inbox: Inbox,
     private readonly sessions: SessionManager,
+    private readonly indicators: WorkIndicators,
     private readonly agentFor: (channelId: string) => string,
     private readonly onQueued: () => void,
   ) {}
@@ -24,7 +26,7 @@ export class ThreadResets {
     const session = await this.sessions.existing(thread, this.agentFor(thread.channelId));
     if (session && session.startedBy !== userId)
       return { outcome: 'not-allowed', starter: session.startedBy };
-    const queued = await this.inbox.enqueueReset({
+    const { queued, cancelled } = await this.inbox.enqueueReset({
       threadKey: threadKeyString(thread),
       dedupeKey: jobKey(thread.teamId, thread.channelId, requestTs, 'reset'),
       kind: 'reset',
@@ -32,6 +34,9 @@ export class ThreadResets {
       userId,
     });
     if (queued) this.onQueued();
+    // The cancelled messages showed "queued"; cleared best effort, without holding up Slack's acknowledgement.
+    for (const message of cancelled as InboundMessage[])
+      void this.indicators.clearQueued(indicatorOf(message));
     return { outcome: queued ? 'queued' : 'duplicate' };
   }
 }

@@ -103,4 +103,45 @@ describe.runIf(runPostgres)('TcpProxy in front of PostgreSQL', () => {
     await lateConnect;
     await expect(late.query('SELECT 5 AS five')).resolves.toMatchObject({ rows: [{ five: 5 }] });
   });
+
+  it('down() resets open and new connections until restore()', async () => {
+    const { client } = await connect();
+    proxy.down();
+    await expect(client.query('SELECT 1')).rejects.toThrow();
+    const refused = new pg.Client({ connectionString: proxy.url, connectionTimeoutMillis: 2_000 });
+    refused.on('error', () => {});
+    const started = performance.now();
+    await expect(refused.connect()).rejects.toThrow(/ECONNRESET|terminated|ended/i);
+    // Refused at once, not left to time out.
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(proxy.connectionCount).toBe(0);
+
+    proxy.restore();
+    const { client: fresh } = await connect();
+    await expect(fresh.query('SELECT 6 AS six')).resolves.toMatchObject({ rows: [{ six: 6 }] });
+  });
+
+  it('loseReplies() lets statements run and commit while the client hears nothing', async () => {
+    const { client } = await connect({ query_timeout: 500 });
+    await client.query('CREATE TEMP TABLE seen (n int)');
+    proxy.loseReplies();
+    await expect(client.query('INSERT INTO seen VALUES (7)')).rejects.toThrow(/timeout/i);
+
+    proxy.restore();
+    // The insert ran although its client gave up on it; the late reply does not confuse the next query.
+    const { rows } = await client.query<{ n: number }>('SELECT n FROM seen');
+    expect(rows).toEqual([{ n: 7 }]);
+  });
+
+  it('strand() leaves open connections silent for good while new ones work', async () => {
+    const { client } = await connect({ query_timeout: 300 });
+    await client.query('SELECT 1');
+    proxy.strand();
+    await expect(client.query('SELECT 1')).rejects.toThrow(/timeout/i);
+    proxy.restore();
+    await expect(client.query('SELECT 1')).rejects.toThrow(/timeout/i);
+    expect(proxy.connectionCount).toBe(0);
+    const { client: fresh } = await connect();
+    await expect(fresh.query('SELECT 8 AS eight')).resolves.toMatchObject({ rows: [{ eight: 8 }] });
+  });
 });

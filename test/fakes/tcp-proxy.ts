@@ -13,9 +13,16 @@ export interface TcpProxyOptions {
 interface Link {
   client: Socket;
   upstream?: Socket;
+  /** Whether client bytes are being piped to the target, and the target's bytes to the client. */
+  up: boolean;
+  down: boolean;
 }
 
-type Mode = 'forwarding' | 'blackholed';
+/**
+ * `blackholed`: no byte moves; `replies-lost`: the client's bytes reach the target (so its statements run and
+ * commit) but nothing comes back; `down`: connections are reset as they arrive.
+ */
+type Mode = 'forwarding' | 'blackholed' | 'replies-lost' | 'down';
 
 function parseTarget(target: ProxyTarget): { host: string; port: number; url?: URL } {
   if (typeof target !== 'string') return target;
@@ -33,6 +40,8 @@ export class TcpProxy {
   private readonly server: Server;
   private readonly target: { host: string; port: number; url?: URL };
   private readonly links = new Set<Link>();
+  /** Client sockets left open and silent by `strand()`, closed by `stop()`. */
+  private readonly stranded = new Set<Socket>();
   private mode: Mode = 'forwarding';
 
   private constructor(target: ProxyTarget) {
@@ -83,21 +92,60 @@ export class TcpProxy {
   }
 
   /**
+   * The target is gone until `restore()`: every open connection is cut, and each new one is reset as soon as
+   * it arrives (a database that is down or unreachable, with the network saying so).
+   */
+  down(): void {
+    this.mode = 'down';
+    this.cut();
+  }
+
+  /**
+   * From now on bytes reach the target but nothing comes back: statements run and commit while the client
+   * hears nothing (a reply lost on the way, a one-way partition). The target's answers wait, and flow after
+   * `restore()` to whichever client still listens.
+   */
+  loseReplies(): void {
+    this.mode = 'replies-lost';
+    for (const link of this.links) this.sync(link);
+  }
+
+  /**
+   * Every open connection goes silent for good, as when its peer vanished without a word (a failover, a
+   * dropped NAT entry): it stays open, nothing it sends arrives, nothing comes back, and the target's side
+   * is closed. New connections are not affected; `restore()` does not bring these back.
+   */
+  strand(): void {
+    for (const link of this.links) {
+      link.client.unpipe();
+      link.client.pause();
+      if (link.upstream) {
+        link.upstream.removeAllListeners('close');
+        link.upstream.unpipe();
+        link.upstream.destroy();
+      }
+      this.stranded.add(link.client);
+    }
+    this.links.clear();
+  }
+
+  /**
    * From now on no byte moves either way: open connections stay open but silent, and new ones are accepted
    * and held without reaching the target. Bytes sent meanwhile wait, as TCP would retransmit them, and flow
    * after `restore()`; a client's own timeout is what notices the outage.
    */
   blackhole(): void {
-    if (this.mode === 'blackholed') return;
     this.mode = 'blackholed';
-    for (const link of this.links) this.stopFlow(link);
+    for (const link of this.links) this.sync(link);
   }
 
-  /** Forwards again: held bytes flow, and connections accepted during the blackhole reach the target. */
+  /**
+   * Forwards again: held bytes flow, connections accepted during a blackhole reach the target, and new
+   * connections are accepted again after `down()`.
+   */
   restore(): void {
-    if (this.mode === 'forwarding') return;
     this.mode = 'forwarding';
-    for (const link of this.links) this.startFlow(link);
+    for (const link of this.links) this.sync(link);
   }
 
   /** Stops listening and destroys every connection. */
@@ -108,43 +156,59 @@ export class TcpProxy {
       link.upstream?.destroy();
     }
     this.links.clear();
+    for (const client of this.stranded) client.destroy();
+    this.stranded.clear();
     await closed;
   }
 
   private accept(client: Socket): void {
-    const link: Link = { client };
-    this.links.add(link);
     // Resets are the point of this class; they must not surface as unhandled errors.
     client.on('error', () => {});
+    if (this.mode === 'down') {
+      client.resetAndDestroy();
+      return;
+    }
+    const link: Link = { client, up: false, down: false };
+    this.links.add(link);
     client.on('close', () => {
       this.links.delete(link);
+      this.stranded.delete(client);
       link.upstream?.destroy();
     });
-    if (this.mode === 'forwarding') this.startFlow(link);
-    else client.pause();
+    this.sync(link);
   }
 
-  /** Connects upstream on first use and pipes both directions. */
-  private startFlow(link: Link): void {
+  /**
+   * Pipes each direction the mode lets through and pauses the others. Unpiped streams pause and keep what
+   * they already read, so nothing is lost or reordered; the target is connected on first use.
+   */
+  private sync(link: Link): void {
     if (link.client.destroyed) return;
-    if (!link.upstream) {
+    const up = this.mode === 'forwarding' || this.mode === 'replies-lost';
+    const down = this.mode === 'forwarding';
+    if (up && !link.upstream) {
       const upstream = createConnection({ host: this.target.host, port: this.target.port });
       link.upstream = upstream;
       upstream.on('error', () => {});
       // The target going away ends the client's connection too, as a direct connection would.
       upstream.on('close', () => link.client.destroy());
     }
-    link.client.pipe(link.upstream);
-    link.upstream.pipe(link.client);
-  }
-
-  /** Unpiped streams pause and keep what they already read, so nothing is lost or reordered. */
-  private stopFlow(link: Link): void {
-    link.client.unpipe();
-    link.client.pause();
-    if (link.upstream) {
-      link.upstream.unpipe();
-      link.upstream.pause();
+    const { client, upstream } = link;
+    if (!upstream) {
+      client.pause();
+      return;
     }
+    if (up && !link.up) client.pipe(upstream);
+    if (!up && link.up) {
+      client.unpipe(upstream);
+      client.pause();
+    }
+    if (down && !link.down) upstream.pipe(client);
+    if (!down && link.down) {
+      upstream.unpipe(client);
+      upstream.pause();
+    }
+    link.up = up;
+    link.down = down;
   }
 }

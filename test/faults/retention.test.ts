@@ -1,0 +1,132 @@
+import { randomBytes } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MessageClaims } from '../../src/inbox/claims.js';
+import { Inbox } from '../../src/inbox/inbox.js';
+import { openDatabase } from '../../src/store/database.js';
+import { shouldRunPostgresTests } from '../helpers/postgres.js';
+import { channelLifecycleEvent, postSignedEvent } from '../helpers/slack-events.js';
+import { SIGNING_SECRET } from '../helpers/stack.js';
+import { waitFor } from '../helpers/wait.js';
+import { botPostsIn, type FaultStack, mentionIn, startFaultStack } from './support.js';
+
+const runPostgres = await shouldRunPostgresTests();
+
+const ENV = { SLOW_NOTICE_MS: '0' };
+
+/** Rows of every table of the bot's store whose text contains any of `needles`, by table. */
+async function rowsMentioning(
+  stack: FaultStack,
+  needles: readonly string[],
+): Promise<Record<string, number>> {
+  const tables = await stack.sql<{ name: string }>(
+    `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`,
+  );
+  const found: Record<string, number> = {};
+  for (const { name } of tables) {
+    const [row] = await stack.sql<{ n: number }>(
+      `SELECT count(*)::int AS n FROM public."${name}" t WHERE t::text LIKE ANY($1)`,
+      [needles.map((needle) => `%${needle}%`)],
+    );
+    if (row && row.n > 0) found[name] = row.n;
+  }
+  return found;
+}
+
+/** What the store keeps of people's conversations, and for how long (see "What is stored" in the README). */
+describe.runIf(runPostgres)('what the store keeps', () => {
+  let stack: FaultStack;
+
+  beforeEach(async () => {
+    stack = await startFaultStack(ENV);
+  });
+  afterEach(async () => {
+    await stack.stop();
+  });
+
+  const send = (body: unknown) => postSignedEvent(stack.bot.eventsUrl, SIGNING_SECRET, body);
+  const openJobs = async () =>
+    (await stack.sql(`SELECT 1 FROM inbox WHERE state IN ('pending', 'running')`)).length;
+
+  it("keeps none of a conversation's words once its messages are answered, failed, stopped or cancelled", async () => {
+    const { slack, agent } = stack;
+    const word = `quokka${randomBytes(4).toString('hex')}`;
+
+    // Answered.
+    const answered = mentionIn(stack, 'C0KEEP', `tell me about ${word} answered`);
+    await answered.deliver();
+    // Failed: the agent service refuses, the thread gets a notice.
+    agent.injectFailure('sendMessage', { type: 'http', status: 503 }, 10);
+    const failed = mentionIn(stack, 'C0KEEP', `tell me about ${word} failed`);
+    await failed.deliver();
+    await waitFor(() => botPostsIn(slack, 'C0KEEP', failed.ts).length > 0, 'the failure notice', 10_000);
+    agent.clearFailures();
+
+    // Stopped while running, with two messages waiting behind it.
+    agent.setLatency(1_000, 'sendMessage');
+    const running = mentionIn(stack, 'C0KEEP', `${word} running`);
+    await running.deliver();
+    await waitFor(() => agent.requestsFor('sendMessage').some((r) => r.prompt?.includes('running')), 'sent');
+    for (const i of [1, 2])
+      await mentionIn(stack, 'C0KEEP', `${word} waiting ${i}`, { threadTs: running.ts }).deliver();
+    await mentionIn(stack, 'C0KEEP', 'stop', { threadTs: running.ts }).deliver();
+
+    // Cancelled by a reset, and by the channel being archived.
+    const reset = mentionIn(stack, 'C0KEEP', `${word} before reset`);
+    await reset.deliver();
+    await waitFor(() => agent.requestsFor('sendMessage').some((r) => r.prompt?.includes('reset')), 'sent');
+    await mentionIn(stack, 'C0KEEP', `${word} cancelled by reset`, { threadTs: reset.ts }).deliver();
+    await mentionIn(stack, 'C0KEEP', 'reset', { threadTs: reset.ts }).deliver();
+    const archived = mentionIn(stack, 'C0GONE', `${word} before archive`);
+    await archived.deliver();
+    await waitFor(() => agent.requestsFor('sendMessage').some((r) => r.prompt?.includes('archive')), 'sent');
+    await mentionIn(stack, 'C0GONE', `${word} cancelled by archive`, { threadTs: archived.ts }).deliver();
+    expect((await send(channelLifecycleEvent('channel_archive', { channel: 'C0GONE' }))).status).toBe(200);
+
+    await waitFor(async () => (await openJobs()) === 0, 'every job finished', 15_000);
+    expect(await stack.sql(`SELECT state, count(*)::int AS n FROM inbox GROUP BY 1 ORDER BY 1`)).toEqual([
+      { state: 'cancelled', n: 5 },
+      { state: 'done', n: 5 },
+    ]);
+    // The words were in the store while they were needed; none is left now.
+    expect(await rowsMentioning(stack, [word])).toEqual({});
+  });
+
+  it('forgets a thread once its jobs are past the retry horizon and its conversation ended', async () => {
+    const { slack } = stack;
+    const CHANNEL = 'C0MANY';
+    const roots = Array.from({ length: 30 }, (_, i) => mentionIn(stack, CHANNEL, `thread ${i}`));
+    for (const root of roots) expect((await root.deliver()).status).toBe(200);
+    await waitFor(
+      () => roots.every((root) => botPostsIn(slack, CHANNEL, root.ts).length > 0),
+      'every thread answered',
+      15_000,
+    );
+    await waitFor(async () => (await openJobs()) === 0, 'every job finished');
+    const threads = roots.map((root) => root.ts);
+    // A row per message (kept to recognise Slack's retries) and per conversation (its agent session).
+    expect(await rowsMentioning(stack, threads)).toEqual({
+      inbox: 30,
+      session_activity: 30,
+      thread_sessions: 30,
+    });
+
+    // A week on, housekeeping forgets the jobs; no row per thread is left behind by them.
+    await stack.sql(`UPDATE inbox SET finished_at = finished_at - interval '8 days'`);
+    const db = await openDatabase({ kind: 'postgres', databaseUrl: stack.database.url, poolSize: 1 });
+    try {
+      await new Inbox(db, 'housekeeping', 30_000).prune();
+      await new MessageClaims(db).prune();
+    } finally {
+      await db.close();
+    }
+    expect(await rowsMentioning(stack, threads)).toEqual({ session_activity: 30, thread_sessions: 30 });
+
+    // The conversations end (here: the channel is archived); their sessions are deleted on the service.
+    expect((await send(channelLifecycleEvent('channel_archive', { channel: CHANNEL }))).status).toBe(200);
+    await waitFor(
+      async () => (await stack.sql('SELECT 1 FROM pending_session_deletions')).length === 0,
+      'sessions deleted on the agent service',
+    );
+    expect(await rowsMentioning(stack, threads)).toEqual({});
+  });
+});
