@@ -205,7 +205,8 @@ export class Relay {
     // A new conversation (the thread's first, or the first after a reset) is named after its first prompt.
     if (found.created) working.setTitle(titleFromPrompt(prompt));
     let sent = prompt;
-    if (found.created && this.startsMidThread(message)) {
+    // Only the bot's first conversation in a thread: after a reset the thread's history is what was reset.
+    if (found.created && this.startsMidThread(message) && !(await this.options.inbox.hasEarlierWork(job))) {
       const earlier = await this.options.replies.threadMessagesBefore(
         message.thread.channelId,
         message.thread.threadTs,

@@ -201,6 +201,15 @@ export class Inbox {
     return rows.length > 0;
   }
 
+  /** Whether anything was asked of the bot in this job's thread before it (a first mention has nothing). */
+  async hasEarlierWork(job: ClaimedJob): Promise<boolean> {
+    const rows = await this.db.query('SELECT 1 FROM inbox WHERE thread_key = $1 AND id < $2 LIMIT 1', [
+      job.threadKey,
+      job.id,
+    ]);
+    return rows.length > 0;
+  }
+
   /** Whether the bot has ever had work in this thread (a follow-up there is for it). */
   async hasThread(threadKey: string): Promise<boolean> {
     return (await this.db.query('SELECT 1 FROM inbox WHERE thread_key = $1 LIMIT 1', [threadKey])).length > 0;

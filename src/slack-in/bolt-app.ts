@@ -46,9 +46,21 @@ export class DurableApp extends App {
     const body = event.body as { type?: unknown };
     if (body.type === 'event_callback') {
       // A malformed envelope is answered 200 and dropped: Slack would only send it again.
-      if (isEventEnvelope(body)) await this.intake(body);
-      else this.log.warn('ignored an event_callback without a usable event');
-      await event.ack();
+      if (!isEventEnvelope(body)) this.log.warn('ignored an event_callback without a usable event');
+      else {
+        try {
+          await this.intake(body);
+        } catch (error) {
+          // Bolt's own line for this names no cause; the operator's line does.
+          this.log.warn(
+            { err: error, eventId: body.event_id, type: body.event.type },
+            'could not record a Slack event; not acknowledged, so Slack delivers it again',
+          );
+          throw error;
+        }
+      }
+      // Recorded, but slower than the receiver waits (it answered 503 already): Slack's retry is a duplicate.
+      await event.ack().catch((error: unknown) => this.log.debug({ err: error }, 'acknowledged too late'));
       return;
     }
     let acknowledged = false;
@@ -76,7 +88,18 @@ export class DurableApp extends App {
  */
 export class GuardedHTTPReceiver extends HTTPReceiver {
   constructor(options: HTTPReceiverOptions, log: Logger) {
-    super({ ...options, bodyLimit: MAX_REQUEST_BODY_BYTES, unhandledRequestTimeoutMillis: 2_500 });
+    super({
+      ...options,
+      bodyLimit: MAX_REQUEST_BODY_BYTES,
+      // Not acknowledged in time (the store is slow): 503 before Slack's 3 s, so Slack retries.
+      unhandledRequestTimeoutMillis: 2_500,
+      unhandledRequestHandler: ({ response }) => {
+        log.warn(
+          'a Slack request was not acknowledged within 2.5 s; answered 503 so Slack delivers it again',
+        );
+        if (!response.headersSent) response.writeHead(503).end();
+      },
+    });
     const boltListener = this.requestListener;
     this.requestListener = (req: IncomingMessage, res: ServerResponse) => {
       if (req.method !== 'POST' || (req.url ?? '/').split('?')[0] !== '/slack/events')

@@ -15,7 +15,7 @@ export class SocketHealth {
   constructor(
     /** The Socket Mode client's connection events. */
     socket: { on(event: 'connected' | 'disconnected' | 'reconnecting', listener: () => void): unknown },
-    private readonly metrics: BotMetrics,
+    metrics: BotMetrics,
     private readonly graceMs = SOCKET_GRACE_MS,
   ) {
     // `connected` is emitted on Slack's hello, not on the WebSocket's open.
