@@ -159,6 +159,26 @@ describe('the public port against clients that are not Slack', () => {
     await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
   }, 30_000);
 
+  it('closes connections beyond 1,000 at once, and serves again when they are gone', async () => {
+    const held: Client[] = [];
+    for (let i = 0; i < 1_000; i += 100)
+      held.push(...(await Promise.all(Array.from({ length: 100 }, () => open()))));
+    for (const client of held) client.socket.write('POST /slack/events HTTP/1.1\r\n');
+    await sleep(300);
+    const extra = await Promise.all(Array.from({ length: 5 }, () => open()));
+    const started = Date.now();
+    const closed = await Promise.race([
+      Promise.all(extra.map((client) => client.closedAt)),
+      sleep(2_000).then(() => undefined),
+    ]);
+    expect(closed && Math.max(...closed) - started).toBeLessThan(1_000);
+    for (const client of held) client.socket.destroy();
+    await waitFor(
+      async () => (await fetch(`${bot.baseUrl}/healthz`).catch(() => undefined))?.ok,
+      'served again',
+    );
+  });
+
   it('logs clients that hang up halfway at debug level, never as errors', async () => {
     const hangUps = () =>
       bot
