@@ -80,7 +80,9 @@ export async function startRouteServer(
   host: string | undefined,
   handlers: Record<string, RouteHandler>,
 ): Promise<Server> {
-  const server = createServer({ requestTimeout: 5_000, headersTimeout: 5_000 }, (req, res) => {
+  // Node looks for requests past their timeouts every connectionsCheckingInterval (default 30 s): once a second.
+  const options = { requestTimeout: 5_000, headersTimeout: 5_000, connectionsCheckingInterval: 1_000 };
+  const server = createServer(options, (req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const handler = handlers[path];
     if (!handler) return json(res, 404, { status: 'not found' });

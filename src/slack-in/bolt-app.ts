@@ -18,6 +18,8 @@ export const MAX_REQUEST_BODY_BYTES = 512 * 1024;
 /** A client that has not sent its whole request by then is cut off (Slack sends at once). */
 const REQUEST_TIMEOUT_MS = 10_000;
 const HEADERS_TIMEOUT_MS = 5_000;
+/** How often Node looks for requests past those timeouts; its default (30 s) would let them run 40 s. */
+const TIMEOUT_CHECK_MS = 1_000;
 /** Idle keep-alive connections stay open longer than load balancers' usual 60 s, so they close them first. */
 const KEEP_ALIVE_MS = 65_000;
 /** Connections open at once on the public port: beyond, new ones are refused rather than starving the bot. */
@@ -238,6 +240,7 @@ export function createSlackApp(options: SlackAppOptions): SlackIngress {
         {
           requestTimeout: REQUEST_TIMEOUT_MS,
           headersTimeout: HEADERS_TIMEOUT_MS,
+          connectionsCheckingInterval: TIMEOUT_CHECK_MS,
           keepAliveTimeout: KEEP_ALIVE_MS,
         },
       )) as Server;

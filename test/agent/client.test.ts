@@ -439,11 +439,111 @@ describe('failure mapping', () => {
     }
   });
 
+  it('stops reading a 64 MiB reply at 1 MiB: a bad response at once, the rest never read', async () => {
+    const chunk = Buffer.alloc(64 * 1024, 'a');
+    const total = 64 * 1024 * 1024;
+    let written = 0;
+    const endless = await rawServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"status":true,"data":{"data":"');
+      const pump = () => {
+        while (!res.destroyed) {
+          if (written >= total) {
+            res.end('"}}');
+            return;
+          }
+          written += chunk.length;
+          if (!res.write(chunk)) return;
+        }
+      };
+      res.on('drain', pump);
+      pump();
+    });
+    try {
+      const started = Date.now();
+      const error = await failure(
+        client({ baseUrl: `${endless.url}/v1`, timeoutMs: 10_000 }).sendMessage(AGENT, 's', 'x'),
+      );
+      expect(error.kind).toBe('bad_response');
+      expect(Date.now() - started).toBeLessThan(2_000);
+      // What the server got rid of: the client's 1 MiB plus what sockets buffer on the way.
+      expect(written).toBeLessThan(16 * 1024 * 1024);
+    } finally {
+      await endless.close();
+    }
+  });
+
   it('fails calls after close() without touching the network', async () => {
     const c = client();
     c.close();
     expect(await failure(c.listSessions(AGENT))).toMatchObject({ kind: 'unavailable', notDelivered: true });
     expect(emu.requests).toHaveLength(0);
+  });
+});
+
+describe('session ids from the service', () => {
+  // Each would change the request it is put into: `.` and `..` are dot-segments that URL normalisation
+  // removes (DELETE /session/{agent}/.. is DELETE /session/), control characters and huge values are no ids.
+  const unusable: [name: string, id: string][] = [
+    ['".."', '..'],
+    ['"."', '.'],
+    ['a NUL', 'a\u0000b'],
+    ['a line break', 'line\nbreak'],
+    ['a tab', 'tab\tid'],
+    ['DEL', 'del\u007f'],
+    ['257 characters', 'x'.repeat(257)],
+  ];
+
+  it.each(unusable)(
+    'refuses an id with %s from create as a bad response, without retrying',
+    async (_name, id) => {
+      emu.injectFailure('createSession', {
+        type: 'http',
+        status: 200,
+        body: { status: true, data: { session_id: id } },
+      });
+      const error = await failure(client().createSession(AGENT));
+      expect(error).toMatchObject({ kind: 'bad_response', operation: 'createSession' });
+      expect(emu.requests).toHaveLength(1);
+    },
+  );
+
+  it('never puts an unusable id into a request path, whoever passes it', async () => {
+    const paths: string[] = [];
+    const server = await rawServer((req, res) => {
+      paths.push(`${req.method} ${req.url}`);
+      res.end('{"status":true,"data":{"data":"ok"}}');
+    });
+    try {
+      const c = client({ baseUrl: `${server.url}/v1` });
+      for (const [, id] of unusable) {
+        await expect(c.deleteSession(AGENT, id)).rejects.toThrow(TypeError);
+        await expect(c.sendMessage(AGENT, id, 'x')).rejects.toThrow(TypeError);
+      }
+      expect(paths).toEqual([]);
+      // Ids that merely contain dots or slashes are ids: sent whole, as one encoded segment.
+      for (const id of ['...', 'a..b', '../x', '.hidden']) await c.deleteSession(AGENT, id);
+      expect(paths).toEqual([
+        `DELETE /v1/session/${AGENT}/...`,
+        `DELETE /v1/session/${AGENT}/a..b`,
+        `DELETE /v1/session/${AGENT}/..%2Fx`,
+        `DELETE /v1/session/${AGENT}/.hidden`,
+      ]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('leaves records with an unusable uuid out of a listing', async () => {
+    emu.injectFailure('listSessions', {
+      type: 'http',
+      status: 200,
+      body: {
+        status: true,
+        data: [...unusable.map(([, uuid]) => ({ uuid })), { uuid: 's-ok', session_name: 'fine' }],
+      },
+    });
+    await expect(client().listSessions(AGENT)).resolves.toEqual([{ uuid: 's-ok', sessionName: 'fine' }]);
   });
 });
 

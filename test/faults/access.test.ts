@@ -1,0 +1,242 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AgentServiceEmulator } from '../fakes/agent-service.js';
+import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
+import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import {
+  appMentionEvent,
+  channelLifecycleEvent,
+  messageEvent,
+  messageShortcutPayload,
+  nextTs,
+  postSignedEvent,
+  postSignedInteraction,
+} from '../helpers/slack-events.js';
+import { AGENT_ID, mention, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+
+/**
+ * Who may do what: people in someone else's thread, people of another organisation in a Slack Connect
+ * channel, and an agent service handing out session ids that are not ids.
+ */
+
+const CHANNEL = 'C0SHARED';
+const OUTSIDER_TEAM = 'T0OTHERORG';
+
+let slack: FakeSlack;
+let agent: AgentServiceEmulator;
+let bot: RunningBot;
+let dir: TempDataDir;
+
+beforeAll(async () => {
+  dir = await freshDataDir();
+  slack = await FakeSlack.start({ users: { U0ALICE: { name: 'alice' }, U0BOB: { name: 'bob' } } });
+  agent = await AgentServiceEmulator.start();
+  bot = await startBot({
+    slack,
+    agent,
+    store: { kind: 'embedded', dataDir: dir.path },
+    env: { ALLOWED_TEAM_IDS: 'T0TEAM', SESSION_DELETE_RETRY_MS: '100' },
+  });
+});
+afterAll(async () => {
+  await bot.stop();
+  await Promise.all([slack.stop(), agent.stop(), dir.remove()]);
+});
+
+const textOf = (call: SlackApiCall) => String(call.args.text);
+const send = (body: unknown) => postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body);
+const promptsSent = () => agent.requestsFor('sendMessage').map((r) => r.prompt);
+const liveSessions = () => agent.sessionsOf(AGENT_ID).map((s) => s.uuid);
+const threadMessage = (user: string, text: string, threadTs: string, ts = nextTs()) =>
+  messageEvent({ channel: CHANNEL, channelType: 'channel', user, text, ts, threadTs });
+
+describe("someone else's thread", () => {
+  it("Bob's stop cancels none of Alice's waiting messages and his reset is refused naming her; hers work", async () => {
+    agent.setLatency(800, 'sendMessage');
+    const root = nextTs();
+    await mention(bot, { channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> long task', ts: root });
+    await waitFor(() => promptsSent().includes('long task'), 'Alice’s first prompt sent');
+    const session = agent.requestsFor('sendMessage').at(-1)?.sessionId ?? '';
+    const queued = [nextTs(), nextTs()];
+    for (const [i, ts] of queued.entries()) await send(threadMessage('U0ALICE', `queued ${i}`, root, ts));
+    for (const ts of queued)
+      await slack.waitForCall('reactions.add', (c) => c.args.timestamp === ts && c.args.name !== 'eyes');
+
+    await mention(bot, { channel: CHANNEL, user: 'U0BOB', text: '<@U0BOT> stop', threadTs: root });
+    const stopNotice = await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && /stop/i.test(textOf(c)),
+    );
+    expect(textOf(stopNotice)).toBe(
+      'Nothing of yours is waiting for the agent in this conversation, so there is nothing to stop.',
+    );
+    await mention(bot, { channel: CHANNEL, user: 'U0BOB', text: '<@U0BOT> reset', threadTs: root });
+    // Whatever the bot does next: a note to Bob, or a reset of Alice's conversation.
+    const refusal = await waitFor(
+      () =>
+        slack.calls.find(
+          (c) =>
+            (c.method === 'chat.postEphemeral' && c.args.user === 'U0BOB') ||
+            (c.method === 'chat.postMessage' && c.args.thread_ts === root && /reset/i.test(textOf(c))),
+        ),
+      'an answer to Bob’s reset',
+    );
+    expect(refusal.method).toBe('chat.postEphemeral');
+    expect(refusal.args.thread_ts).toBe(root);
+    expect(textOf(refusal)).toBe(
+      'Only <@U0ALICE>, who started this conversation with the agent, can reset it. You can start your own by mentioning me in a new thread.',
+    );
+
+    // Alice's three messages are all answered, in her one session, which Bob did not end.
+    const answers = await slack.waitForCalls(
+      'chat.postMessage',
+      3,
+      (c) => c.args.thread_ts === root && textOf(c).startsWith('echo'),
+      8_000,
+    );
+    agent.setLatency(0, 'sendMessage');
+    expect(answers.map(textOf)).toEqual([
+      `echo[${session}#1]: long task`,
+      `echo[${session}#2]: queued 0`,
+      `echo[${session}#3]: queued 1`,
+    ]);
+    expect(liveSessions()).toContain(session);
+    expect(agent.requestsFor('deleteSession')).toHaveLength(0);
+
+    // Alice's own reset ends it.
+    await mention(bot, { channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> reset', threadTs: root });
+    await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('Conversation reset'),
+    );
+    await waitFor(() => !liveSessions().includes(session), 'Alice’s session deleted');
+  });
+});
+
+describe('ALLOWED_TEAM_IDS in a Slack Connect channel', () => {
+  /** An event delivered for our workspace (T0TEAM) whose sender belongs to another organisation. */
+  function fromOutsider<T extends { event: Record<string, unknown> }>(
+    body: T,
+    fields: Record<string, string>,
+  ): T {
+    Object.assign(body.event, fields);
+    return body;
+  }
+
+  it('refuses a mention or thread reply from a person of another organisation, telling them privately', async () => {
+    const root = nextTs();
+    await mention(bot, { channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> our thread', ts: root });
+    await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+    const before = agent.requests.length;
+
+    const cases: [string, ReturnType<typeof appMentionEvent>, Record<string, string>][] = [
+      [
+        "Slack's own form: the sender's workspace in user_team and team",
+        appMentionEvent({ channel: CHANNEL, user: 'U0MALLORY', text: '<@U0BOT> let me in' }),
+        { user_team: OUTSIDER_TEAM, team: OUTSIDER_TEAM },
+      ],
+      [
+        'user_team alone (team as delivered)',
+        appMentionEvent({ channel: CHANNEL, user: 'U0MALLORY', text: '<@U0BOT> let me in, please' }),
+        { user_team: OUTSIDER_TEAM },
+      ],
+      [
+        'team alone',
+        appMentionEvent({ channel: CHANNEL, user: 'U0MALLORY', text: '<@U0BOT> let me in too' }),
+        { team: OUTSIDER_TEAM },
+      ],
+      [
+        'a reply without a mention in a thread the bot is part of',
+        threadMessage('U0MALLORY', 'and me', root),
+        { user_team: OUTSIDER_TEAM, team: OUTSIDER_TEAM },
+      ],
+    ];
+    for (const [label, body, fields] of cases) {
+      expect(body.team_id).toBe('T0TEAM');
+      const notes = slack.callsOf('chat.postEphemeral').length;
+      await send(fromOutsider(body, fields));
+      // Whatever comes first: a private note, or a call to the agent.
+      await waitFor(
+        () => slack.callsOf('chat.postEphemeral').length > notes || agent.requests.length > before,
+        label,
+      );
+      expect(agent.requests.slice(before), label).toEqual([]);
+      const note = slack.callsOf('chat.postEphemeral').at(-1) as SlackApiCall;
+      expect(note.args.user, label).toBe('U0MALLORY');
+      expect(textOf(note), label).toBe(
+        "Sorry, you're not on the list of people who can use the agent here, so I did not pass your message on. Ask an admin for access.",
+      );
+    }
+    await sleep(300);
+    expect(agent.requests.slice(before)).toEqual([]);
+    expect(slack.callsOf('chat.postMessage').filter((c) => textOf(c).includes('let me in'))).toEqual([]);
+  });
+
+  it('refuses the reset shortcut from a person of another organisation', async () => {
+    const root = nextTs();
+    await mention(bot, { channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> keep this', ts: root });
+    const first = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+    const session = /^echo\[(s-\d+)#/.exec(textOf(first))?.[1] ?? '';
+    const responseId = `outsider-${nextTs()}`;
+    const payload = messageShortcutPayload({
+      callbackId: 'reset_conversation',
+      channel: CHANNEL,
+      user: 'U0ALICE', // even with a colleague's id: the sender's workspace decides
+      messageTs: root,
+      threadTs: root,
+      responseUrl: slack.responseUrl(responseId),
+    });
+    (payload.user as { team_id: string }).team_id = OUTSIDER_TEAM;
+    await postSignedInteraction(bot.eventsUrl, SIGNING_SECRET, payload);
+    const answer = await slack.waitForCall('response_url', (c) => c.args.responseId === responseId);
+    expect(textOf(answer)).toMatch(/not on the list of people/);
+    await sleep(300);
+    expect(liveSessions()).toContain(session);
+  });
+});
+
+describe('session ids from the agent service', () => {
+  it('a create answering ".." is a readable failure, and nothing is ever addressed with it', async () => {
+    const channel = 'C0DOTS';
+    const from = agent.requests.length;
+    // A real conversation in the channel, whose deletion below shows the archive was handled.
+    const realRoot = nextTs();
+    await mention(bot, { channel, user: 'U0ALICE', text: '<@U0BOT> hello', ts: realRoot });
+    const real = /^echo\[(s-\d+)#/.exec(
+      textOf(await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === realRoot)),
+    )?.[1];
+    const firstAnswers: string[] = [];
+    for (const bad of ['..', '.']) {
+      // A service that hands out the id and then answers in it as if it were one.
+      agent.injectFailure('createSession', {
+        type: 'http',
+        status: 200,
+        body: { status: true, message: 'Session created', data: { session_id: bad } },
+      });
+      agent.injectFailure('sendMessage', {
+        type: 'http',
+        status: 200,
+        body: { status: true, data: { status: 200, message: 'ok', data: 'hello from a broken service' } },
+      });
+      const root = nextTs();
+      await mention(bot, { channel, user: 'U0ALICE', text: '<@U0BOT> hello', ts: root });
+      firstAnswers.push(
+        textOf(await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root)),
+      );
+      agent.clearFailures();
+    }
+    // Archiving the channel deletes every session the bot holds there: only the real one.
+    await send(channelLifecycleEvent('channel_archive', { channel }));
+    await waitFor(() => !liveSessions().includes(real ?? ''), 'the real session deleted');
+    await sleep(500);
+    const seen = agent.requests.slice(from);
+    expect(seen.filter((r) => r.method === 'DELETE').map((r) => r.path)).toEqual([
+      `/v1/session/${AGENT_ID}/${real}`,
+    ]);
+    expect(seen.filter((r) => r.operation === 'sendMessage').map((r) => r.sessionId)).toEqual([real]);
+    for (const text of firstAnswers)
+      expect(text).toMatch(
+        /^:warning: The agent service sent a reply I could not read\. Please try again\. \(ref [0-9A-F]{8}\)$/,
+      );
+  });
+});

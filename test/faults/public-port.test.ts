@@ -1,0 +1,206 @@
+import { readFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AgentServiceEmulator } from '../fakes/agent-service.js';
+import { FakeSlack } from '../fakes/slack.js';
+import { type BotProcess, spawnBot } from '../helpers/bot-process.js';
+import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import { appMentionEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
+import { SIGNING_SECRET } from '../helpers/stack.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+
+/**
+ * The public port (HTTP mode) against clients that are not Slack: slow, oversized, unsigned, or never done.
+ * The bot runs in its own process, so its memory can be read from /proc.
+ */
+
+const KIB = 1024;
+
+let slack: FakeSlack;
+let agent: AgentServiceEmulator;
+let dir: TempDataDir;
+let bot: BotProcess;
+
+beforeAll(async () => {
+  dir = await freshDataDir();
+  slack = await FakeSlack.start();
+  agent = await AgentServiceEmulator.start();
+  bot = await spawnBot({
+    slack,
+    agent,
+    store: { kind: 'embedded', dataDir: dir.path },
+    env: { LOG_LEVEL: 'debug' },
+  });
+}, 60_000);
+afterAll(async () => {
+  if (bot.child.exitCode === null) {
+    bot.child.kill('SIGKILL');
+    await bot.exited;
+  }
+  await Promise.all([slack.stop(), agent.stop(), dir.remove()]);
+});
+
+/** The bot process's resident memory, in KiB. */
+function rssKiB(): number {
+  const status = readFileSync(`/proc/${bot.child.pid}/status`, 'utf8');
+  return Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1]);
+}
+
+/** A raw connection to the bot: what it was answered, and when it was closed. */
+interface Client {
+  socket: Socket;
+  answer: () => string;
+  closedAt: Promise<number>;
+}
+
+async function open(port = bot.port): Promise<Client> {
+  const socket = connect(port, '127.0.0.1');
+  let answer = '';
+  socket.on('data', (chunk: Buffer) => {
+    answer += chunk.toString('latin1');
+  });
+  socket.on('error', () => {});
+  const closedAt = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now())));
+  await new Promise<void>((resolve, reject) => {
+    socket.once('connect', resolve);
+    socket.once('error', reject);
+  });
+  return { socket, answer: () => answer, closedAt };
+}
+
+/** Request headers up to the body; `chunked`: a body of undeclared length. */
+function head(contentLength: number | 'chunked', signed: boolean): string {
+  const lines = [
+    'POST /slack/events HTTP/1.1',
+    `Host: 127.0.0.1:${bot.port}`,
+    'Content-Type: application/json',
+    contentLength === 'chunked' ? 'Transfer-Encoding: chunked' : `Content-Length: ${contentLength}`,
+  ];
+  // Signed as far as the headers go: a signature is only checked once the body is in.
+  if (signed)
+    lines.push(
+      `X-Slack-Request-Timestamp: ${Math.floor(Date.now() / 1000)}`,
+      `X-Slack-Signature: v0=${'0'.repeat(64)}`,
+    );
+  return `${lines.join('\r\n')}\r\n\r\n`;
+}
+
+const statusOf = (client: Client) => /^HTTP\/1\.1 (\d{3})/.exec(client.answer())?.[1];
+
+describe('the public port against clients that are not Slack', () => {
+  it('refuses a body declared over 512 KiB with 413 before any of it is sent', async () => {
+    const client = await open();
+    client.socket.write(head(600 * KIB, true));
+    const closed = await Promise.race([client.closedAt, sleep(3_000).then(() => undefined)]);
+    expect(statusOf(client)).toBe('413');
+    expect(closed).toBeDefined();
+    client.socket.destroy();
+  });
+
+  it('refuses 300 unsigned clients at once, unread, whatever they hold', async () => {
+    const before = rssKiB();
+    const clients = await Promise.all(Array.from({ length: 300 }, () => open()));
+    const body = Buffer.alloc(256 * KIB, 'a');
+    for (const client of clients)
+      client.socket.write(Buffer.concat([Buffer.from(head(500 * KIB, false)), body]));
+    const started = Date.now();
+    const closed = await Promise.all(clients.map((client) => client.closedAt));
+    expect(Math.max(...closed) - started).toBeLessThan(3_000);
+    expect(clients.map(statusOf).filter((status) => status !== '401')).toEqual([]);
+    expect(rssKiB() - before).toBeLessThan(50 * KIB);
+  });
+
+  it('cuts off clients that never finish their request within about 10 s, holding a bounded amount meanwhile', async () => {
+    const before = rssKiB();
+    // Signed requests that stop 20 KiB short of their declared 500 KiB: held until the request timeout.
+    const stalled = await Promise.all(Array.from({ length: 100 }, () => open()));
+    const body = Buffer.alloc(480 * KIB, 'a');
+    for (const client of stalled)
+      client.socket.write(Buffer.concat([Buffer.from(head(500 * KIB, true)), body]));
+    // Signed requests of undeclared length that send 2 MiB and never end: refused once over 512 KiB.
+    const endless = await Promise.all(Array.from({ length: 100 }, () => open()));
+    const chunk = Buffer.concat([
+      Buffer.from(`${(2048 * KIB).toString(16)}\r\n`),
+      Buffer.alloc(2048 * KIB, 'a'),
+    ]);
+    for (const client of endless)
+      client.socket.write(Buffer.concat([Buffer.from(head('chunked', true)), chunk]));
+    // Requests whose headers never end, on the public port and on the admin port.
+    const headless = await Promise.all([
+      ...Array.from({ length: 50 }, () => open()),
+      ...Array.from({ length: 20 }, () => open(Number(new URL(bot.adminUrl).port))),
+    ]);
+    for (const client of headless) client.socket.write(head(10, true).slice(0, 60));
+    const started = Date.now();
+    await sleep(1_000);
+    // By now each request has been read as far as it goes: at most 512 KiB of each is held.
+    const held = rssKiB() - before;
+
+    const lastClosed = async (clients: Client[]) =>
+      Math.max(...(await Promise.all(clients.map((client) => client.closedAt)))) - started;
+    const [refused, headers, bodies] = await Promise.all([
+      lastClosed(endless),
+      lastClosed(headless),
+      lastClosed(stalled),
+    ]);
+    expect(endless.map(statusOf).filter((status) => status !== '413')).toEqual([]);
+    expect(refused).toBeLessThan(3_000);
+    expect(headers).toBeLessThan(8_000); // headers timeout: 5 s
+    expect(bodies).toBeLessThan(12_000); // request timeout: 10 s
+    expect(held).toBeLessThan(150 * KIB);
+    // The bot still answers Slack.
+    const root = nextTs();
+    const result = await postSignedEvent(
+      bot.eventsUrl,
+      SIGNING_SECRET,
+      appMentionEvent({ channel: 'C0PORT', user: 'U0ALICE', text: '<@U0BOT> still there?', ts: root }),
+    );
+    expect(result.status).toBe(200);
+    await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+  }, 30_000);
+
+  it('closes connections beyond 1,000 at once, and serves again when they are gone', async () => {
+    const held: Client[] = [];
+    for (let i = 0; i < 1_000; i += 100)
+      held.push(...(await Promise.all(Array.from({ length: 100 }, () => open()))));
+    for (const client of held) client.socket.write('POST /slack/events HTTP/1.1\r\n');
+    await sleep(300);
+    const extra = await Promise.all(Array.from({ length: 5 }, () => open()));
+    const started = Date.now();
+    const closed = await Promise.race([
+      Promise.all(extra.map((client) => client.closedAt)),
+      sleep(2_000).then(() => undefined),
+    ]);
+    expect(closed && Math.max(...closed) - started).toBeLessThan(1_000);
+    for (const client of held) client.socket.destroy();
+    await waitFor(
+      async () => (await fetch(`${bot.baseUrl}/healthz`).catch(() => undefined))?.ok,
+      'served again',
+    );
+  });
+
+  it('logs clients that hang up halfway at debug level, never as errors', async () => {
+    const hangUps = () =>
+      bot
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('abandoned by its client')).length;
+    const before = hangUps();
+    const clients = await Promise.all(Array.from({ length: 20 }, () => open()));
+    for (const client of clients)
+      client.socket.write(Buffer.concat([Buffer.from(head(100 * KIB, true)), Buffer.alloc(KIB)]));
+    await sleep(300);
+    for (const client of clients) client.socket.destroy();
+    await waitFor(() => hangUps() >= before + 20, 'the hang-ups logged');
+    const lines = bot
+      .output()
+      .split('\n')
+      // Whole JSON lines only (the last may still be arriving).
+      .filter((line) => line.startsWith('{') && line.endsWith('}'))
+      .map((line) => JSON.parse(line) as { level: number; msg: string });
+    expect(lines.filter((line) => line.level >= 50)).toEqual([]);
+    expect(lines.filter((line) => line.msg.includes('abandoned')).every((line) => line.level === 20)).toBe(
+      true,
+    );
+  });
+});
