@@ -1,4 +1,5 @@
 import type { WebClient } from '@slack/web-api';
+import { slackErrorCode } from './client.js';
 
 /** Resolves a Slack user id to a display name; undefined when unknown. */
 export type UserNameResolver = (userId: string) => Promise<string | undefined>;
@@ -29,8 +30,9 @@ export function cachedUserNameResolver(
     try {
       const user = (await client.users.info({ user: userId })).user;
       return { name: user?.profile?.display_name || user?.real_name || user?.name || undefined, ttl: ttlMs };
-    } catch {
-      return { ttl: failureTtlMs };
+    } catch (error) {
+      // Slack says there is no such person: as lasting an answer as a name.
+      return { ttl: slackErrorCode(error) === 'user_not_found' ? ttlMs : failureTtlMs };
     } finally {
       active--;
       waiting.shift()?.();
