@@ -22,6 +22,7 @@ import {
 } from './observability/health.js';
 import { boltLogger, type Logger } from './observability/logger.js';
 import { BotMetrics } from './observability/metrics.js';
+import { startTracing } from './observability/tracing.js';
 import { SessionDeleter } from './sessions/deleter.js';
 import { IdleSweeper } from './sessions/idle-sweeper.js';
 import { SessionManager } from './sessions/manager.js';
@@ -73,12 +74,17 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const identity = await checkSlackIdentity(config, logger);
   reportMissingScopes(identity, config.agentView.mode === 'on', logger);
   const metrics = new BotMetrics();
+  const tracing = await startTracing(config.tracing);
   const agent = new AgentClient({
     baseUrl: config.agent.baseUrl,
     apiKey: config.agent.apiKey,
     timeoutMs: config.agent.timeoutMs,
     // Every thread answered at once may have a prompt in flight; a little room for session calls.
     maxSockets: config.delivery.concurrency + 16,
+    // A span per call, and its trace context to the agent service so the service's own traces join.
+    around: (operation, attempt) =>
+      tracing.inSpan(`agent ${operation}`, 'client', { 'agent.operation': operation }, attempt),
+    headers: () => tracing.headers(),
     onCall: ({ operation, durationMs, outcome }) => {
       metrics.agentCallSeconds.observe({ operation, outcome }, durationMs / 1000);
       if (outcome !== 'ok') metrics.agentFailures.inc({ operation, kind: outcome });
@@ -118,6 +124,8 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     onCall: ({ method, status }: { method: string; status: string }) =>
       metrics.slackCalls.inc({ method, status }),
     onRateLimited: () => metrics.slackRateLimited.inc(),
+    around: <T>(method: string, call: () => Promise<T>) =>
+      tracing.inSpan(`slack ${method}`, 'client', { 'slack.method': method }, call),
   };
   const slackClientOptions: WebClientOptions = {
     slackApiUrl: config.slack.apiUrl,
@@ -154,6 +162,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     feedbackButtons: config.conversation.feedbackButtons,
     threadContextMessages: config.conversation.threadContextMessages,
     viewing,
+    tracing,
     logger,
   });
   const worker = new Worker(inbox, relay.run, logger, {
@@ -190,6 +199,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     agentView: config.agentView,
     agentViewConversations,
     viewing,
+    tracing,
     access,
     userRateLimit: config.access.userRateLimit,
     onRecorded: () => worker.kick(),
@@ -222,6 +232,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
       await intake.accept(envelope);
     },
     logger,
+    tracing,
   });
   const { app } = slackIngress;
   if (slackIngress.socket) socketHealth = new SocketHealth(slackIngress.socket, metrics);
@@ -234,6 +245,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     access,
     chargeUser: (userId) => inbox.chargeUser(userId, config.access.userRateLimit),
     replies,
+    tracing,
     userRateLimit: config.access.userRateLimit,
     agentViewConversations,
     logger,
@@ -248,6 +260,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     onRecorded: () => worker.kick(),
     metrics,
     logger,
+    tracing,
   });
   app.error(async (error) => {
     logger.error({ err: error }, 'unhandled error in a Slack listener');
@@ -307,6 +320,9 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
       await deleter.stop();
       await Promise.all([stopRouteServer(adminServer), stopRouteServer(healthServer)]);
       agent.close();
+      await tracing
+        .shutdown()
+        .catch((error: unknown) => logger.warn({ err: error }, 'could not send the last spans'));
       await db
         .close()
         .catch((error: unknown) => logger.warn({ err: error }, 'error while closing the store'));

@@ -37,6 +37,8 @@ export interface AgentClientOptions {
   onCall?: (info: AgentCallInfo) => void;
   /** Extra headers per request (trace context); never the API key, which the client adds itself. */
   headers?: () => Record<string, string>;
+  /** Wraps each HTTP attempt (a trace span); `headers` is read inside it. */
+  around?: <T>(operation: AgentOperation, attempt: () => Promise<T>) => Promise<T>;
 }
 
 export interface AgentReply {
@@ -87,6 +89,7 @@ export class AgentClient {
   private readonly retry: AgentRetryOptions;
   private readonly onCall: ((info: AgentCallInfo) => void) | undefined;
   private readonly extraHeaders: (() => Record<string, string>) | undefined;
+  private readonly around: AgentClientOptions['around'];
   private closed = false;
 
   constructor(options: AgentClientOptions) {
@@ -103,6 +106,7 @@ export class AgentClient {
     this.retry = { ...retry, attempts: Math.max(1, Math.floor(retry.attempts)) };
     this.onCall = options.onCall;
     this.extraHeaders = options.headers;
+    this.around = options.around;
     const agentOptions = { keepAlive: true, maxSockets: options.maxSockets ?? 128, timeout: IDLE_SOCKET_MS };
     this.httpAgent = new http.Agent(agentOptions);
     this.httpsAgent = new https.Agent(agentOptions);
@@ -256,22 +260,25 @@ export class AgentClient {
         detail: 'client closed',
       });
     }
-    // One deadline for the whole exchange: a server dripping its answer byte by byte is cut off too.
-    const deadline = AbortSignal.timeout(this.timeoutMs);
-    let response: AxiosResponse<string>;
-    try {
-      response = await this.http.request<string>({
-        method,
-        url: path,
-        params: extra.params,
-        data: extra.body,
-        headers: this.extraHeaders?.(),
-        signal: deadline,
-      });
-    } catch (error) {
-      throw this.transportError(operation, error, deadline.aborted);
-    }
-    return this.interpret(operation, response);
+    const attempt = async () => {
+      // One deadline for the whole exchange: a server dripping its answer byte by byte is cut off too.
+      const deadline = AbortSignal.timeout(this.timeoutMs);
+      let response: AxiosResponse<string>;
+      try {
+        response = await this.http.request<string>({
+          method,
+          url: path,
+          params: extra.params,
+          data: extra.body,
+          headers: this.extraHeaders?.(),
+          signal: deadline,
+        });
+      } catch (error) {
+        throw this.transportError(operation, error, deadline.aborted);
+      }
+      return this.interpret(operation, response);
+    };
+    return this.around ? this.around(operation, attempt) : attempt();
   }
 
   /** Codes only: axios errors carry the request config, headers (the API key) included, so none is kept. */

@@ -19,6 +19,8 @@ export interface InboundMessage {
   agentSession?: boolean;
   /** Sent again by its author after its answer was lost: `text` is read back from Slack (none is kept). */
   resend?: boolean;
+  /** The trace of the Slack request that recorded it (W3C traceparent), so the job's span joins it. */
+  traceparent?: string;
 }
 
 /** A thread reset, run in turn with the thread's messages so no answer in progress revives the session. */
@@ -29,6 +31,8 @@ export interface ResetRequest {
   responseUrl?: string;
   /** The thread is an agent session, to be closed with the conversation. */
   agentSession?: boolean;
+  /** The trace of the Slack request that asked for it. */
+  traceparent?: string;
 }
 
 /** The inbox identity of a Slack message's job: a second delivery of the message finds the first. */

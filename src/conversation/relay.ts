@@ -3,6 +3,7 @@ import { isAgentServiceError } from '../agent/errors.js';
 import { type ClaimedJob, type Inbox, JobInterruptedError } from '../inbox/inbox.js';
 import type { JobOutcome } from '../inbox/worker.js';
 import type { Logger } from '../observability/logger.js';
+import type { Tracing } from '../observability/tracing.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { ThreadSession } from '../sessions/store.js';
 import type { ThreadKey } from '../sessions/thread-key.js';
@@ -50,6 +51,7 @@ export interface RelayOptions {
   /** Earlier thread messages sent with a first mention mid-thread (0: none). */
   threadContextMessages: number;
   viewing: ViewingContext;
+  tracing: Pick<Tracing, 'inSpanFrom' | 'annotate'>;
   logger: Logger;
 }
 
@@ -69,15 +71,31 @@ const SLACK_BACKOFF_MAX_MS = 60_000;
 export class Relay {
   constructor(private readonly options: RelayOptions) {}
 
-  readonly run = async (job: ClaimedJob): Promise<JobOutcome> => {
-    try {
-      if (job.kind === 'reset') return await this.runReset(job, job.payload as ResetRequest);
-      return await this.runMessage(job, job.payload as InboundMessage);
-    } catch (error) {
-      if (error instanceof JobInterruptedError)
-        return error.reason === 'lost' ? { kind: 'lost' } : { kind: 'done' };
-      throw error;
-    }
+  readonly run = (job: ClaimedJob): Promise<JobOutcome> => {
+    const payload = job.payload as Partial<InboundMessage & ResetRequest>;
+    const attributes = {
+      'job.id': job.id,
+      'job.kind': job.kind,
+      'job.attempt': job.attempts,
+      ...(payload.thread
+        ? {
+            'slack.team': payload.thread.teamId,
+            'slack.channel': payload.thread.channelId,
+            'slack.thread': payload.thread.threadTs,
+          }
+        : {}),
+    };
+    // A child of the Slack request that recorded the job, whichever process runs it and however much later.
+    return this.options.tracing.inSpanFrom(payload.traceparent, 'job', attributes, async () => {
+      try {
+        if (job.kind === 'reset') return await this.runReset(job, job.payload as ResetRequest);
+        return await this.runMessage(job, job.payload as InboundMessage);
+      } catch (error) {
+        if (error instanceof JobInterruptedError)
+          return error.reason === 'lost' ? { kind: 'lost' } : { kind: 'done' };
+        throw error;
+      }
+    });
   };
 
   private async runMessage(job: ClaimedJob, message: InboundMessage): Promise<JobOutcome> {
@@ -202,6 +220,7 @@ export class Relay {
     const agentId = this.options.agentFor(message.thread.channelId);
     const found = await sessions.sessionFor(message.thread, agentId, message.userId);
     let { session } = found;
+    this.options.tracing.annotate({ 'agent.id': agentId, 'agent.session': session.sessionId });
     // A new conversation (the thread's first, or the first after a reset) is named after its first prompt.
     if (found.created) working.setTitle(titleFromPrompt(prompt));
     let sent = prompt;

@@ -11,6 +11,7 @@ import {
 } from '@slack/bolt';
 import type { SlackConnection } from '../config.js';
 import type { Logger } from '../observability/logger.js';
+import type { Tracing } from '../observability/tracing.js';
 import { type EventEnvelope, isEventEnvelope } from './events.js';
 
 /** Slack's requests are small (a message event, a form); anything near this is not Slack. */
@@ -40,11 +41,31 @@ export class DurableApp extends App {
     options: AppOptions,
     private readonly intake: (envelope: EventEnvelope) => Promise<void>,
     private readonly log: Logger,
+    private readonly tracing: Tracing,
   ) {
     super(options);
   }
 
-  override async processEvent(event: ReceiverEvent): Promise<void> {
+  override processEvent(event: ReceiverEvent): Promise<void> {
+    const body = event.body as {
+      type?: unknown;
+      team_id?: unknown;
+      event?: { type?: unknown; channel?: unknown };
+    };
+    return this.tracing.inSpan(
+      'slack request',
+      'server',
+      {
+        'slack.request.type': String(body.type ?? 'unknown'),
+        ...(typeof body.team_id === 'string' ? { 'slack.team': body.team_id } : {}),
+        ...(typeof body.event?.type === 'string' ? { 'slack.event.type': body.event.type } : {}),
+        ...(typeof body.event?.channel === 'string' ? { 'slack.channel': body.event.channel } : {}),
+      },
+      () => this.handle(event),
+    );
+  }
+
+  private async handle(event: ReceiverEvent): Promise<void> {
     const body = event.body as { type?: unknown };
     if (body.type === 'event_callback') {
       // A malformed envelope is answered 200 and dropped: Slack would only send it again.
@@ -176,6 +197,7 @@ export interface SlackAppOptions {
   boltLogger: BoltLogger;
   intake: (envelope: EventEnvelope) => Promise<void>;
   logger: Logger;
+  tracing: Tracing;
 }
 
 /** The Bolt app on Bolt's own receivers, HTTP (with guards) or Socket Mode, and how to start and stop it. */
@@ -218,6 +240,7 @@ export function createSlackApp(options: SlackAppOptions): SlackIngress {
     },
     options.intake,
     options.logger,
+    options.tracing,
   );
   if (receiver instanceof SocketModeReceiver) {
     return {

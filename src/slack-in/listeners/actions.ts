@@ -5,6 +5,7 @@ import type { MessageClaims } from '../../inbox/claims.js';
 import type { Inbox } from '../../inbox/inbox.js';
 import type { Logger } from '../../observability/logger.js';
 import type { BotMetrics } from '../../observability/metrics.js';
+import type { Tracing } from '../../observability/tracing.js';
 import { DM_MAIN_THREAD } from '../../sessions/thread-key.js';
 import {
   FEEDBACK_ACTION_ID,
@@ -28,6 +29,7 @@ export interface ActionOptions {
   onRecorded: () => void;
   metrics: BotMetrics;
   logger: Logger;
+  tracing: Pick<Tracing, 'traceparent'>;
 }
 
 /** Buttons on the bot's messages: feedback under answers, and Send again on a lost answer's notice. */
@@ -126,6 +128,7 @@ export function registerActions(app: App, options: ActionOptions): void {
           ? messagesTab
           : await options.agentViewConversations.isAgentApp(teamId),
         resend: true,
+        traceparent: options.tracing.traceparent(),
       };
       const { outcome } = await options.inbox.admit(
         {

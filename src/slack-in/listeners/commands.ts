@@ -7,6 +7,7 @@ import {
   resetNotAllowedText,
 } from '../../conversation/notices.js';
 import type { Logger } from '../../observability/logger.js';
+import type { Tracing } from '../../observability/tracing.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import type { SessionWithActivity } from '../../sessions/store.js';
 import { DM_MAIN_THREAD } from '../../sessions/thread-key.js';
@@ -35,6 +36,7 @@ export interface CommandOptions {
   agentViewConversations: AgentViewConversations;
   /** Closes the agent sessions of conversations a reset ended. */
   replies: Pick<SlackReplies, 'closeSessions'>;
+  tracing: Pick<Tracing, 'traceparent'>;
   logger: Logger;
 }
 
@@ -140,6 +142,7 @@ export function registerCommands(app: App, options: CommandOptions): void {
           replyThreadTs: inDmMain ? undefined : rootTs,
           responseUrl: shortcut.response_url,
           agentSession,
+          traceparent: options.tracing.traceparent(),
         },
         shortcut.action_ts,
         userId,

@@ -14,6 +14,7 @@ import type { MessageClaims, MessageRef } from '../../inbox/claims.js';
 import type { Inbox } from '../../inbox/inbox.js';
 import type { Logger } from '../../observability/logger.js';
 import type { BotMetrics } from '../../observability/metrics.js';
+import type { Tracing } from '../../observability/tracing.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import { type ThreadKey, threadKeyString } from '../../sessions/thread-key.js';
 import type { WorkIndicators } from '../../slack-out/indicators.js';
@@ -84,6 +85,8 @@ export interface EventIntakeOptions {
   agentViewConversations: AgentViewConversations;
   /** What each person looks at in the Messages tab. */
   viewing: ViewingContext;
+  /** The Slack request's trace is recorded with the work it asks for. */
+  tracing: Pick<Tracing, 'traceparent'>;
   access: AccessPolicy;
   /** Requests per user per minute; 0: no limit. */
   userRateLimit: number;
@@ -298,7 +301,7 @@ export class EventIntake {
     }
     if (command === 'reset') {
       const decided = await this.options.resets.request(
-        { thread, replyThreadTs, agentSession },
+        { thread, replyThreadTs, agentSession, traceparent: this.options.tracing.traceparent() },
         message.ts,
         message.user,
       );
@@ -318,6 +321,7 @@ export class EventIntake {
       eventId: message.eventId,
       agentThread: agentView && replyThreadTs !== undefined,
       agentSession,
+      traceparent: this.options.tracing.traceparent(),
     };
     const limit = this.options.userRateLimit;
     const { outcome, queued } = await inbox.admit(
