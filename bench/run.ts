@@ -9,10 +9,11 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import pg from 'pg';
 import { AgentServiceEmulator } from '../test/fakes/agent-service.js';
 import { FakeSlack } from '../test/fakes/slack.js';
 import { freePort } from '../test/helpers/free-port.js';
-import { createTestDatabase, type TestDatabase } from '../test/helpers/postgres.js';
+import { createTestDatabase, TEST_DATABASE_URL, type TestDatabase } from '../test/helpers/postgres.js';
 import { appMentionEvent, nextTs } from '../test/helpers/slack-events.js';
 import { offer, type PreparedEvent, percentile, prepareEvent, sleep } from './load.js';
 import { machineBusySeconds, postgresCpuSeconds, processFigures } from './proc.js';
@@ -58,6 +59,10 @@ interface Load {
 interface Scenario extends Load {
   key: ScenarioKey;
   name: string;
+  /** New threads until the process has been sent this many distinct threads in all (messages and threads unused). */
+  threadsInAll?: number;
+  /** Not run on the relay. */
+  botOnly?: boolean;
 }
 
 /**
@@ -73,7 +78,7 @@ const WARM_UP: Load[] = [
 const steady = { messages: scaled(6_000), rate: 100, threads: scaled(500) };
 const burst = scaled(500);
 const newThreads = scaled(100);
-const manyThreads = { messages: scaled(10_000), rate: 250 };
+const manyThreads = { threadsInAll: scaled(10_000), rate: 100 };
 
 const ALL_SCENARIOS: Scenario[] = [
   // 12 times Slack's per-workspace limit (30,000 events an hour), each thread answered every 5 s; a 5% share
@@ -104,16 +109,19 @@ const ALL_SCENARIOS: Scenario[] = [
     retryEvery: 0,
     agentLatencyMs: 2_000,
   },
-  // Each thread is new, so the process has seen this many distinct threads besides the others' when its peak
-  // RSS is read. The rate is above the steady scenario's only to keep the run short.
+  // New threads at the steady rate until the process has been sent 10,000 distinct threads (the warm-up's and
+  // the other scenarios' included), then its peak RSS is read, and its RSS once drained. Bot only: no target
+  // compares the relay here, and it would add as long again to the run.
   {
     key: 'manyThreads',
-    name: `${manyThreads.messages} new threads at ${manyThreads.rate}/s, agent 200 ms`,
-    messages: manyThreads.messages,
+    name: `new threads at ${manyThreads.rate}/s to ${manyThreads.threadsInAll} in all, agent 200 ms`,
+    threadsInAll: manyThreads.threadsInAll,
+    messages: 0,
+    threads: 0,
     rate: manyThreads.rate,
-    threads: manyThreads.messages,
     retryEvery: 20,
     agentLatencyMs: 200,
+    botOnly: true,
   },
 ];
 
@@ -171,6 +179,18 @@ interface Row {
   postgresCpuSeconds: number;
   otherCpuSeconds: number;
   seconds: number;
+  /**
+   * Work per event in the scenario: the database's transactions and rows written (from pg_stat_database,
+   * which a backend updates within about a second), and calls to Slack and the agent by method.
+   */
+  perEvent: {
+    pgTransactions: number;
+    pgRowsWritten: number;
+    /** The bot's own count of its store statements (its /metrics); the relay makes one INSERT per delivery. */
+    storeStatements: number;
+    slack: Record<string, number>;
+    agent: Record<string, number>;
+  };
 }
 
 let tokenCounter = 0;
@@ -205,13 +225,16 @@ class Subject {
   /** Token → when its prompt reached the agent, and when the answer left it. */
   readonly promptAt = new Map<string, number>();
   readonly answerAt = new Map<string, number>();
+  /** Calls the process made in the current load, by method or operation. */
+  readonly slackCalls = new Map<string, number>();
+  readonly agentCalls = new Map<string, number>();
   threadsSeen = 0;
 
   private constructor(
     readonly kind: Kind,
     readonly slack: FakeSlack,
     readonly agent: AgentServiceEmulator,
-    private readonly database: TestDatabase,
+    readonly database: TestDatabase,
     readonly child: ChildProcess,
     readonly url: string,
     /** The bot's /metrics and /readyz. */
@@ -219,11 +242,14 @@ class Subject {
     private readonly killChild: () => void,
   ) {
     slack.onCall((call) => {
+      this.slackCalls.set(call.method, (this.slackCalls.get(call.method) ?? 0) + 1);
       if (call.method !== 'chat.postMessage') return;
       const token = /^echo\[[^\]]*\]: (q\d+)/.exec(String(call.args.text))?.[1];
       if (token) this.replies.set(token, [...(this.replies.get(token) ?? []), performance.now()]);
     });
     agent.onRequest(({ phase, request }) => {
+      if (phase === 'start')
+        this.agentCalls.set(request.operation, (this.agentCalls.get(request.operation) ?? 0) + 1);
       if (request.operation !== 'sendMessage') return;
       const token = /^(q\d+)$/.exec(request.prompt ?? '')?.[1];
       if (!token) return;
@@ -316,6 +342,9 @@ class Subject {
     this.replies.clear();
     this.promptAt.clear();
     this.answerAt.clear();
+    this.slackCalls.clear();
+    this.agentCalls.clear();
+    // The fake's own record of every call would only grow: the listeners above keep what is needed.
     this.slack.clearCalls();
     const events = buildEvents(load, channelPrefix);
     this.threadsSeen += load.threads;
@@ -325,6 +354,19 @@ class Subject {
       await sleep(50);
     await sleep(300); // late duplicates
     return offered;
+  }
+
+  /** The bot's store statements so far, from its /metrics (NaN for the relay). */
+  async storeStatements(): Promise<number> {
+    if (this.kind !== 'bot') return Number.NaN;
+    const text = await fetch(`http://127.0.0.1:${this.adminPort}/metrics`).then(
+      (response) => response.text(),
+      () => '',
+    );
+    return [...text.matchAll(/^store_query_duration_seconds_count\{[^}]*\} (\S+)$/gm)].reduce(
+      (sum, match) => sum + Number(match[1]),
+      0,
+    );
   }
 
   /** The bot: until its /metrics say no job is in flight or open. The relay keeps nothing once it has answered. */
@@ -364,6 +406,8 @@ class Subject {
 }
 
 async function measure(subject: Subject, scenario: Scenario): Promise<Row> {
+  const workBefore = await databaseWork(subject.database);
+  const statementsBefore = await subject.storeStatements();
   const before = {
     target: processFigures(subject.pid).cpuSeconds,
     harness: process.cpuUsage(),
@@ -372,7 +416,10 @@ async function measure(subject: Subject, scenario: Scenario): Promise<Row> {
   };
   harnessDelay.reset();
   const started = performance.now();
-  const { sentAt, acks, firstAck, deliveries, unacknowledged } = await subject.run(scenario, 'C');
+  const fresh = Math.max(0, (scenario.threadsInAll ?? 0) - subject.threadsSeen);
+  const load =
+    scenario.threadsInAll === undefined ? scenario : { ...scenario, messages: fresh, threads: fresh };
+  const { sentAt, acks, firstAck, deliveries, unacknowledged } = await subject.run(load, 'C');
   const seconds = (performance.now() - started) / 1000;
 
   const added: number[] = [];
@@ -399,6 +446,10 @@ async function measure(subject: Subject, scenario: Scenario): Promise<Row> {
   const cpuSeconds = after.cpuSeconds - before.target;
   const harnessCpuSeconds = cpuOf(process.cpuUsage(before.harness));
   const postgres = postgresCpuSeconds() - before.postgres;
+  const otherCpuSeconds = machineBusySeconds() - before.machine - cpuSeconds - harnessCpuSeconds - postgres;
+  const workAfter = await databaseWork(subject.database);
+  const statementsAfter = await subject.storeStatements();
+  const perEvent = (count: number) => count / sentAt.size;
   const row: Row = {
     target: subject.kind,
     scenario: scenario.key,
@@ -424,8 +475,15 @@ async function measure(subject: Subject, scenario: Scenario): Promise<Row> {
     cpuSeconds,
     harnessCpuSeconds,
     postgresCpuSeconds: postgres,
-    otherCpuSeconds: machineBusySeconds() - before.machine - cpuSeconds - harnessCpuSeconds - postgres,
+    otherCpuSeconds,
     seconds,
+    perEvent: {
+      pgTransactions: perEvent(workAfter.transactions - workBefore.transactions),
+      pgRowsWritten: perEvent(workAfter.rowsWritten - workBefore.rowsWritten),
+      storeStatements: perEvent(statementsAfter - statementsBefore),
+      slack: Object.fromEntries([...subject.slackCalls].map(([method, n]) => [method, perEvent(n)])),
+      agent: Object.fromEntries([...subject.agentCalls].map(([operation, n]) => [operation, perEvent(n)])),
+    },
   };
   progress(
     `${subject.kind}: ${scenario.name}: ${seconds.toFixed(1)} s; CPU ${row.cpuSeconds.toFixed(1)} s, bench process ` +
@@ -434,8 +492,34 @@ async function measure(subject: Subject, scenario: Scenario): Promise<Row> {
       `max ${ms(harnessDelay.max / 1e6)}; added p99 before the agent ${ms(row.beforeAgentP99)}, after it ` +
       `${ms(row.afterAgentP99)}`,
   );
+  const calls = (counts: Record<string, number>) =>
+    Object.entries(counts)
+      .map(([name, n]) => `${name} ${n.toFixed(2)}`)
+      .join(', ');
+  progress(
+    `  per event: ${fmt(row.perEvent.storeStatements)} store statements; PostgreSQL (about) ` +
+      `${row.perEvent.pgTransactions.toFixed(1)} transactions, ` +
+      `${row.perEvent.pgRowsWritten.toFixed(1)} rows written; Slack ${calls(row.perEvent.slack)}; ` +
+      `agent ${calls(row.perEvent.agent)}`,
+  );
   if (subject.kind === 'bot') progress(`  ${await runtimeDiagnostics(subject.adminPort)}`);
   return row;
+}
+
+let statsClient: pg.Client | undefined;
+
+/** What the cluster has counted of a database's work so far. */
+async function databaseWork(database: TestDatabase): Promise<{ transactions: number; rowsWritten: number }> {
+  if (!statsClient) {
+    statsClient = new pg.Client({ connectionString: TEST_DATABASE_URL });
+    await statsClient.connect();
+  }
+  const { rows } = await statsClient.query<{ transactions: string; rows_written: string }>(
+    `SELECT xact_commit + xact_rollback AS transactions, tup_inserted + tup_updated + tup_deleted AS rows_written
+       FROM pg_stat_database WHERE datname = $1`,
+    [new URL(database.url).pathname.slice(1)],
+  );
+  return { transactions: Number(rows[0]?.transactions), rowsWritten: Number(rows[0]?.rows_written) };
 }
 
 /** Once the process has drained, RSS a second apart: flat, or still growing with no load. */
@@ -560,15 +644,15 @@ function printTable(rows: Row[]): void {
   }
 }
 
-const UNITS: Record<Measure, string> = {
-  ackP99: ' ms',
-  addedP99: ' ms',
-  slowestAckMs: ' ms',
-  slowestAnswerMs: ' ms',
-  lost: '',
-  duplicated: '',
-  peakRssMb: ' MB',
-  rssGrowthMb: ' MB',
+const UNITS: Record<Measure, [unit: string, digits: number]> = {
+  ackP99: [' ms', 1],
+  addedP99: [' ms', 1],
+  slowestAckMs: [' ms', 0],
+  slowestAnswerMs: [' ms', 0],
+  lost: ['', 0],
+  duplicated: ['', 0],
+  peakRssMb: [' MB', 0],
+  rssGrowthMb: [' MB', 1],
 };
 
 function verdicts(rows: Row[]): Verdict[] {
@@ -577,17 +661,22 @@ function verdicts(rows: Row[]): Verdict[] {
     const bot = rows.find((row) => row.target === 'bot' && row.scenario === target.scenario);
     if (!bot) continue;
     const relay = rows.find((row) => row.target === 'relay' && row.scenario === target.scenario);
+    if (target.of === 'ratio' && !relay) {
+      process.stdout.write(`SKIP  ${target.scenario}: ${target.text} (relay not run)\n`);
+      continue;
+    }
     const value =
       target.of === 'bot'
         ? bot[target.measure]
         : bot[target.measure] / (relay?.[target.measure] ?? Number.NaN);
     const verdict = judge(target, value);
     found.push(verdict);
-    const unit = UNITS[target.measure];
+    const [unit, digits] = UNITS[target.measure];
+    const figure = (row: Row | undefined) => `${fmt(row?.[target.measure] ?? Number.NaN, digits)}${unit}`;
     const figures =
       target.of === 'bot'
-        ? `bot ${fmt(value)}${unit}${relay ? `; relay ${fmt(relay[target.measure])}${unit}` : ''}`
-        : `${fmt(value, 2)} = ${fmt(bot[target.measure])}${unit} / ${fmt(relay?.[target.measure] ?? Number.NaN)}${unit}`;
+        ? `bot ${figure(bot)}${relay ? `; relay ${figure(relay)}` : ''}`
+        : `${fmt(value, 2)} = bot ${figure(bot)} / relay ${figure(relay)}`;
     process.stdout.write(
       `${verdict.pass ? 'PASS' : 'FAIL'}  ${target.scenario}: ${target.text} (${figures})\n`,
     );
@@ -619,7 +708,7 @@ for (const subject of subjects) {
 const rows: Row[] = [];
 for (const scenario of SCENARIOS) {
   // Each scenario on the bot and then on the relay, so that the two meet the machine in the same state.
-  for (const subject of subjects) {
+  for (const subject of subjects.filter((s) => s.kind === 'bot' || !scenario.botOnly)) {
     const row = await measure(subject, scenario);
     if (scenario.key === 'manyThreads') {
       await rssOnceDrained(subject, row);
@@ -632,6 +721,7 @@ for (const scenario of SCENARIOS) {
   }
 }
 for (const subject of subjects) await subject.stop();
+await statsClient?.end();
 
 process.stdout.write(
   `\nCalibration loop ${calibration.toFixed(0)} ms (lower is faster); node ${process.version}\n\n`,
