@@ -37,9 +37,9 @@ if (!(SCALE > 0)) throw new Error(`BENCH_SCALE must be a positive number (got ${
 const scaled = (n: number) => Math.max(1, Math.round(n * SCALE));
 
 /**
- * Authors cycle through this many users. The bot keeps its default USER_RATE_LIMIT (20 messages per user per
- * minute), which must never be what is measured: at the highest rate here (250/s) each user comes back every
- * 20 s, three messages a minute, as in a workspace of thousands of people.
+ * Authors cycle through this many users, as in a workspace of thousands of people. The bot keeps its default
+ * USER_RATE_LIMIT (20 messages per user per minute), which must never be what is measured: at the highest rate
+ * here (the warm-up's 300/s) a user comes back every 17 s, four messages a minute at most.
  */
 const USERS = 5_000;
 /** Threads are spread over channels as in a workspace (neither the fake Slack nor the bot paces per channel). */
@@ -172,16 +172,18 @@ interface Row {
   rssSamplesMb: number[];
   /** Last sample minus first (NaN without samples). */
   rssGrowthMb: number;
-  /** CPU seconds in the scenario (from its first event until its answers were in): the measured process, */
+  /**
+   * CPU seconds in the scenario, from its first event until its answers were in: the measured process, the
+   * bench process (load, fake Slack, agent emulator), PostgreSQL, and everything else on the machine.
+   */
   cpuSeconds: number;
-  /** the bench process (load, fake Slack, agent emulator), PostgreSQL, and everything else on the machine. */
   harnessCpuSeconds: number;
   postgresCpuSeconds: number;
   otherCpuSeconds: number;
   seconds: number;
   /**
    * Work per event in the scenario: the database's transactions and rows written (from pg_stat_database,
-   * which a backend updates within about a second), and calls to Slack and the agent by method.
+   * which lags a second or more: rough in short scenarios), and calls to Slack and the agent by method.
    */
   perEvent: {
     pgTransactions: number;
