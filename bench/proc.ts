@@ -33,17 +33,34 @@ export function processFigures(pid: number): ProcessFigures {
   }
 }
 
-/** CPU time used so far by every PostgreSQL process on the machine (server and backends). */
-export function postgresCpuSeconds(): number {
-  let ticks = 0;
+/**
+ * CPU ticks so far, by pid, of the PostgreSQL processes that work for `database`: its backends, and the
+ * server's own processes (WAL writer, checkpointer, ...), which work for every database. Backends of other
+ * databases (other work on the machine) are left out.
+ */
+export function postgresTicks(database: string): Map<number, number> {
+  const ticks = new Map<number, number>();
   for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
     try {
       if (!readFileSync(`/proc/${pid}/stat`, 'utf8').includes('(postgres)')) continue;
-      ticks += statTicks(pid);
+      // A backend's title: "postgres: <cluster>: <user> <database> <host>(<port>) <state>".
+      const title = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0', 1)[0] ?? '';
+      const servedDatabase =
+        /^postgres: [^:]+: \S+ (\S+) (?:\S+\(\d+\)|\[local\])/.exec(title)?.[1] ??
+        /^postgres: [^:]+: autovacuum worker (\S+)/.exec(title)?.[1];
+      if (servedDatabase !== undefined && servedDatabase !== database) continue;
+      ticks.set(Number(pid), statTicks(pid));
     } catch {
       // The process ended meanwhile.
     }
   }
+  return ticks;
+}
+
+/** CPU seconds between two readings: a process started in between counts whole; one that ended is missed. */
+export function postgresCpuSeconds(before: Map<number, number>, after: Map<number, number>): number {
+  let ticks = 0;
+  for (const [pid, now] of after) ticks += now - (before.get(pid) ?? 0);
   return ticks / TICKS_PER_SECOND;
 }
 

@@ -16,7 +16,7 @@ import { freePort } from '../test/helpers/free-port.js';
 import { createTestDatabase, TEST_DATABASE_URL, type TestDatabase } from '../test/helpers/postgres.js';
 import { appMentionEvent, nextTs } from '../test/helpers/slack-events.js';
 import { offer, type PreparedEvent, percentile, prepareEvent, sleep } from './load.js';
-import { machineBusySeconds, postgresCpuSeconds, processFigures } from './proc.js';
+import { machineBusySeconds, postgresCpuSeconds, postgresTicks, processFigures } from './proc.js';
 import { judge, type Measure, type ScenarioKey, TARGETS, type Verdict } from './targets.js';
 
 /** The bench process's own stalls (load, both fakes): they show in every figure, bot and relay alike. */
@@ -236,7 +236,7 @@ class Subject {
     readonly kind: Kind,
     readonly slack: FakeSlack,
     readonly agent: AgentServiceEmulator,
-    readonly database: TestDatabase,
+    private readonly database: TestDatabase,
     readonly child: ChildProcess,
     readonly url: string,
     /** The bot's /metrics and /readyz. */
@@ -262,6 +262,10 @@ class Subject {
 
   get pid(): number {
     return this.child.pid ?? 0;
+  }
+
+  get databaseName(): string {
+    return new URL(this.database.url).pathname.slice(1);
   }
 
   static async start(kind: Kind): Promise<Subject> {
@@ -312,6 +316,7 @@ class Subject {
       adminPort,
       killChild,
     );
+    live.add(subject);
     await subject.waitUntilReady(port);
     progress(`${kind}: ready after ${((performance.now() - started) / 1000).toFixed(1)} s`);
     return subject;
@@ -358,16 +363,15 @@ class Subject {
     return offered;
   }
 
-  /** The bot's store statements so far, from its /metrics (NaN for the relay). */
-  async storeStatements(): Promise<number> {
-    if (this.kind !== 'bot') return Number.NaN;
-    const text = await fetch(`http://127.0.0.1:${this.adminPort}/metrics`).then(
+  /**
+   * The bot's /metrics ('' for the relay). Reading them also restarts the bot's event-loop delay figures, so a
+   * read before and one after a scenario give the scenario's.
+   */
+  async metrics(): Promise<string> {
+    if (this.kind !== 'bot') return '';
+    return fetch(`http://127.0.0.1:${this.adminPort}/metrics`).then(
       (response) => response.text(),
       () => '',
-    );
-    return [...text.matchAll(/^store_query_duration_seconds_count\{[^}]*\} (\S+)$/gm)].reduce(
-      (sum, match) => sum + Number(match[1]),
-      0,
     );
   }
 
@@ -394,7 +398,8 @@ class Subject {
   }
 
   async stop(): Promise<void> {
-    if (this.child.exitCode === null) {
+    live.delete(this);
+    if (this.child.exitCode === null && this.child.signalCode === null) {
       const exited = new Promise((resolve) => this.child.once('exit', resolve));
       this.child.kill('SIGTERM');
       const timer = setTimeout(() => this.child.kill('SIGKILL'), 30_000);
@@ -403,17 +408,33 @@ class Subject {
     }
     process.removeListener('exit', this.killChild);
     await Promise.all([this.slack.stop(), this.agent.stop()]);
-    await this.database.drop();
+    await this.dropDatabase();
   }
+
+  /** Interrupted: no waiting for a graceful stop. */
+  abort(): Promise<void> {
+    this.child.kill('SIGKILL');
+    return this.dropDatabase();
+  }
+
+  private dropDatabase(): Promise<void> {
+    this.dropped ??= this.database.drop();
+    return this.dropped;
+  }
+
+  private dropped: Promise<void> | undefined;
 }
 
+/** Measured processes started and not yet stopped. */
+const live = new Set<Subject>();
+
 async function measure(subject: Subject, scenario: Scenario): Promise<Row> {
-  const workBefore = await databaseWork(subject.database);
-  const statementsBefore = await subject.storeStatements();
+  const workBefore = await databaseWork(subject.databaseName);
+  const metricsBefore = await subject.metrics();
   const before = {
     target: processFigures(subject.pid).cpuSeconds,
     harness: process.cpuUsage(),
-    postgres: postgresCpuSeconds(),
+    postgres: postgresTicks(subject.databaseName),
     machine: machineBusySeconds(),
   };
   harnessDelay.reset();
@@ -447,10 +468,10 @@ async function measure(subject: Subject, scenario: Scenario): Promise<Row> {
   const after = processFigures(subject.pid);
   const cpuSeconds = after.cpuSeconds - before.target;
   const harnessCpuSeconds = cpuOf(process.cpuUsage(before.harness));
-  const postgres = postgresCpuSeconds() - before.postgres;
+  const postgres = postgresCpuSeconds(before.postgres, postgresTicks(subject.databaseName));
   const otherCpuSeconds = machineBusySeconds() - before.machine - cpuSeconds - harnessCpuSeconds - postgres;
-  const workAfter = await databaseWork(subject.database);
-  const statementsAfter = await subject.storeStatements();
+  const workAfter = await databaseWork(subject.databaseName);
+  const metricsAfter = await subject.metrics();
   const perEvent = (count: number) => count / sentAt.size;
   const row: Row = {
     target: subject.kind,
@@ -482,7 +503,9 @@ async function measure(subject: Subject, scenario: Scenario): Promise<Row> {
     perEvent: {
       pgTransactions: perEvent(workAfter.transactions - workBefore.transactions),
       pgRowsWritten: perEvent(workAfter.rowsWritten - workBefore.rowsWritten),
-      storeStatements: perEvent(statementsAfter - statementsBefore),
+      storeStatements: perEvent(
+        sumOf(metricsAfter, STORE_STATEMENTS) - sumOf(metricsBefore, STORE_STATEMENTS),
+      ),
       slack: Object.fromEntries([...subject.slackCalls].map(([method, n]) => [method, perEvent(n)])),
       agent: Object.fromEntries([...subject.agentCalls].map(([operation, n]) => [operation, perEvent(n)])),
     },
@@ -504,14 +527,14 @@ async function measure(subject: Subject, scenario: Scenario): Promise<Row> {
       `${row.perEvent.pgRowsWritten.toFixed(1)} rows written; Slack ${calls(row.perEvent.slack)}; ` +
       `agent ${calls(row.perEvent.agent)}`,
   );
-  if (subject.kind === 'bot') progress(`  ${await runtimeDiagnostics(subject.adminPort)}`);
+  if (subject.kind === 'bot') progress(`  ${runtimeDiagnostics(metricsBefore, metricsAfter)}`);
   return row;
 }
 
 let statsClient: pg.Client | undefined;
 
 /** What the cluster has counted of a database's work so far. */
-async function databaseWork(database: TestDatabase): Promise<{ transactions: number; rowsWritten: number }> {
+async function databaseWork(database: string): Promise<{ transactions: number; rowsWritten: number }> {
   if (!statsClient) {
     statsClient = new pg.Client({ connectionString: TEST_DATABASE_URL });
     await statsClient.connect();
@@ -519,7 +542,7 @@ async function databaseWork(database: TestDatabase): Promise<{ transactions: num
   const { rows } = await statsClient.query<{ transactions: string; rows_written: string }>(
     `SELECT xact_commit + xact_rollback AS transactions, tup_inserted + tup_updated + tup_deleted AS rows_written
        FROM pg_stat_database WHERE datname = $1`,
-    [new URL(database.url).pathname.slice(1)],
+    [database],
   );
   return { transactions: Number(rows[0]?.transactions), rowsWritten: Number(rows[0]?.rows_written) };
 }
@@ -535,26 +558,32 @@ async function rssOnceDrained(subject: Subject, row: Row): Promise<void> {
   row.rssGrowthMb = (row.rssSamplesMb.at(-1) ?? Number.NaN) - (row.rssSamplesMb[0] ?? Number.NaN);
 }
 
-/** What the bot's own /metrics say about pauses and memory: to tell CPU saturation from stalls. */
-async function runtimeDiagnostics(port: number): Promise<string> {
-  try {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? Number.NaN);
-    const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
-    const gc = (kind: string) => {
-      const sum = value(new RegExp(`nodejs_gc_duration_seconds_sum\\{kind="${kind}"\\} ([0-9.e+-]+)`));
-      const count = value(new RegExp(`nodejs_gc_duration_seconds_count\\{kind="${kind}"\\} ([0-9.e+-]+)`));
-      return `${kind} ${count} / ${ms(sum * 1000)}`;
+const STORE_STATEMENTS = /^store_query_duration_seconds_count\{[^}]*\} (\S+)$/gm;
+
+/** The sum of a metric's series in a /metrics text (NaN when there is no text). */
+function sumOf(text: string, series: RegExp): number {
+  if (text === '') return Number.NaN;
+  return [...text.matchAll(series)].reduce((sum, match) => sum + Number(match[1]), 0);
+}
+
+/** What the bot's own /metrics say about the scenario's pauses, GC and memory: saturation or stalls. */
+function runtimeDiagnostics(before: string, after: string): string {
+  if (after === '') return 'no runtime diagnostics (/metrics unanswered)';
+  const value = (pattern: RegExp) => Number(pattern.exec(after)?.[1] ?? Number.NaN);
+  const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
+  const gc = (kind: string) => {
+    const delta = (field: string) => {
+      const series = new RegExp(`^nodejs_gc_duration_seconds_${field}\\{kind="${kind}"\\} (\\S+)$`, 'gm');
+      return sumOf(after, series) - sumOf(before, series);
     };
-    return [
-      `bot event-loop delay p99 ${ms(value(/^nodejs_eventloop_lag_p99_seconds (\S+)$/m) * 1000)}`,
-      `max ${ms(value(/^nodejs_eventloop_lag_max_seconds (\S+)$/m) * 1000)}`,
-      `GC since start: ${gc('minor')}, ${gc('major')}, ${gc('incremental')}`,
-      `heap used ${mb(value(/^nodejs_heap_size_used_bytes (\S+)$/m))} of ${mb(value(/^nodejs_heap_size_total_bytes (\S+)$/m))}`,
-    ].join(', ');
-  } catch (error) {
-    return `no runtime diagnostics (${String(error)})`;
-  }
+    return `${kind} ${delta('count')} / ${ms(delta('sum') * 1000)}`;
+  };
+  return [
+    `bot event-loop delay p99 ${ms(value(/^nodejs_eventloop_lag_p99_seconds (\S+)$/m) * 1000)}`,
+    `max ${ms(value(/^nodejs_eventloop_lag_max_seconds (\S+)$/m) * 1000)}`,
+    `GC ${gc('minor')}, ${gc('major')}, ${gc('incremental')}`,
+    `heap used ${mb(value(/^nodejs_heap_size_used_bytes (\S+)$/m))} of ${mb(value(/^nodejs_heap_size_total_bytes (\S+)$/m))}`,
+  ].join(', ');
 }
 
 function accepts(port: number): Promise<boolean> {
@@ -686,13 +715,17 @@ function verdicts(rows: Row[]): Verdict[] {
   return found;
 }
 
-// Interrupted (Ctrl-C, a CI timeout): exit through 'exit', which stops the processes being measured.
+// Interrupted (Ctrl-C, a CI timeout): the measured processes are killed at once and their databases dropped if
+// PostgreSQL answers within a few seconds. ('exit' kills them too, however the bench ends.)
 for (const [signal, code] of [
   ['SIGINT', 130],
   ['SIGTERM', 143],
   ['SIGHUP', 129],
 ] as const) {
-  process.once(signal, () => process.exit(code));
+  process.once(signal, () => {
+    const aborted = Promise.allSettled([...live].map((subject) => subject.abort()));
+    void Promise.race([aborted, sleep(5_000)]).then(() => process.exit(code));
+  });
 }
 
 const calibration = calibrationMs();
@@ -701,29 +734,32 @@ if (SCALE !== 1)
   progress(`BENCH_SCALE=${SCALE}: counts and durations scaled, figures not comparable with a full run`);
 const runStarted = Date.now();
 
-const subjects: Subject[] = [];
-for (const kind of KINDS) subjects.push(await Subject.start(kind));
-for (const subject of subjects) {
-  for (const load of WARM_UP) await subject.run(load, 'W');
-  progress(`${subject.kind}: warmed up`);
-}
 const rows: Row[] = [];
-for (const scenario of SCENARIOS) {
-  // Each scenario on the bot and then on the relay, so that the two meet the machine in the same state.
-  for (const subject of subjects.filter((s) => s.kind === 'bot' || !scenario.botOnly)) {
-    const row = await measure(subject, scenario);
-    if (scenario.key === 'manyThreads') {
-      await rssOnceDrained(subject, row);
-      progress(
-        `${subject.kind}: RSS once drained, a second apart: ${row.rssSamplesMb.map((mb) => mb.toFixed(0)).join(', ')} MB`,
-      );
-    }
-    rows.push(row);
-    await sleep(1_000); // trailing work (working indicators) out of the way
+try {
+  const subjects: Subject[] = [];
+  for (const kind of KINDS) subjects.push(await Subject.start(kind));
+  for (const subject of subjects) {
+    for (const load of WARM_UP) await subject.run(load, 'W');
+    progress(`${subject.kind}: warmed up`);
   }
+  for (const scenario of SCENARIOS) {
+    // Each scenario on the bot and then on the relay, so that the two meet the machine in the same state.
+    for (const subject of subjects.filter((s) => s.kind === 'bot' || !scenario.botOnly)) {
+      const row = await measure(subject, scenario);
+      if (scenario.key === 'manyThreads') {
+        await rssOnceDrained(subject, row);
+        progress(
+          `${subject.kind}: RSS once drained, a second apart: ${row.rssSamplesMb.map((mb) => mb.toFixed(0)).join(', ')} MB`,
+        );
+      }
+      rows.push(row);
+      await sleep(1_000); // trailing work (working indicators) out of the way
+    }
+  }
+} finally {
+  for (const subject of [...live]) await subject.stop();
+  await statsClient?.end();
 }
-for (const subject of subjects) await subject.stop();
-await statsClient?.end();
 
 process.stdout.write(
   `\nCalibration loop ${calibration.toFixed(0)} ms (lower is faster); node ${process.version}\n\n`,
