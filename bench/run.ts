@@ -1,533 +1,796 @@
 /**
- * `npm run bench`: the bridge's own cost against a bare Bolt relay, on loopback, with PostgreSQL.
- * Starts the agent emulator and the fake Slack here, the bot (or the baseline) in its own process, sends
- * signed events at a set rate and prints one table (and bench/results/latest.json). Stops by itself.
+ * `npm run bench`: the bot under the loads its users meet, beside the minimal durable relay
+ * (bench/durable-relay.ts), on loopback with PostgreSQL. Starts the fake Slack and the agent emulator here and
+ * each measured process in its own process, warms both up, runs each scenario on the bot and then on the
+ * relay, and prints one table, a PASS/FAIL line per target (bench/targets.ts) and bench/results/latest.json.
+ * Stops by itself, and stops what it started however it ends.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import pg from 'pg';
 import { AgentServiceEmulator } from '../test/fakes/agent-service.js';
 import { FakeSlack } from '../test/fakes/slack.js';
 import { freePort } from '../test/helpers/free-port.js';
-import { createTestDatabase, type TestDatabase } from '../test/helpers/postgres.js';
+import { createTestDatabase, TEST_DATABASE_URL, type TestDatabase } from '../test/helpers/postgres.js';
 import { appMentionEvent, nextTs } from '../test/helpers/slack-events.js';
-import { deliver, percentile, sleep } from './load.js';
+import { offer, type PreparedEvent, percentile, prepareEvent, sleep } from './load.js';
+import { machineBusySeconds, postgresCpuSeconds, postgresTicks, processFigures } from './proc.js';
+import { judge, type Measure, type ScenarioKey, TARGETS, type Verdict } from './targets.js';
 
-/** The bench process's own stalls (load, both fakes): they show up in every figure, bot and baseline alike. */
+/** The bench process's own stalls (load, both fakes): they show in every figure, bot and relay alike. */
 const harnessDelay = monitorEventLoopDelay({ resolution: 5 });
 harnessDelay.enable();
 
 const SECRET = 'bench-signing-secret';
 const BOT_TOKEN = 'xoxb-bench-token';
 const AGENT_ID = 'bench-agent';
-const CHANNEL = 'C0BENCH';
 
-type Target = 'bot' | 'baseline';
+type Kind = 'bot' | 'relay';
 
-/** As in package.json's `start` script and the Dockerfile's CMD. */
-const BOT_NODE_FLAGS: string[] = [];
+// Knobs for checking and investigating: BENCH_SCALE=0.1 divides every count and duration by 10 (rates stay);
+// BENCH_SCENARIOS=steady,burst runs a subset; BENCH_TARGETS=bot skips the relay; BENCH_CPU_PROF=dir writes a
+// V8 CPU profile of each measured process there; BENCH_NODE_FLAGS adds node flags to both.
+const SCALE = Number(process.env.BENCH_SCALE ?? '1');
+if (!(SCALE > 0)) throw new Error(`BENCH_SCALE must be a positive number (got ${process.env.BENCH_SCALE})`);
+const scaled = (n: number) => Math.max(1, Math.round(n * SCALE));
+
+/**
+ * Authors cycle through this many users, as in a workspace of thousands of people. The bot keeps its default
+ * USER_RATE_LIMIT (20 messages per user per minute), which must never be what is measured: at the highest rate
+ * here (the warm-up's 300/s) a user comes back every 17 s, four messages a minute at most.
+ */
+const USERS = 5_000;
+/** Threads are spread over channels as in a workspace (neither the fake Slack nor the bot paces per channel). */
+const CHANNELS = 50;
 
 interface Load {
-  /** Messages to send (each a distinct Slack message). */
   messages: number;
-  /** Messages per second; Infinity: all at once (a burst). */
+  /** Events a second; Infinity: all at once. */
   rate: number;
-  /** Distinct threads, assigned round-robin; every new thread starts with a top-level mention. */
+  /** New threads, messages assigned round-robin; each thread's first message is a top-level mention. */
   threads: number;
-  /** Share of messages delivered a second time as a Slack retry. */
-  retryShare: number;
-}
-
-interface Scenario extends Load {
-  name: string;
+  /** Every n-th event is delivered a second time as a Slack retry (0: none). */
+  retryEvery: number;
   agentLatencyMs: number;
 }
 
+interface Scenario extends Load {
+  key: ScenarioKey;
+  name: string;
+  /** New threads until the process has been sent this many distinct threads in all (messages and threads unused). */
+  threadsInAll?: number;
+  /** Not run on the relay. */
+  botOnly?: boolean;
+}
+
 /**
- * The warm-up before the scenarios, in a channel of its own: the steady mix (new threads, follow-ups,
- * retries), then new threads with answers slow enough to show the working indicator.
+ * Unmeasured, per process, in channels of their own: the scenarios' code paths until the JIT has compiled them,
+ * as in a process that has run a while (else the first scenario measures V8's compiler). The second load's
+ * answers take longer than WORKING_INDICATOR_DELAY_MS, so the working indicator's code runs too.
  */
-const WARM_UP: { load: Load; agentLatencyMs: number }[] = [
-  { load: { messages: 1_500, rate: 250, threads: 100, retryShare: 0.1 }, agentLatencyMs: 50 },
-  { load: { messages: 1_000, rate: 500, threads: 1_000, retryShare: 0.1 }, agentLatencyMs: 1_200 },
+const WARM_UP: Load[] = [
+  { messages: scaled(1_000), rate: 200, threads: scaled(100), retryEvery: 20, agentLatencyMs: 50 },
+  { messages: scaled(300), rate: 300, threads: scaled(300), retryEvery: 0, agentLatencyMs: 1_200 },
 ];
+
+const steady = { messages: scaled(6_000), rate: 100, threads: scaled(500) };
+const burst = scaled(500);
+const newThreads = scaled(100);
+const manyThreads = { threadsInAll: scaled(10_000), rate: 100 };
 
 const ALL_SCENARIOS: Scenario[] = [
+  // 12 times Slack's per-workspace limit (30,000 events an hour), each thread answered every 5 s; a 5% share
+  // of the events is delivered twice, as Slack does when it thinks an acknowledgement was lost.
   {
-    name: 'steady 200/s, agent 200 ms',
+    key: 'steady',
+    name: `${steady.rate}/s for ${steady.messages / steady.rate} s, ${steady.threads} threads, agent 200 ms`,
+    ...steady,
+    retryEvery: 20,
     agentLatencyMs: 200,
-    messages: 2_000,
-    rate: 200,
-    threads: 240,
-    retryShare: 0.1,
-  },
-  // 500 new threads a second against a 2 s agent: about 1,000 threads in flight at once.
-  {
-    name: '1,000 threads in flight, agent 2 s',
-    agentLatencyMs: 2_000,
-    messages: 2_000,
-    rate: 500,
-    threads: 2_000,
-    retryShare: 0.1,
   },
   {
-    name: 'burst of 200 at once, agent 200 ms',
-    agentLatencyMs: 200,
-    messages: 200,
+    key: 'burst',
+    name: `burst: ${burst} new threads at once, agent 200 ms`,
+    messages: burst,
     rate: Number.POSITIVE_INFINITY,
-    threads: 200,
-    retryShare: 0,
-  },
-  // New threads only, so that with the warm-up and the scenarios before it the bot has seen 10,040
-  // distinct threads when its peak RSS is read here (state lives in the store, caches are bounded).
-  {
-    name: '6,500 new threads at 500/s (10,040 in all), agent 200 ms',
+    threads: burst,
+    retryEvery: 0,
     agentLatencyMs: 200,
-    messages: 6_500,
-    rate: 500,
-    threads: 6_500,
-    retryShare: 0,
+  },
+  // As many as the bot's default WORKER_CONCURRENCY (100), which the bot keeps.
+  {
+    key: 'newThreads',
+    name: `${newThreads} new threads at once, agent 2 s`,
+    messages: newThreads,
+    rate: Number.POSITIVE_INFINITY,
+    threads: newThreads,
+    retryEvery: 0,
+    agentLatencyMs: 2_000,
+  },
+  // New threads at the steady rate until the process has been sent 10,000 distinct threads (the warm-up's and
+  // the other scenarios' included), then its peak RSS is read, and its RSS once drained. Bot only: no target
+  // compares the relay here, and it would add as long again to the run.
+  {
+    key: 'manyThreads',
+    name: `new threads at ${manyThreads.rate}/s to ${manyThreads.threadsInAll} in all, agent 200 ms`,
+    threadsInAll: manyThreads.threadsInAll,
+    messages: 0,
+    threads: 0,
+    rate: manyThreads.rate,
+    retryEvery: 20,
+    agentLatencyMs: 200,
+    botOnly: true,
   },
 ];
 
-// Knobs for investigating: BENCH_SCENARIOS=0,2 runs a subset; BENCH_TARGETS=bot skips the baseline;
-// BENCH_CPU_PROF=dir writes a V8 CPU profile of the measured process there (open it in Chrome DevTools).
 const SCENARIOS = process.env.BENCH_SCENARIOS
-  ? process.env.BENCH_SCENARIOS.split(',')
-      .map((index) => ALL_SCENARIOS[Number(index)])
-      .filter((s): s is Scenario => !!s)
+  ? ALL_SCENARIOS.filter((s) => process.env.BENCH_SCENARIOS?.split(',').includes(s.key))
   : ALL_SCENARIOS;
-const TARGETS = (process.env.BENCH_TARGETS?.split(',') ?? ['bot', 'baseline']) as Target[];
+const KINDS = (process.env.BENCH_TARGETS?.split(',') ?? ['bot', 'relay']).filter(
+  (kind): kind is Kind => kind === 'bot' || kind === 'relay',
+);
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF;
 
+/** A message with no reply this long after the last event of its scenario (plus the agent's latency) is lost. */
+const LOST_AFTER_MS = 15_000;
+/** Once the bot has drained after the last scenario, RSS is read this many times, a second apart. */
+const RSS_SAMPLES = Math.max(3, scaled(10));
+
 interface Row {
-  target: Target;
-  scenario: string;
-  offeredPerSec: number;
-  handledPerSec: number;
-  ackP50: number;
-  ackP99: number;
-  addedP50: number;
-  addedP99: number;
-  /** Added latency split at the agent: event → prompt reaches the agent, and answer leaves it → reply posted. */
-  beforeAgentP50: number;
-  beforeAgentP99: number;
-  afterAgentP50: number;
-  afterAgentP99: number;
-  /** Reply time minus event time, worst message (the burst target is 2.5 s against a 2 s agent). */
-  answeredMaxMs: number;
-  delivered: number;
+  target: Kind;
+  scenario: ScenarioKey;
+  name: string;
+  events: number;
+  deliveries: number;
   /** Deliveries answered with no 2xx (or a broken connection); each was delivered again, as Slack does. */
   unacknowledged: number;
+  /** Over every delivery, retries and redeliveries included. */
+  ackP50: number;
+  ackP99: number;
+  /** The slowest first delivery's acknowledgement; Infinity if one got no 2xx. */
+  slowestAckMs: number;
+  /** Reply posted minus event sent minus the agent's latency. */
+  addedP50: number;
+  addedP99: number;
+  /** Added latency split at the agent: event → prompt reaches the agent; answer leaves it → reply posted. */
+  beforeAgentP99: number;
+  afterAgentP99: number;
+  /** Reply posted minus event sent, slowest message; Infinity if one was lost. */
+  slowestAnswerMs: number;
   lost: number;
+  /** Replies beyond the first for one message. */
   duplicated: number;
-  /** Highest resident memory since the process started (VmHWM), so far. */
+  /** Highest resident memory since the process started (VmHWM), at the end of the scenario. */
   peakRssMb: number;
-  /** CPU seconds the process used in this scenario (from its start until the answers were in). */
+  /** Resident memory at the end of the scenario (VmRSS). */
+  rssMb: number;
+  /** Distinct threads the process had been sent by the end of the scenario, warm-up included. */
+  threadsSeen: number;
+  /** After the last scenario, once drained: RSS read a second apart (empty elsewhere). */
+  rssSamplesMb: number[];
+  /** Last sample minus first (NaN without samples). */
+  rssGrowthMb: number;
+  /**
+   * CPU seconds in the scenario, from its first event until its answers were in: the measured process, the
+   * bench process (load, fake Slack, agent emulator), PostgreSQL, and everything else on the machine.
+   */
   cpuSeconds: number;
-  /** CPU seconds the rest of the machine spent in this scenario: this process (load, fake Slack, agent emulator) and PostgreSQL. */
   harnessCpuSeconds: number;
   postgresCpuSeconds: number;
-}
-
-async function runTarget(target: Target): Promise<Row[]> {
-  const setupStarted = performance.now();
-  const slack = await FakeSlack.start({ botToken: BOT_TOKEN });
-  const agent = await AgentServiceEmulator.start({ agents: [AGENT_ID] });
-  const database: TestDatabase | undefined = target === 'bot' ? await createTestDatabase() : undefined;
-  const port = await freePort();
-  const env = {
-    PATH: process.env.PATH,
-    SLACK_BOT_TOKEN: BOT_TOKEN,
-    SLACK_SIGNING_SECRET: SECRET,
-    SLACK_API_URL: slack.apiUrl,
-    PORT: String(port),
-    AGENT_BASE_URL: agent.baseUrl,
-    AGENT_API_KEY: agent.apiKey,
-    AGENT_ID,
-    LOG_LEVEL: 'warn',
-    SLOW_NOTICE_MS: '0',
-    ...(database ? { DATABASE_URL: database.url } : {}),
+  otherCpuSeconds: number;
+  seconds: number;
+  /**
+   * Work per event in the scenario: the database's transactions and rows written (from pg_stat_database,
+   * which lags a second or more: rough in short scenarios), and calls to Slack and the agent by method.
+   */
+  perEvent: {
+    pgTransactions: number;
+    pgRowsWritten: number;
+    /** The bot's own count of its store statements (its /metrics); the relay makes one INSERT per delivery. */
+    storeStatements: number;
+    slack: Record<string, number>;
+    agent: Record<string, number>;
   };
-  const script = target === 'bot' ? 'dist/src/main.js' : 'dist/bench/baseline-relay.js';
-  const flags = [
-    // The bot runs with the flags `npm start` and the Docker image give it.
-    ...(target === 'bot' ? BOT_NODE_FLAGS : []),
-    ...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []),
-    ...(CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`] : []),
-  ];
-  // The process's own output (the bot's JSON log at LOG_LEVEL=warn, the baseline's Bolt errors under
-  // overload) goes to a file, for looking into failures, and keeps the table readable.
-  mkdirSync('bench/results', { recursive: true });
-  const log = openSync(`bench/results/${target}.log`, 'w');
-  const child = spawn(process.execPath, [...flags, script], { env, stdio: ['ignore', log, log] });
-  closeSync(log);
-  // If the bench dies (an exception, process.exit), the process it measures must not live on: an orphaned
-  // bot keeps polling PostgreSQL and takes CPU from every later run.
-  const killChild = () => child.kill('SIGKILL');
-  process.once('exit', killChild);
-  const url = `http://127.0.0.1:${port}/slack/events`;
-  await waitForPort(port, child);
-  process.stderr.write(
-    `  ${target}: listening after ${((performance.now() - setupStarted) / 1000).toFixed(1)} s\n`,
-  );
-
-  // Replies as Slack would show them: prompt token → times each reply was posted.
-  const replies = new Map<string, number[]>();
-  slack.onCall((call) => {
-    if (call.method !== 'chat.postMessage') return;
-    const token = /^echo\[[^\]]*\]: (q\d+)/.exec(String(call.args.text))?.[1];
-    if (token) replies.set(token, [...(replies.get(token) ?? []), performance.now()]);
-  });
-
-  // When each prompt reached the agent and when its answer left: splits added latency into before/after.
-  const promptAt = new Map<string, number>();
-  const answerAt = new Map<string, number>();
-  agent.onRequest(({ phase, request }) => {
-    if (request.operation !== 'sendMessage') return;
-    const token = /(q\d+)/.exec(request.prompt ?? '')?.[1];
-    if (!token) return;
-    if (phase === 'start' && !promptAt.has(token)) promptAt.set(token, performance.now());
-    if (phase === 'end' && !answerAt.has(token)) answerAt.set(token, performance.now());
-  });
-
-  const rows: Row[] = [];
-  // Warm-up, not measured: the scenarios' code paths until the JIT has compiled them, as in a bot that has
-  // been running a while. A shorter warm-up measured the compiler instead: the first 10 s at 200/s cost
-  // the bot 7.7 CPU s, the next 10 s 4.7, and the first run of 1,000 threads in flight 6.5 CPU s, the third 4.9.
-  for (const { load, agentLatencyMs } of WARM_UP) {
-    agent.setLatency(agentLatencyMs, 'sendMessage');
-    await offer(url, load, 'C0WARMUP');
-    await sleep(agentLatencyMs + 500);
-  }
-  for (const scenario of SCENARIOS) {
-    agent.setLatency(scenario.agentLatencyMs, 'sendMessage');
-    replies.clear();
-    promptAt.clear();
-    answerAt.clear();
-    const harnessCpuBefore = process.cpuUsage();
-    harnessDelay.reset();
-    const targetCpuBefore = processFigures(child.pid ?? 0).cpuSeconds;
-    const postgresCpuBefore = postgresCpuSeconds();
-    const started = performance.now();
-    const { sent, acks, handled, deliveries, unacknowledged } = await offer(url, scenario, CHANNEL);
-    const offeredSeconds = (performance.now() - started) / 1000;
-    // Wait for the answers (or give up: what is missing then is lost).
-    const deadline = performance.now() + scenario.agentLatencyMs + 15_000;
-    while (performance.now() < deadline && [...sent.keys()].some((token) => !replies.has(token)))
-      await sleep(50);
-    await sleep(300); // late duplicates
-
-    const added: number[] = [];
-    const answered: number[] = [];
-    const beforeAgent: number[] = [];
-    const afterAgent: number[] = [];
-    let lost = 0;
-    let duplicated = 0;
-    for (const [token, at] of sent) {
-      const posts = replies.get(token);
-      if (!posts) {
-        lost++;
-        continue;
-      }
-      duplicated += posts.length - 1;
-      const first = posts[0] ?? at;
-      answered.push(first - at);
-      const reached = promptAt.get(token);
-      const left = answerAt.get(token);
-      if (reached !== undefined) beforeAgent.push(reached - at);
-      if (left !== undefined) afterAgent.push(first - left);
-      added.push(first - at - scenario.agentLatencyMs);
-    }
-    const after = processFigures(child.pid ?? 0);
-    rows.push({
-      target,
-      scenario: scenario.name,
-      offeredPerSec: deliveries / offeredSeconds,
-      handledPerSec: handled / offeredSeconds,
-      ackP50: percentile(acks, 50),
-      ackP99: percentile(acks, 99),
-      addedP50: percentile(added, 50),
-      addedP99: percentile(added, 99),
-      beforeAgentP50: percentile(beforeAgent, 50),
-      beforeAgentP99: percentile(beforeAgent, 99),
-      afterAgentP50: percentile(afterAgent, 50),
-      afterAgentP99: percentile(afterAgent, 99),
-      answeredMaxMs: Math.max(...answered),
-      delivered: sent.size - lost,
-      unacknowledged,
-      lost,
-      duplicated,
-      peakRssMb: after.peakRssMb,
-      cpuSeconds: after.cpuSeconds - targetCpuBefore,
-      harnessCpuSeconds: cpuSeconds(process.cpuUsage(harnessCpuBefore)),
-      postgresCpuSeconds: postgresCpuSeconds() - postgresCpuBefore,
-    });
-    const row = rows[rows.length - 1];
-    process.stderr.write(
-      `  ${target}: ${scenario.name} done in ${((performance.now() - started) / 1000).toFixed(1)} s` +
-        ` (CPU in it: harness ${row?.harnessCpuSeconds.toFixed(1)} s, PostgreSQL ${row?.postgresCpuSeconds.toFixed(1)} s;` +
-        ` harness event-loop delay p99 ${(harnessDelay.percentile(99) / 1e6).toFixed(1)} ms, max ${(harnessDelay.max / 1e6).toFixed(1)} ms)\n`,
-    );
-    if (row) {
-      process.stderr.write(
-        `    added before the agent p50 ${row.beforeAgentP50.toFixed(1)} / p99 ${row.beforeAgentP99.toFixed(1)} ms,` +
-          ` after it p50 ${row.afterAgentP50.toFixed(1)} / p99 ${row.afterAgentP99.toFixed(1)} ms\n`,
-      );
-    }
-    if (target === 'bot') process.stderr.write(`    ${await runtimeDiagnostics(port)}\n`);
-  }
-
-  child.kill('SIGTERM');
-  await new Promise((resolve) => child.once('exit', resolve));
-  process.removeListener('exit', killChild);
-  await Promise.all([slack.stop(), agent.stop()]);
-  await database?.drop();
-  return rows;
-}
-
-interface Offered {
-  /** Prompt token → when its message was first sent. */
-  sent: Map<string, number>;
-  acks: number[];
-  handled: number;
-  deliveries: number;
-  unacknowledged: number;
 }
 
 let tokenCounter = 0;
+let userCounter = 0;
 
-/**
- * Sends a load's messages at its rate, each a mention with a unique token (a new thread's first message
- * is top level, the rest reply in it), delivers the retry share again as Slack retries, and redelivers
- * what was not acknowledged. Resolves when every delivery has been answered.
- */
-async function offer(url: string, load: Load, channel: string): Promise<Offered> {
-  const result: Offered = { sent: new Map(), acks: [], handled: 0, deliveries: 0, unacknowledged: 0 };
+/** Signed app_mention events with a unique token each, built before the load starts. */
+function buildEvents(load: Load, channelPrefix: string): PreparedEvent[] {
   const roots: string[] = [];
-  const inflight: Promise<void>[] = [];
-  const started = performance.now();
+  const events: PreparedEvent[] = [];
   for (let i = 0; i < load.messages; i++) {
-    if (Number.isFinite(load.rate)) {
-      const due = started + (i * 1000) / load.rate;
-      const wait = due - performance.now();
-      if (wait > 1) await sleep(wait);
-    }
     const thread = i % load.threads;
     const token = `q${tokenCounter++}`;
     const ts = nextTs();
     const root = roots[thread];
     if (root === undefined) roots[thread] = ts;
     const body = appMentionEvent({
-      channel,
-      user: `U${String(i % 5_000).padStart(7, '0')}`,
+      channel: `${channelPrefix}${String(thread % CHANNELS).padStart(3, '0')}`,
+      user: `U${String(userCounter++ % USERS).padStart(7, '0')}`,
       text: `<@U0BOT> ${token}`,
       ts,
       threadTs: root,
     });
-    result.sent.set(token, performance.now());
-    const send = (retryNum?: number): Promise<void> => {
-      result.deliveries++;
-      return deliver(url, SECRET, body, retryNum).then(({ ackMs, status }) => {
-        result.acks.push(ackMs);
-        if (status >= 200 && status < 300) {
-          result.handled++;
-          return;
-        }
-        // Not acknowledged: Slack delivers it again (at once, then after a minute: here after a moment).
-        result.unacknowledged++;
-        const attempt = (retryNum ?? 0) + 1;
-        if (attempt <= 3) return sleep(300).then(() => send(attempt));
-      });
-    };
-    inflight.push(send());
-    if (Math.random() < load.retryShare) inflight.push(sleep(300).then(() => send(1)));
+    events.push(prepareEvent(SECRET, token, body));
   }
-  await Promise.all(inflight);
-  return result;
+  return events;
 }
 
-/**
- * What the bot's own /metrics say about pauses since start: event-loop delay and garbage collection
- * (prom-client's default metrics), to tell CPU saturation from stalls when latency tails grow.
- */
-async function runtimeDiagnostics(port: number): Promise<string> {
-  try {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? Number.NaN);
-    const ms = (seconds: number) => `${(seconds * 1000).toFixed(1)} ms`;
-    const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
-    const gc = (kind: string) => {
-      const sum = value(new RegExp(`nodejs_gc_duration_seconds_sum\\{kind="${kind}"\\} ([0-9.e+-]+)`));
-      const count = value(new RegExp(`nodejs_gc_duration_seconds_count\\{kind="${kind}"\\} ([0-9.e+-]+)`));
-      return `${kind} ${count} / ${ms(sum)}`;
-    };
-    return [
-      `event-loop delay p50 ${ms(value(/^nodejs_eventloop_lag_p50_seconds (\S+)$/m))}`,
-      `p99 ${ms(value(/^nodejs_eventloop_lag_p99_seconds (\S+)$/m))}`,
-      `max ${ms(value(/^nodejs_eventloop_lag_max_seconds (\S+)$/m))}`,
-      `GC since start: ${gc('minor')}, ${gc('major')}, ${gc('incremental')}`,
-      `heap used ${mb(value(/^nodejs_heap_size_used_bytes (\S+)$/m))} of ${mb(value(/^nodejs_heap_size_total_bytes (\S+)$/m))}`,
-      `external ${mb(value(/^nodejs_external_memory_bytes (\S+)$/m))}`,
-      `RSS now ${mb(value(/^process_resident_memory_bytes (\S+)$/m))}`,
-    ].join(', ');
-  } catch (error) {
-    return `no runtime diagnostics (${String(error)})`;
+/** A measured process (the bot or the relay) with its own fake Slack, agent emulator and database. */
+class Subject {
+  /** Token → when each reply to it was posted. */
+  readonly replies = new Map<string, number[]>();
+  /** Token → when its prompt reached the agent, and when the answer left it. */
+  readonly promptAt = new Map<string, number>();
+  readonly answerAt = new Map<string, number>();
+  /** Calls the process made in the current load, by method or operation. */
+  readonly slackCalls = new Map<string, number>();
+  readonly agentCalls = new Map<string, number>();
+  threadsSeen = 0;
+
+  private constructor(
+    readonly kind: Kind,
+    readonly slack: FakeSlack,
+    readonly agent: AgentServiceEmulator,
+    private readonly database: TestDatabase,
+    readonly child: ChildProcess,
+    readonly url: string,
+    /** The bot's /metrics and /readyz. */
+    readonly adminPort: number,
+    private readonly killChild: () => void,
+  ) {
+    slack.onCall((call) => {
+      this.slackCalls.set(call.method, (this.slackCalls.get(call.method) ?? 0) + 1);
+      if (call.method !== 'chat.postMessage') return;
+      const token = /^echo\[[^\]]*\]: (q\d+)/.exec(String(call.args.text))?.[1];
+      if (token) this.replies.set(token, [...(this.replies.get(token) ?? []), performance.now()]);
+    });
+    agent.onRequest(({ phase, request }) => {
+      if (phase === 'start')
+        this.agentCalls.set(request.operation, (this.agentCalls.get(request.operation) ?? 0) + 1);
+      if (request.operation !== 'sendMessage') return;
+      const token = /^(q\d+)$/.exec(request.prompt ?? '')?.[1];
+      if (!token) return;
+      const at = phase === 'start' ? this.promptAt : this.answerAt;
+      if (!at.has(token)) at.set(token, performance.now());
+    });
   }
-}
 
-const cpuSeconds = (usage: NodeJS.CpuUsage) => (usage.user + usage.system) / 1e6;
+  get pid(): number {
+    return this.child.pid ?? 0;
+  }
 
-/** CPU time used so far by every PostgreSQL process on the machine (server and backends), from /proc. */
-function postgresCpuSeconds(): number {
-  let ticks = 0;
-  for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      if (!stat.includes('(postgres)')) continue;
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      // The process ended meanwhile.
+  get databaseName(): string {
+    return new URL(this.database.url).pathname.slice(1);
+  }
+
+  static async start(kind: Kind): Promise<Subject> {
+    const started = performance.now();
+    const slack = await FakeSlack.start({ botToken: BOT_TOKEN });
+    const agent = await AgentServiceEmulator.start({ agents: [AGENT_ID] });
+    const database = await createTestDatabase();
+    const port = await freePort();
+    let adminPort = await freePort();
+    while (adminPort === port) adminPort = await freePort();
+    const env = {
+      PATH: process.env.PATH,
+      SLACK_BOT_TOKEN: BOT_TOKEN,
+      SLACK_SIGNING_SECRET: SECRET,
+      SLACK_API_URL: slack.apiUrl,
+      PORT: String(port),
+      ADMIN_PORT: String(adminPort),
+      AGENT_BASE_URL: agent.baseUrl,
+      AGENT_API_KEY: agent.apiKey,
+      AGENT_ID,
+      DATABASE_URL: database.url,
+      LOG_LEVEL: 'warn',
+      SLOW_NOTICE_MS: '0',
+    };
+    // The bot as `npm start` runs it (no V8 flags); WORKER_CONCURRENCY and USER_RATE_LIMIT at their defaults.
+    const script = kind === 'bot' ? 'dist/src/main.js' : 'dist/bench/durable-relay.js';
+    const flags = [
+      '--enable-source-maps',
+      ...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []),
+      ...(CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`] : []),
+    ];
+    // Its output (the bot's JSON log at warn, the relay's Bolt errors) goes to a file, to look into failures.
+    mkdirSync('bench/results', { recursive: true });
+    const log = openSync(`bench/results/${kind}.log`, 'w');
+    const child = spawn(process.execPath, [...flags, script], { env, stdio: ['ignore', log, log] });
+    closeSync(log);
+    // If the bench dies (an exception, process.exit), the process it measures must not live on: an orphaned
+    // bot keeps polling PostgreSQL and takes CPU from every later run.
+    const killChild = () => child.kill('SIGKILL');
+    process.once('exit', killChild);
+    const subject = new Subject(
+      kind,
+      slack,
+      agent,
+      database,
+      child,
+      `http://127.0.0.1:${port}/slack/events`,
+      adminPort,
+      killChild,
+    );
+    live.add(subject);
+    await subject.waitUntilReady(port);
+    progress(`${kind}: ready after ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    return subject;
+  }
+
+  /** The bot: until /readyz answers 200. The relay listens only once ready: until its port takes a connection. */
+  private async waitUntilReady(port: number): Promise<void> {
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline) {
+      if (this.child.exitCode !== null)
+        throw new Error(
+          `${this.kind} exited with ${this.child.exitCode} (see bench/results/${this.kind}.log)`,
+        );
+      const ready =
+        this.kind === 'bot'
+          ? await fetch(`http://127.0.0.1:${this.adminPort}/readyz`).then(
+              (response) => response.ok,
+              () => false,
+            )
+          : await accepts(port);
+      if (ready) return;
+      await sleep(100);
     }
+    throw new Error(`${this.kind} not ready after 30 s (see bench/results/${this.kind}.log)`);
   }
-  return ticks / 100;
+
+  /** Sends a load and waits for its answers (or gives up on them: what is missing then is lost). */
+  async run(load: Load, channelPrefix: string) {
+    this.agent.setLatency(load.agentLatencyMs, 'sendMessage');
+    this.replies.clear();
+    this.promptAt.clear();
+    this.answerAt.clear();
+    this.slackCalls.clear();
+    this.agentCalls.clear();
+    // The fake's own record of every call would only grow: the listeners above keep what is needed.
+    this.slack.clearCalls();
+    const events = buildEvents(load, channelPrefix);
+    this.threadsSeen += load.threads;
+    const offered = await offer(this.url, events, load.rate, load.retryEvery);
+    const deadline = performance.now() + load.agentLatencyMs + LOST_AFTER_MS;
+    while (performance.now() < deadline && events.some(({ token }) => !this.replies.has(token)))
+      await sleep(50);
+    await sleep(300); // late duplicates
+    return offered;
+  }
+
+  /**
+   * The bot's /metrics ('' for the relay). Reading them also restarts the bot's event-loop delay figures, so a
+   * read before and one after a scenario give the scenario's.
+   */
+  async metrics(): Promise<string> {
+    if (this.kind !== 'bot') return '';
+    return fetch(`http://127.0.0.1:${this.adminPort}/metrics`).then(
+      (response) => response.text(),
+      () => '',
+    );
+  }
+
+  /** The bot: until its /metrics say no job is in flight or open. The relay keeps nothing once it has answered. */
+  async drained(): Promise<void> {
+    if (this.kind !== 'bot') return;
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline) {
+      const text = await fetch(`http://127.0.0.1:${this.adminPort}/metrics`).then(
+        (response) => response.text(),
+        () => '',
+      );
+      const open = [
+        /^jobs_in_flight (\S+)$/m,
+        /^inbox_open_jobs\{state="pending"\} (\S+)$/m,
+        /^inbox_open_jobs\{state="running"\} (\S+)$/m,
+      ]
+        .map((pattern) => Number(pattern.exec(text)?.[1] ?? Number.NaN))
+        .reduce((sum, value) => sum + value, 0);
+      if (open === 0) return;
+      await sleep(500);
+    }
+    progress(`${this.kind}: still busy 30 s after the last answer`);
+  }
+
+  async stop(): Promise<void> {
+    live.delete(this);
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      const exited = new Promise((resolve) => this.child.once('exit', resolve));
+      this.child.kill('SIGTERM');
+      const timer = setTimeout(() => this.child.kill('SIGKILL'), 30_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    process.removeListener('exit', this.killChild);
+    await Promise.all([this.slack.stop(), this.agent.stop()]);
+    await this.dropDatabase();
+  }
+
+  /** Interrupted: no waiting for a graceful stop. */
+  abort(): Promise<void> {
+    this.child.kill('SIGKILL');
+    return this.dropDatabase();
+  }
+
+  private dropDatabase(): Promise<void> {
+    this.dropped ??= this.database.drop();
+    return this.dropped;
+  }
+
+  private dropped: Promise<void> | undefined;
+}
+
+/** Measured processes started and not yet stopped. */
+const live = new Set<Subject>();
+
+async function measure(subject: Subject, scenario: Scenario): Promise<Row> {
+  const workBefore = await databaseWork(subject.databaseName);
+  const metricsBefore = await subject.metrics();
+  const before = {
+    target: processFigures(subject.pid).cpuSeconds,
+    harness: process.cpuUsage(),
+    postgres: postgresTicks(subject.databaseName),
+    machine: machineBusySeconds(),
+  };
+  harnessDelay.reset();
+  const started = performance.now();
+  const fresh = Math.max(0, (scenario.threadsInAll ?? 0) - subject.threadsSeen);
+  const load =
+    scenario.threadsInAll === undefined ? scenario : { ...scenario, messages: fresh, threads: fresh };
+  const { sentAt, acks, firstAck, deliveries, unacknowledged } = await subject.run(load, 'C');
+  const seconds = (performance.now() - started) / 1000;
+
+  const added: number[] = [];
+  const answered: number[] = [];
+  const beforeAgent: number[] = [];
+  const afterAgent: number[] = [];
+  let lost = 0;
+  let duplicated = 0;
+  for (const [token, at] of sentAt) {
+    const first = subject.replies.get(token)?.[0];
+    if (first === undefined) {
+      lost++;
+      continue;
+    }
+    duplicated += (subject.replies.get(token)?.length ?? 1) - 1;
+    answered.push(first - at);
+    added.push(first - at - scenario.agentLatencyMs);
+    const reached = subject.promptAt.get(token);
+    const left = subject.answerAt.get(token);
+    if (reached !== undefined) beforeAgent.push(reached - at);
+    if (left !== undefined) afterAgent.push(first - left);
+  }
+  const after = processFigures(subject.pid);
+  const cpuSeconds = after.cpuSeconds - before.target;
+  const harnessCpuSeconds = cpuOf(process.cpuUsage(before.harness));
+  const postgres = postgresCpuSeconds(before.postgres, postgresTicks(subject.databaseName));
+  const otherCpuSeconds = machineBusySeconds() - before.machine - cpuSeconds - harnessCpuSeconds - postgres;
+  const workAfter = await databaseWork(subject.databaseName);
+  const metricsAfter = await subject.metrics();
+  const perEvent = (count: number) => count / sentAt.size;
+  const row: Row = {
+    target: subject.kind,
+    scenario: scenario.key,
+    name: scenario.name,
+    events: sentAt.size,
+    deliveries,
+    unacknowledged,
+    ackP50: percentile(acks, 50),
+    ackP99: percentile(acks, 99),
+    slowestAckMs: Math.max(...firstAck.values()),
+    addedP50: percentile(added, 50),
+    addedP99: percentile(added, 99),
+    beforeAgentP99: percentile(beforeAgent, 99),
+    afterAgentP99: percentile(afterAgent, 99),
+    slowestAnswerMs: lost > 0 ? Number.POSITIVE_INFINITY : Math.max(...answered),
+    lost,
+    duplicated,
+    peakRssMb: after.peakRssMb,
+    rssMb: after.rssMb,
+    threadsSeen: subject.threadsSeen,
+    rssSamplesMb: [],
+    rssGrowthMb: Number.NaN,
+    cpuSeconds,
+    harnessCpuSeconds,
+    postgresCpuSeconds: postgres,
+    otherCpuSeconds,
+    seconds,
+    perEvent: {
+      pgTransactions: perEvent(workAfter.transactions - workBefore.transactions),
+      pgRowsWritten: perEvent(workAfter.rowsWritten - workBefore.rowsWritten),
+      storeStatements: perEvent(
+        sumOf(metricsAfter, STORE_STATEMENTS) - sumOf(metricsBefore, STORE_STATEMENTS),
+      ),
+      slack: Object.fromEntries([...subject.slackCalls].map(([method, n]) => [method, perEvent(n)])),
+      agent: Object.fromEntries([...subject.agentCalls].map(([operation, n]) => [operation, perEvent(n)])),
+    },
+  };
+  progress(
+    `${subject.kind}: ${scenario.name}: ${seconds.toFixed(1)} s; CPU ${row.cpuSeconds.toFixed(1)} s, bench process ` +
+      `${harnessCpuSeconds.toFixed(1)} s, PostgreSQL ${postgres.toFixed(1)} s, rest of the machine ` +
+      `${row.otherCpuSeconds.toFixed(1)} s; bench event-loop delay p99 ${ms(harnessDelay.percentile(99) / 1e6)}, ` +
+      `max ${ms(harnessDelay.max / 1e6)}; added p99 before the agent ${ms(row.beforeAgentP99)}, after it ` +
+      `${ms(row.afterAgentP99)}`,
+  );
+  const calls = (counts: Record<string, number>) =>
+    Object.entries(counts)
+      .map(([name, n]) => `${name} ${n.toFixed(2)}`)
+      .join(', ');
+  progress(
+    `  per event: ${fmt(row.perEvent.storeStatements)} store statements; PostgreSQL (about) ` +
+      `${row.perEvent.pgTransactions.toFixed(1)} transactions, ` +
+      `${row.perEvent.pgRowsWritten.toFixed(1)} rows written; Slack ${calls(row.perEvent.slack)}; ` +
+      `agent ${calls(row.perEvent.agent)}`,
+  );
+  if (subject.kind === 'bot') progress(`  ${runtimeDiagnostics(metricsBefore, metricsAfter)}`);
+  return row;
+}
+
+let statsClient: pg.Client | undefined;
+
+/** What the cluster has counted of a database's work so far. */
+async function databaseWork(database: string): Promise<{ transactions: number; rowsWritten: number }> {
+  if (!statsClient) {
+    statsClient = new pg.Client({ connectionString: TEST_DATABASE_URL });
+    await statsClient.connect();
+  }
+  const { rows } = await statsClient.query<{ transactions: string; rows_written: string }>(
+    `SELECT xact_commit + xact_rollback AS transactions, tup_inserted + tup_updated + tup_deleted AS rows_written
+       FROM pg_stat_database WHERE datname = $1`,
+    [database],
+  );
+  return { transactions: Number(rows[0]?.transactions), rowsWritten: Number(rows[0]?.rows_written) };
+}
+
+/** Once the process has drained, RSS a second apart: flat, or still growing with no load. */
+async function rssOnceDrained(subject: Subject, row: Row): Promise<void> {
+  await subject.drained();
+  await sleep(1_000);
+  for (let i = 0; i < RSS_SAMPLES; i++) {
+    if (i > 0) await sleep(1_000);
+    row.rssSamplesMb.push(processFigures(subject.pid).rssMb);
+  }
+  row.rssGrowthMb = (row.rssSamplesMb.at(-1) ?? Number.NaN) - (row.rssSamplesMb[0] ?? Number.NaN);
+}
+
+const STORE_STATEMENTS = /^store_query_duration_seconds_count\{[^}]*\} (\S+)$/gm;
+
+/** The sum of a metric's series in a /metrics text (NaN when there is no text). */
+function sumOf(text: string, series: RegExp): number {
+  if (text === '') return Number.NaN;
+  return [...text.matchAll(series)].reduce((sum, match) => sum + Number(match[1]), 0);
+}
+
+/** What the bot's own /metrics say about the scenario's pauses, GC and memory: saturation or stalls. */
+function runtimeDiagnostics(before: string, after: string): string {
+  if (after === '') return 'no runtime diagnostics (/metrics unanswered)';
+  const value = (pattern: RegExp) => Number(pattern.exec(after)?.[1] ?? Number.NaN);
+  const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
+  const gc = (kind: string) => {
+    const delta = (field: string) => {
+      const series = new RegExp(`^nodejs_gc_duration_seconds_${field}\\{kind="${kind}"\\} (\\S+)$`, 'gm');
+      return sumOf(after, series) - sumOf(before, series);
+    };
+    return `${kind} ${delta('count')} / ${ms(delta('sum') * 1000)}`;
+  };
+  return [
+    `bot event-loop delay p99 ${ms(value(/^nodejs_eventloop_lag_p99_seconds (\S+)$/m) * 1000)}`,
+    `max ${ms(value(/^nodejs_eventloop_lag_max_seconds (\S+)$/m) * 1000)}`,
+    `GC ${gc('minor')}, ${gc('major')}, ${gc('incremental')}`,
+    `heap used ${mb(value(/^nodejs_heap_size_used_bytes (\S+)$/m))} of ${mb(value(/^nodejs_heap_size_total_bytes (\S+)$/m))}`,
+  ].join(', ');
+}
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.on('error', () => resolve(false));
+  });
+}
+
+const cpuOf = (usage: NodeJS.CpuUsage) => (usage.user + usage.system) / 1e6;
+const ms = (value: number) => `${fmt(value)} ms`;
+const progress = (line: string) => process.stderr.write(`${line}\n`);
+
+function fmt(value: number, digits = 1): string {
+  if (value === Number.POSITIVE_INFINITY) return 'never';
+  return Number.isFinite(value) ? value.toFixed(digits) : 'n/a';
 }
 
 /**
  * How fast this machine runs plain JavaScript now: a fixed loop, in ms. Figures from machines (or moments)
- * with different calibrations are not comparable; the same machine varied by 2x between sessions.
+ * with different calibrations are not comparable.
  */
 function calibrationMs(): number {
   const start = performance.now();
   let sum = 0;
   for (let i = 0; i < 100_000_000; i++) sum += i % 7;
-  if (sum < 0) process.stderr.write('');
+  if (sum < 0) progress('');
   return performance.now() - start;
 }
 
-/** Peak resident memory (VmHWM) and CPU time so far, from /proc. */
-function processFigures(pid: number): { peakRssMb: number; cpuSeconds: number } {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const peakKb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]); // utime + stime
-    return { peakRssMb: peakKb / 1024, cpuSeconds: ticks / 100 };
-  } catch {
-    return { peakRssMb: Number.NaN, cpuSeconds: Number.NaN };
-  }
-}
+const COLUMNS: [header: string, cell: (row: Row) => string][] = [
+  ['scenario', (row) => row.name],
+  ['target', (row) => row.target],
+  ['events', (row) => String(row.events)],
+  ['ack p50 ms', (row) => fmt(row.ackP50)],
+  ['ack p99 ms', (row) => fmt(row.ackP99)],
+  ['slowest ack ms', (row) => fmt(row.slowestAckMs, 0)],
+  ['added p50 ms', (row) => fmt(row.addedP50)],
+  ['added p99 ms', (row) => fmt(row.addedP99)],
+  ['slowest answer ms', (row) => fmt(row.slowestAnswerMs, 0)],
+  ['lost', (row) => String(row.lost)],
+  ['dup', (row) => String(row.duplicated)],
+  ['unacked', (row) => String(row.unacknowledged)],
+  ['peak RSS MB', (row) => fmt(row.peakRssMb, 0)],
+  ['RSS MB', (row) => fmt(row.rssMb, 0)],
+  ['CPU s', (row) => fmt(row.cpuSeconds)],
+  ['bench CPU s', (row) => fmt(row.harnessCpuSeconds)],
+  ['PG CPU s', (row) => fmt(row.postgresCpuSeconds)],
+  ['other CPU s', (row) => fmt(row.otherCpuSeconds)],
+];
 
-async function waitForPort(port: number, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null)
-      throw new Error(`process exited with ${child.exitCode} before listening (see bench/results/*.log)`);
-    const up = await fetch(`http://127.0.0.1:${port}/`).then(
-      () => true,
-      () => false,
-    );
-    if (up) return;
-    await sleep(100);
-  }
-  throw new Error(`nothing listening on ${port} after 30 s`);
-}
+/** The bot's figure over the relay's, in the latency columns. */
+const RATIO_OF: Record<string, (row: Row) => number> = {
+  'ack p50 ms': (row) => row.ackP50,
+  'ack p99 ms': (row) => row.ackP99,
+  'slowest ack ms': (row) => row.slowestAckMs,
+  'added p50 ms': (row) => row.addedP50,
+  'added p99 ms': (row) => row.addedP99,
+};
 
 function printTable(rows: Row[]): void {
-  const fmt = (value: number, digits = 1) => (Number.isFinite(value) ? value.toFixed(digits) : 'n/a');
-  const header = [
-    'scenario',
-    'target',
-    'offered/s',
-    'handled/s',
-    'ack p50 ms',
-    'ack p99 ms',
-    'added p50 ms',
-    'added p99 ms',
-    'answered max ms',
-    'delivered',
-    'unacked',
-    'lost',
-    'dup',
-    'peak RSS MB',
-    'CPU s',
-  ];
-  const lines = [header];
+  const lines = [COLUMNS.map(([header]) => header)];
   for (const scenario of SCENARIOS) {
-    const bot = rows.find((row) => row.target === 'bot' && row.scenario === scenario.name);
-    const base = rows.find((row) => row.target === 'baseline' && row.scenario === scenario.name);
-    for (const row of [bot, base]) {
-      if (!row) continue;
-      lines.push([
-        scenario.name,
-        row.target,
-        fmt(row.offeredPerSec, 0),
-        fmt(row.handledPerSec, 0),
-        fmt(row.ackP50),
-        fmt(row.ackP99),
-        fmt(row.addedP50),
-        fmt(row.addedP99),
-        fmt(row.answeredMaxMs, 0),
-        String(row.delivered),
-        String(row.unacknowledged),
-        String(row.lost),
-        String(row.duplicated),
-        fmt(row.peakRssMb, 0),
-        fmt(row.cpuSeconds),
-      ]);
-    }
-    if (bot && base) {
-      lines.push([
-        scenario.name,
-        'bot/baseline',
-        '',
-        '',
-        fmt(bot.ackP50 / base.ackP50, 2),
-        fmt(bot.ackP99 / base.ackP99, 2),
-        fmt(bot.addedP50 / base.addedP50, 2),
-        fmt(bot.addedP99 / base.addedP99, 2),
-        fmt(bot.answeredMaxMs / base.answeredMaxMs, 2),
-        '',
-        '',
-        '',
-        '',
-        fmt(bot.peakRssMb / base.peakRssMb, 2),
-        fmt(bot.cpuSeconds / base.cpuSeconds, 2),
-      ]);
+    const bot = rows.find((row) => row.target === 'bot' && row.scenario === scenario.key);
+    const relay = rows.find((row) => row.target === 'relay' && row.scenario === scenario.key);
+    for (const row of [bot, relay]) if (row) lines.push(COLUMNS.map(([, cell]) => cell(row)));
+    if (bot && relay) {
+      lines.push(
+        COLUMNS.map(([header]) => {
+          if (header === 'scenario') return scenario.name;
+          if (header === 'target') return 'bot/relay';
+          const of = RATIO_OF[header];
+          return of ? fmt(of(bot) / of(relay), 2) : '';
+        }),
+      );
     }
   }
-  const widths = header.map((_, column) => Math.max(...lines.map((line) => (line[column] ?? '').length)));
+  const widths = COLUMNS.map((_, column) => Math.max(...lines.map((line) => (line[column] ?? '').length)));
   for (const line of lines) {
-    process.stdout.write(`${line.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join('  ')}\n`);
+    process.stdout.write(
+      `${line
+        .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+        .join('  ')
+        .trimEnd()}\n`,
+    );
   }
 }
 
-// Interrupted (Ctrl-C, a CI timeout): exit through 'exit', which stops the process being measured.
+const UNITS: Record<Measure, [unit: string, digits: number]> = {
+  ackP99: [' ms', 1],
+  addedP99: [' ms', 1],
+  slowestAckMs: [' ms', 0],
+  slowestAnswerMs: [' ms', 0],
+  lost: ['', 0],
+  duplicated: ['', 0],
+  peakRssMb: [' MB', 0],
+  rssGrowthMb: [' MB', 1],
+};
+
+function verdicts(rows: Row[]): Verdict[] {
+  const found: Verdict[] = [];
+  for (const target of TARGETS) {
+    const bot = rows.find((row) => row.target === 'bot' && row.scenario === target.scenario);
+    if (!bot) continue;
+    const relay = rows.find((row) => row.target === 'relay' && row.scenario === target.scenario);
+    if (target.of === 'ratio' && !relay) {
+      process.stdout.write(`SKIP  ${target.scenario}: ${target.text} (relay not run)\n`);
+      continue;
+    }
+    const value =
+      target.of === 'bot'
+        ? bot[target.measure]
+        : bot[target.measure] / (relay?.[target.measure] ?? Number.NaN);
+    const verdict = judge(target, value);
+    found.push(verdict);
+    const [unit, digits] = UNITS[target.measure];
+    const figure = (row: Row | undefined) => `${fmt(row?.[target.measure] ?? Number.NaN, digits)}${unit}`;
+    const figures =
+      target.of === 'bot'
+        ? `bot ${figure(bot)}${relay ? `; relay ${figure(relay)}` : ''}`
+        : `${fmt(value, 2)} = bot ${figure(bot)} / relay ${figure(relay)}`;
+    process.stdout.write(
+      `${verdict.pass ? 'PASS' : 'FAIL'}  ${target.scenario}: ${target.text} (${figures})\n`,
+    );
+  }
+  return found;
+}
+
+// Interrupted (Ctrl-C, a CI timeout): the measured processes are killed at once and their databases dropped if
+// PostgreSQL answers within a few seconds. ('exit' kills them too, however the bench ends.)
 for (const [signal, code] of [
   ['SIGINT', 130],
   ['SIGTERM', 143],
   ['SIGHUP', 129],
 ] as const) {
-  process.once(signal, () => process.exit(code));
+  process.once(signal, () => {
+    const aborted = Promise.allSettled([...live].map((subject) => subject.abort()));
+    void Promise.race([aborted, sleep(5_000)]).then(() => process.exit(code));
+  });
 }
 
 const calibration = calibrationMs();
-process.stderr.write(
-  `machine: a fixed JavaScript loop took ${calibration.toFixed(0)} ms (lower is faster)\n`,
-);
-const started = Date.now();
+progress(`machine: a fixed JavaScript loop took ${calibration.toFixed(0)} ms (lower is faster)`);
+if (SCALE !== 1)
+  progress(`BENCH_SCALE=${SCALE}: counts and durations scaled, figures not comparable with a full run`);
+const runStarted = Date.now();
+
 const rows: Row[] = [];
-for (const target of TARGETS) rows.push(...(await runTarget(target)));
+try {
+  const subjects: Subject[] = [];
+  for (const kind of KINDS) subjects.push(await Subject.start(kind));
+  for (const subject of subjects) {
+    for (const load of WARM_UP) await subject.run(load, 'W');
+    progress(`${subject.kind}: warmed up`);
+  }
+  for (const scenario of SCENARIOS) {
+    // Each scenario on the bot and then on the relay, so that the two meet the machine in the same state.
+    for (const subject of subjects.filter((s) => s.kind === 'bot' || !scenario.botOnly)) {
+      const row = await measure(subject, scenario);
+      if (scenario.key === 'manyThreads') {
+        await rssOnceDrained(subject, row);
+        progress(
+          `${subject.kind}: RSS once drained, a second apart: ${row.rssSamplesMb.map((mb) => mb.toFixed(0)).join(', ')} MB`,
+        );
+      }
+      rows.push(row);
+      await sleep(1_000); // trailing work (working indicators) out of the way
+    }
+  }
+} finally {
+  for (const subject of [...live]) await subject.stop();
+  await statsClient?.end();
+}
+
+process.stdout.write(
+  `\nCalibration loop ${calibration.toFixed(0)} ms (lower is faster); node ${process.version}\n\n`,
+);
 printTable(rows);
+for (const row of rows.filter((r) => r.rssSamplesMb.length > 0)) {
+  process.stdout.write(
+    `\n${row.target}: after ${row.threadsSeen} distinct threads, once drained, RSS a second apart: ` +
+      `${row.rssSamplesMb.map((mb) => mb.toFixed(0)).join(', ')} MB (growth ${fmt(row.rssGrowthMb)} MB)`,
+  );
+}
+process.stdout.write('\n\n');
+const judged = verdicts(rows);
 mkdirSync('bench/results', { recursive: true });
 writeFileSync(
   'bench/results/latest.json',
-  `${JSON.stringify({ at: new Date().toISOString(), node: process.version, calibrationMs: calibration, rows }, null, 2)}\n`,
+  `${JSON.stringify(
+    {
+      at: new Date().toISOString(),
+      node: process.version,
+      calibrationMs: calibration,
+      scale: SCALE,
+      rows,
+      verdicts: judged,
+    },
+    // JSON has no Infinity (an event never acknowledged, a message never answered).
+    (_key, value: unknown) => (value === Number.POSITIVE_INFINITY ? 'Infinity' : value),
+    2,
+  )}\n`,
 );
 process.stdout.write(
-  `\nFigures written to bench/results/latest.json (${((Date.now() - started) / 1000).toFixed(0)} s; ` +
-    `calibration loop ${calibration.toFixed(0)} ms).\n`,
+  `\nFigures written to bench/results/latest.json (${((Date.now() - runStarted) / 1000).toFixed(0)} s).\n`,
 );
 process.exit(0);
