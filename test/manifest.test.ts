@@ -13,13 +13,13 @@ interface Manifest {
   features: {
     app_home?: { messages_tab_enabled?: boolean; messages_tab_read_only_enabled?: boolean };
     agent_view?: { agent_description?: string; suggested_prompts?: { title: string; message: string }[] };
-    slash_commands?: { command: string }[];
+    slash_commands?: { command: string; url?: string }[];
     shortcuts?: { type: string; callback_id: string }[];
   };
   oauth_config: { scopes: { bot: string[] } };
   settings: {
-    event_subscriptions: { bot_events: string[] };
-    interactivity?: { is_enabled: boolean };
+    event_subscriptions: { bot_events: string[]; request_url?: string };
+    interactivity?: { is_enabled: boolean; request_url?: string };
     socket_mode_enabled?: boolean;
   };
 }
@@ -40,11 +40,17 @@ function subscriptionsFor(event: string): string[] {
   return event === 'message' ? ['message.channels', 'message.groups', 'message.im', 'message.mpim'] : [event];
 }
 
+function readManifest(file: string): Manifest {
+  return parse(readFileSync(file, 'utf8')) as Manifest;
+}
+
 describe.each([
   { file: 'manifest.yml', agentView: true },
+  { file: 'manifest.http.yml', agentView: true },
   { file: 'manifest.classic.yml', agentView: false },
 ])('$file', ({ file, agentView }) => {
-  const manifest = parse(readFileSync(file, 'utf8')) as Manifest;
+  const manifest = readManifest(file);
+  const httpMode = file === 'manifest.http.yml';
 
   it('subscribes to exactly the events the bot handles', () => {
     const needed = HANDLED_EVENTS.filter((event) => agentView || !AGENT_VIEW_EVENTS.has(event))
@@ -69,7 +75,7 @@ describe.each([
       messages_tab_enabled: true,
       messages_tab_read_only_enabled: false,
     });
-    expect(manifest.settings.socket_mode_enabled).toBe(true);
+    expect(manifest.settings.socket_mode_enabled).toBe(!httpMode);
   });
 
   it(
@@ -101,5 +107,30 @@ describe.each([
     const valid = validate(manifest);
     expect(validate.errors ?? []).toEqual([]);
     expect(valid).toBe(true);
+  });
+});
+
+describe('manifest.http.yml', () => {
+  const placeholder = 'https://YOUR-HOST/slack/events';
+  const http = readManifest('manifest.http.yml');
+
+  it('sends events, interactivity and the slash command to the one placeholder a user replaces', () => {
+    expect(http.settings.event_subscriptions.request_url).toBe(placeholder);
+    expect(http.settings.interactivity?.request_url).toBe(placeholder);
+    expect(http.features.slash_commands?.map((command) => command.url)).toEqual([placeholder]);
+    // Every URL Slack needs in HTTP mode is one of these three; a fourth would be one a user could miss.
+    expect(readFileSync('manifest.http.yml', 'utf8').match(/YOUR-HOST/g)).toHaveLength(3 + 1);
+  });
+
+  it('is otherwise the same app as manifest.yml', () => {
+    const socket = readManifest('manifest.yml');
+    const { request_url: _events, ...events } = http.settings.event_subscriptions;
+    const { request_url: _interactivity, ...interactivity } = http.settings.interactivity ?? { is_enabled: false };
+    const commands = http.features.slash_commands?.map(({ url: _url, ...command }) => command);
+    expect({
+      ...http,
+      features: { ...http.features, slash_commands: commands },
+      settings: { ...http.settings, event_subscriptions: events, interactivity, socket_mode_enabled: true },
+    }).toEqual(socket);
   });
 });
