@@ -125,7 +125,9 @@ describe('manifest.http.yml', () => {
   it('is otherwise the same app as manifest.yml', () => {
     const socket = readManifest('manifest.yml');
     const { request_url: _events, ...events } = http.settings.event_subscriptions;
-    const { request_url: _interactivity, ...interactivity } = http.settings.interactivity ?? { is_enabled: false };
+    const { request_url: _interactivity, ...interactivity } = http.settings.interactivity ?? {
+      is_enabled: false,
+    };
     const commands = http.features.slash_commands?.map(({ url: _url, ...command }) => command);
     expect({
       ...http,
