@@ -87,12 +87,13 @@ export class Relay {
       outcome = await this.answer(job, message, target, logger);
       return outcome;
     } catch (error) {
+      if (error instanceof JobInterruptedError && error.reason === 'lost') outcome = { kind: 'lost' };
       if (!(error instanceof SlackPostError)) throw error;
       outcome = await this.slackFailed(job, target, error, logger);
       return outcome;
     } finally {
-      // A deferred job keeps its indicators: the answer is still coming.
-      if (outcome.kind !== 'defer') await clearWorking();
+      // A job deferred or taken over keeps its indicators: the answer is still coming, later or from another owner.
+      await clearWorking(outcome.kind === 'done' ? 'clear' : 'leave');
     }
   }
 

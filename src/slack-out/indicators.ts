@@ -37,6 +37,12 @@ export interface WorkingOptions {
 }
 
 /**
+ * Ends one attempt's indicators. `clear` (the work is over): take them down. `leave` (the job goes on later,
+ * or with another owner): stop this attempt's timers and leave what shows for whoever finishes the job.
+ */
+export type EndWorking = (how?: 'clear' | 'leave') => Promise<void>;
+
+/**
  * Shows people that their message is queued or being worked on (reactions on their message, or the thread
  * status in the Messages tab, and a notice when the agent is slow), and clears them again. Every call is best
  * effort: an indicator that cannot be shown or cleared never fails the answer.
@@ -67,7 +73,7 @@ export class WorkIndicators {
   }
 
   /** Marks the message as being worked on; call the returned function on every ending. */
-  showWorking(target: IndicatorTarget, options: WorkingOptions = {}): () => Promise<void> {
+  showWorking(target: IndicatorTarget, options: WorkingOptions = {}): EndWorking {
     if (target.agentThread && target.replyThreadTs)
       return this.showAgentStatus(target.channelId, target.replyThreadTs);
     // Not awaited: the reaction shows up while the prompt is already on its way (it is awaited before removal).
@@ -81,6 +87,8 @@ export class WorkIndicators {
     if (workingTimer) workingTimer.unref();
     else addWorking();
     let slowNoticeTs = options.slowNoticeTs;
+    /** Recorded in the job, so whoever finishes it deletes the notice. */
+    let slowNoticeKept = slowNoticeTs !== undefined;
     let slowNoticePosting: Promise<void> | undefined;
     const slowTimer =
       this.slowNoticeMs > 0 && !slowNoticeTs
@@ -89,15 +97,24 @@ export class WorkIndicators {
               .notice({ channel: target.channelId, threadTs: target.replyThreadTs }, SLOW_NOTICE)
               .then(async (ts) => {
                 slowNoticeTs = ts;
-                if (ts) await options.onSlowNotice?.(ts).catch(() => {});
-              });
+                if (!ts || !options.onSlowNotice) return;
+                await options.onSlowNotice(ts);
+                slowNoticeKept = true;
+              })
+              .catch(() => {});
           }, this.slowNoticeMs)
         : undefined;
     slowTimer?.unref();
-    return async () => {
+    return async (how = 'clear') => {
       clearTimeout(slowTimer);
       clearTimeout(workingTimer);
       await slowNoticePosting;
+      if (how === 'leave') {
+        await adding;
+        // A notice nobody else knows of would stay for good.
+        if (slowNoticeTs && !slowNoticeKept) await this.replies.deleteMessage(target.channelId, slowNoticeTs);
+        return;
+      }
       if (adding || options.resumed) {
         await adding;
         await this.inOrder(target, WORKING_REACTION, () =>
@@ -112,7 +129,7 @@ export class WorkIndicators {
    * The agent experience's indicator: the thread's status, set at once, set again before Slack's expiry,
    * reworded once the agent is slow (a notice message would clear it), and cleared on every ending.
    */
-  private showAgentStatus(channel: string, threadTs: string): () => Promise<void> {
+  private showAgentStatus(channel: string, threadTs: string): EndWorking {
     let status = AGENT_STATUS;
     let setting = this.replies.setThreadStatus(channel, threadTs, status, AGENT_LOADING_MESSAGES);
     const refresh = setInterval(() => {
@@ -127,11 +144,11 @@ export class WorkIndicators {
           }, this.slowNoticeMs)
         : undefined;
     slow?.unref();
-    return async () => {
+    return async (how = 'clear') => {
       clearInterval(refresh);
       clearTimeout(slow);
       await setting;
-      await this.replies.setThreadStatus(channel, threadTs, '');
+      if (how === 'clear') await this.replies.setThreadStatus(channel, threadTs, '');
     };
   }
 
