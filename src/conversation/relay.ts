@@ -81,6 +81,11 @@ export class Relay {
       slowNoticeTs: job.slowNoticeTs,
       resumed: job.attempts > 1,
       onSlowNotice: (ts) => inbox.setSlowNotice(job, ts),
+      stillWanted: () =>
+        inbox.assertWanted(job).then(
+          () => true,
+          () => false,
+        ),
     });
     let outcome: JobOutcome = { kind: 'done' };
     try {

@@ -34,6 +34,8 @@ export interface WorkingOptions {
   onSlowNotice?: (ts: string) => Promise<void>;
   /** An earlier owner worked on this message (and may have left its reaction), so always clear it. */
   resumed?: boolean;
+  /** Whether the job is still this process's and wanted, asked before the slow notice is posted. */
+  stillWanted?: () => Promise<boolean>;
 }
 
 /**
@@ -90,18 +92,20 @@ export class WorkIndicators {
     /** Recorded in the job, so whoever finishes it deletes the notice. */
     let slowNoticeKept = slowNoticeTs !== undefined;
     let slowNoticePosting: Promise<void> | undefined;
+    const postSlowNotice = async () => {
+      if (options.stillWanted && !(await options.stillWanted())) return;
+      slowNoticeTs = await this.replies.notice(
+        { channel: target.channelId, threadTs: target.replyThreadTs },
+        SLOW_NOTICE,
+      );
+      if (!slowNoticeTs || !options.onSlowNotice) return;
+      await options.onSlowNotice(slowNoticeTs);
+      slowNoticeKept = true;
+    };
     const slowTimer =
       this.slowNoticeMs > 0 && !slowNoticeTs
         ? setTimeout(() => {
-            slowNoticePosting = this.replies
-              .notice({ channel: target.channelId, threadTs: target.replyThreadTs }, SLOW_NOTICE)
-              .then(async (ts) => {
-                slowNoticeTs = ts;
-                if (!ts || !options.onSlowNotice) return;
-                await options.onSlowNotice(ts);
-                slowNoticeKept = true;
-              })
-              .catch(() => {});
+            slowNoticePosting = postSlowNotice().catch(() => {});
           }, this.slowNoticeMs)
         : undefined;
     slowTimer?.unref();
