@@ -81,6 +81,20 @@ describe.runIf(runPostgres)('Slack refusing the answer', () => {
     expect(answerPosts(root).length).toBeLessThanOrEqual(7);
   });
 
+  it('leaves no "taking a while" notice behind once the kept answer is posted', async () => {
+    bot = await startBot({ slack, agent, store, env: { ...ENV, SLOW_NOTICE_MS: '1500' } });
+    slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 4_000, isAnswerPost);
+    const root = await ask(bot.eventsUrl, 'slow because of Slack');
+
+    await waitFor(() => threadTexts(root).some((t) => t?.startsWith('echo')), 'the answer', 30_000);
+    await finished(root);
+    await sleep(2_000);
+    expect(threadTexts(root)).toEqual([
+      '<@U0BOT> slow because of Slack',
+      'echo[s-1#1]: slow because of Slack',
+    ]);
+  });
+
   it("waits out a long 429's Retry-After each time before posting again, then posts once", async () => {
     bot = await startBot({ slack, agent, store, env: ENV });
     slack.failFor('chat.postMessage', { type: 'rate_limited', retryAfterSeconds: 4 }, 9_000, isAnswerPost);
