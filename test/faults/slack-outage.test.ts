@@ -113,6 +113,10 @@ describe.runIf(runPostgres)('Slack refusing the answer', () => {
   it('says once that Slack refused the answer when it does so for longer than REPLY_RETRY_WINDOW', async () => {
     bot = await startBot({ slack, agent, store, env: { ...ENV, REPLY_RETRY_WINDOW: '3s' } });
     slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
+    // The notice itself is refused once too: refused (not lost on the way), it is posted again.
+    slack.failNext('chat.postMessage', { type: 'http', status: 503 }, 1, (args) =>
+      SLACK_REFUSED.test(String(args.text)),
+    );
     const asked = Date.now();
     const root = await ask(bot.eventsUrl, 'never taken');
 

@@ -20,6 +20,8 @@ const ENV = { JOB_LEASE_MS: '3000', SLOW_NOTICE_MS: '0' };
 /** The bot's own limit on one Slack call (SLACK_CALL_TIMEOUT_MS in src/app.ts). */
 const SLACK_CALL_TIMEOUT_MS = 20_000;
 
+const SLACK_REFUSED = /Slack did not take the answer/;
+
 const isAnswerPost = (args: Record<string, unknown>) => String(args.text).startsWith('echo');
 
 describe.runIf(runPostgres)('a post whose outcome is unknown', () => {
@@ -93,6 +95,22 @@ describe.runIf(runPostgres)('a post whose outcome is unknown', () => {
     await sleep(300);
     expect(answers(root, 'reset before taken')).toHaveLength(1);
     expect(answerPosts(root)).toHaveLength(2);
+  });
+
+  it('does not post a notice again when Slack took it but the connection was reset before its answer', async () => {
+    bot = await startBot({ slack, agent, store, env: { ...ENV, REPLY_RETRY_WINDOW: '2s' } });
+    // The answer is refused until the bot gives up on it; its notice saying so is taken, then the line drops.
+    slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
+    slack.failNext('chat.postMessage', { type: 'reset', taken: true }, 1, (args) =>
+      SLACK_REFUSED.test(String(args.text)),
+    );
+    const root = await ask(bot.eventsUrl, 'refused');
+
+    await finished(root);
+    await sleep(1_500);
+    const texts = slack.threadMessages(CHANNEL, root).map((m) => m.text);
+    expect(texts).toHaveLength(2);
+    expect(texts[1]).toMatch(SLACK_REFUSED);
   });
 
   it('posts once when Slack answers the post after 21 s, beyond the bot’s Slack timeout', async () => {
