@@ -18,7 +18,7 @@ import { sleep, waitFor } from '../helpers/wait.js';
 const runPostgres = await shouldRunPostgresTests();
 
 const CHANNEL = 'C0TAKEOVER';
-const AGENT_TIMEOUT_MS = 5_000;
+const AGENT_TIMEOUT_MS = 7_000;
 /** TAKEOVER_GRACE_MS in src/conversation/relay.ts. */
 const TAKEOVER_GRACE_MS = 5_000;
 const ENV = {
@@ -55,10 +55,9 @@ describe.runIf(runPostgres)('a job taken over from a replica', () => {
   const prompts = () => agent.requestsFor('sendMessage').map((r) => r.prompt);
   const threadTexts = (root: string) => slack.threadMessages(CHANNEL, root).map((m) => m.text);
 
-  /** Replica A (its own process) gets the user's message; replica B runs beside it on the same store. */
+  /** Replica A (its own process) gets the user's message and sends the prompt. */
   async function askReplicaA(text: string): Promise<string> {
     first = await spawnBot({ slack, agent, store, env: ENV });
-    survivor = await startBot({ slack, agent, store, env: ENV });
     const root = nextTs();
     const body = appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: `<@U0BOT> ${text}`, ts: root });
     slack.ingestEvent(body);
@@ -68,17 +67,20 @@ describe.runIf(runPostgres)('a job taken over from a replica', () => {
   }
 
   it('posts the answer of a replica that stalled past its lease once, as soon as it comes, and never calls it lost', async () => {
-    agent.setLatency(4_000, 'sendMessage');
+    agent.setLatency(5_000, 'sendMessage');
     const root = await askReplicaA('stalled');
     const a = first!;
     a.child.kill('SIGSTOP');
+    // Replica B starts only now, so the job is surely A's until its lease lapses.
+    survivor = await startBot({ slack, agent, store, env: ENV });
     await waitFor(
       async () => (await job(database.url))?.attempts === 2,
       'replica B took the job over',
-      10_000,
+      15_000,
     );
     // Resumed before the agent answers (and after its slow-notice time): the answer comes to A.
     a.child.kill('SIGCONT');
+    const resumedAt = Date.now();
 
     await slack.waitForCall('reactions.remove', (c) => c.args.timestamp === root, 20_000);
     await sleep(500);
@@ -91,9 +93,13 @@ describe.runIf(runPostgres)('a job taken over from a replica', () => {
     // message shows it is being worked on until then.
     const [sent] = agent.requestsFor('sendMessage');
     const agentAnswered = sent!.startedAt + (sent!.durationMs ?? Number.NaN);
+    expect(resumedAt, 'A resumed before the agent answered').toBeLessThan(agentAnswered);
     expect(posts[0]!.at - agentAnswered).toBeLessThan(2_500);
     const removals = slack.callsOf('reactions.remove').filter((c) => c.args.timestamp === root);
-    expect(removals.every((c) => c.at >= posts[0]!.at)).toBe(true);
+    expect(
+      removals.every((c) => c.at >= posts[0]!.at),
+      'the working reaction stays until the answer is posted',
+    ).toBe(true);
   });
 
   it('calls the answer of a replica that is gone lost only once AGENT_TIMEOUT_MS and the grace have passed', async () => {
@@ -105,6 +111,7 @@ describe.runIf(runPostgres)('a job taken over from a replica', () => {
     first = undefined;
     const sentAt = (await job(database.url))?.sentAt;
     expect(sentAt).toBeDefined();
+    survivor = await startBot({ slack, agent, store, env: ENV });
 
     const notice = await slack.waitForCall(
       'chat.postMessage',
