@@ -46,7 +46,7 @@ export interface RelayOptions {
 
 const TITLE_MAX_CHARS = 60;
 /** Beyond the agent's own timeout, how long a job taken over waits before it calls an answer lost. */
-const TAKEOVER_GRACE_MS = 5_000;
+export const TAKEOVER_GRACE_MS = 5_000;
 /** A job retaken this often for reasons other than Slack (say, a store that keeps failing) is given up. */
 const MAX_ATTEMPTS = 25;
 const SLACK_BACKOFF_MAX_MS = 60_000;
