@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { TAKEOVER_GRACE_MS } from '../../src/conversation/relay.js';
 import { openDatabase } from '../../src/store/database.js';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
@@ -19,8 +20,6 @@ const runPostgres = await shouldRunPostgresTests();
 
 const CHANNEL = 'C0TAKEOVER';
 const AGENT_TIMEOUT_MS = 7_000;
-/** TAKEOVER_GRACE_MS in src/conversation/relay.ts. */
-const TAKEOVER_GRACE_MS = 5_000;
 const ENV = {
   JOB_LEASE_MS: '1000',
   SLOW_NOTICE_MS: '1500',
