@@ -46,7 +46,7 @@ import { migrate } from './store/schema.js';
 
 const HOUSEKEEPING_INTERVAL_MS = 60 * 60 * 1000;
 /** One Slack call may take this long before it counts as failed (then a post is looked up, not repeated). */
-const SLACK_CALL_TIMEOUT_MS = 20_000;
+export const SLACK_CALL_TIMEOUT_MS = 20_000;
 
 /** Who the bot is in Slack, from auth.test. */
 export interface BotIdentity {

@@ -57,7 +57,7 @@ export interface RelayOptions {
 
 const TITLE_MAX_CHARS = 60;
 /** Beyond the agent's own timeout, how long a job taken over waits before it calls an answer lost. */
-const TAKEOVER_GRACE_MS = 5_000;
+export const TAKEOVER_GRACE_MS = 5_000;
 /** A job retaken this often for reasons other than Slack (say, a store that keeps failing) is given up. */
 const MAX_ATTEMPTS = 25;
 const SLACK_BACKOFF_MAX_MS = 60_000;
@@ -108,18 +108,24 @@ export class Relay {
       slowNoticeTs: job.slowNoticeTs,
       resumed: job.attempts > 1,
       onSlowNotice: (ts) => inbox.setSlowNotice(job, ts),
+      stillWanted: () =>
+        inbox.assertWanted(job).then(
+          () => true,
+          () => false,
+        ),
     });
     let outcome: JobOutcome = { kind: 'done' };
     try {
       outcome = await this.answer(job, message, target, working, logger);
       return outcome;
     } catch (error) {
+      if (error instanceof JobInterruptedError && error.reason === 'lost') outcome = { kind: 'lost' };
       if (!(error instanceof SlackPostError)) throw error;
       outcome = await this.slackFailed(job, target, error, logger);
       return outcome;
     } finally {
-      // A deferred job keeps its indicators: the answer is still coming.
-      if (outcome.kind !== 'defer') await working.end();
+      // A job deferred or taken over keeps its indicators: the answer is still coming, later or from another owner.
+      await working.end(outcome.kind === 'done' ? 'clear' : 'leave');
     }
   }
 

@@ -274,13 +274,14 @@ export class Inbox {
 
   /**
    * Records what is to be posted. Unlike other progress this lands even if another owner took the job over
-   * meanwhile (this process may have been slow, not dead): the answer is kept for whoever posts it. Then,
-   * as usual, it interrupts unless the job is still this owner's and wanted.
+   * meanwhile (this process may have been slow, not dead): the answer is kept for whoever posts it, and a
+   * job put back to wait for it runs at once. Then, as usual, it interrupts unless the job is still this
+   * owner's and wanted.
    */
   async storeReply(job: ClaimedJob, reply: string, isNotice: boolean): Promise<void> {
     await this.persist(() =>
       this.db.query(
-        `UPDATE inbox SET agent_reply = $2, reply_is_notice = $3
+        `UPDATE inbox SET agent_reply = $2, reply_is_notice = $3, run_after = least(run_after, now())
          WHERE id = $1 AND ${OPEN} AND agent_reply IS NULL AND NOT stop_requested`,
         [job.id, reply, isNotice],
       ),

@@ -41,8 +41,12 @@ export interface IndicatorTarget {
 export interface Working {
   /** Names the conversation (an agent session's title); nothing for reactions. */
   setTitle(title: string): void;
-  /** Clears every indicator; call on every ending. */
-  end(): Promise<void>;
+  /**
+   * Ends this attempt's indicators; call on every ending. `clear` (the work is over): take them down. `leave`
+   * (the job goes on later, or with another owner): stop this attempt's timers and leave what shows for
+   * whoever finishes the job.
+   */
+  end(how?: 'clear' | 'leave'): Promise<void>;
 }
 
 export interface WorkingOptions {
@@ -52,6 +56,8 @@ export interface WorkingOptions {
   onSlowNotice?: (ts: string) => Promise<void>;
   /** An earlier owner worked on this message (and may have left its reaction), so always clear it. */
   resumed?: boolean;
+  /** Whether the job is still this process's and wanted, asked before the slow notice is posted. */
+  stillWanted?: () => Promise<boolean>;
 }
 
 /**
@@ -100,23 +106,36 @@ export class WorkIndicators {
     if (workingTimer) workingTimer.unref();
     else addWorking();
     let slowNoticeTs = options.slowNoticeTs;
+    /** Recorded in the job, so whoever finishes it deletes the notice. */
+    let slowNoticeKept = slowNoticeTs !== undefined;
     let slowNoticePosting: Promise<void> | undefined;
+    const postSlowNotice = async () => {
+      if (options.stillWanted && !(await options.stillWanted())) return;
+      slowNoticeTs = await this.replies.notice(
+        { channel: target.channelId, threadTs: target.replyThreadTs },
+        SLOW_NOTICE,
+      );
+      if (!slowNoticeTs || !options.onSlowNotice) return;
+      await options.onSlowNotice(slowNoticeTs);
+      slowNoticeKept = true;
+    };
     const slowTimer =
       this.slowNoticeMs > 0 && !slowNoticeTs
         ? setTimeout(() => {
-            slowNoticePosting = this.replies
-              .notice({ channel: target.channelId, threadTs: target.replyThreadTs }, SLOW_NOTICE)
-              .then(async (ts) => {
-                slowNoticeTs = ts;
-                if (ts) await options.onSlowNotice?.(ts).catch(() => {});
-              });
+            slowNoticePosting = postSlowNotice().catch(() => {});
           }, this.slowNoticeMs)
         : undefined;
     slowTimer?.unref();
-    const end = async () => {
+    const end = async (how: 'clear' | 'leave' = 'clear') => {
       clearTimeout(slowTimer);
       clearTimeout(workingTimer);
       await slowNoticePosting;
+      if (how === 'leave') {
+        await adding;
+        // A notice nobody else knows of would stay for good.
+        if (slowNoticeTs && !slowNoticeKept) await this.replies.deleteMessage(target.channelId, slowNoticeTs);
+        return;
+      }
       if (adding || options.resumed) {
         await adding;
         await this.inOrder(target, WORKING_REACTION, () =>
@@ -171,8 +190,9 @@ export class WorkIndicators {
     for (const timer of timers) timer.unref();
     return {
       setTitle: (title) => then(() => this.replies.renameSession(channel, threadTs, title)),
-      end: async () => {
+      end: async (how = 'clear') => {
         for (const timer of timers) clearTimeout(timer);
+        if (how === 'leave') return void (await calls);
         if (session.messagesTab) then(() => this.replies.setThreadStatus(channel, threadTs, ''));
         then(() => this.replies.setSessionStatus(channel, threadTs, 'active'));
         await calls;

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ErrorCode, type WebClient } from '@slack/web-api';
 import type { Logger } from '../observability/logger.js';
 import { slackErrorCode } from './client.js';
@@ -48,6 +49,8 @@ const TRANSIENT_ERRORS = new Set([
   'request_timeout',
 ]);
 const NO_THREAD_ERRORS = new Set(['thread_not_found', 'message_not_found']);
+/** Tries of a notice Slack refused (429, HTTP error status). */
+const NOTICE_ATTEMPTS = 4;
 /** Pages of a thread read when looking for what a job already posted (200 messages each). */
 const MAX_HISTORY_PAGES = 25;
 
@@ -209,15 +212,30 @@ export class SlackReplies {
     }
   }
 
-  /** A message in a thread (best effort, for after-ack notices); returns its ts, or undefined if it failed. */
+  /**
+   * A message in a thread (best effort, for after-ack notices); returns its ts, or undefined if it failed.
+   * Posted again after a 429 or an HTTP error status, never after a timeout or a reset: that post may be in
+   * the thread already, and nothing marks a notice to look it up.
+   */
   async notice(target: ReplyTarget, text: string): Promise<string | undefined> {
-    try {
-      return (
-        await this.client.chat.postMessage({ channel: target.channel, thread_ts: target.threadTs, text })
-      ).ts;
-    } catch (error) {
-      this.logger.warn({ err: error }, 'could not post a notice');
-      return undefined;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return (
+          await this.postClient.chat.postMessage({
+            channel: target.channel,
+            thread_ts: target.threadTs,
+            text,
+          })
+        ).ts;
+      } catch (error) {
+        const code = (error as { code?: string } | undefined)?.code;
+        const refused = code === ErrorCode.RateLimitedError || code === ErrorCode.HTTPError;
+        if (!refused || attempt >= NOTICE_ATTEMPTS) {
+          this.logger.warn({ err: error }, 'could not post a notice');
+          return undefined;
+        }
+        await sleep(classify(error).retryAfterMs ?? 500 * 2 ** (attempt - 1));
+      }
     }
   }
 

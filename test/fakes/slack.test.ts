@@ -653,6 +653,27 @@ describe('FakeSlack outages', () => {
     slack.clearFailures('*');
     await expect(client.auth.test()).resolves.toMatchObject({ ok: true });
   });
+
+  it('cuts the connection without an answer, after taking the post or before, and after the latency', async () => {
+    const client = clientFor(slack, { retries: 0 });
+    slack.failNext('chat.postMessage', { type: 'reset', taken: false });
+    slack.failNext('chat.postMessage', { type: 'reset', taken: true });
+    slack.setLatency('chat.postMessage', 300);
+
+    for (const text of ['not taken', 'taken']) {
+      const started = Date.now();
+      await expect(client.chat.postMessage({ channel: 'C1', text })).rejects.toMatchObject({
+        code: ErrorCode.RequestError,
+      });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+    }
+    // The client saw the same failure twice; only Slack knows the second post is in the channel.
+    expect(slack.channelMessages('C1').map((m) => m.text)).toEqual(['taken']);
+    expect(slack.callsOf('chat.postMessage').map((c) => c.args.text)).toEqual(['not taken', 'taken']);
+    await expect(client.chat.postMessage({ channel: 'C1', text: 'answered' })).resolves.toMatchObject({
+      ok: true,
+    });
+  });
 });
 
 describe('FakeSlack interactions', () => {

@@ -39,7 +39,13 @@ export type SlackCallListener = (call: SlackApiCall, response: SlackApiResponse)
 export type SlackFailure =
   | { type: 'error'; error: string }
   | { type: 'rate_limited'; retryAfterSeconds: number }
-  | { type: 'http'; status: number };
+  | { type: 'http'; status: number }
+  /**
+   * The connection is cut without an answer, when the answer would have been sent (after any latency).
+   * `taken`: Slack acted on the call first (a post is in the channel), as when the answer is lost on its way
+   * back; the client cannot tell which happened.
+   */
+  | { type: 'reset'; taken: boolean };
 
 export interface FakeSlackUser {
   name: string;
@@ -347,6 +353,26 @@ function fail(error: string): ApiBody {
 
 function byTs(a: SlackMessage, b: SlackMessage): number {
   return Number(a.ts) - Number(b.ts) || a.ts.localeCompare(b.ts);
+}
+
+function failureResponse(failure: Exclude<SlackFailure, { type: 'reset' }>): SlackApiResponse {
+  const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
+  switch (failure.type) {
+    case 'error':
+      return { status: 200, headers, body: fail(failure.error) };
+    case 'rate_limited':
+      return {
+        status: 429,
+        headers: { ...headers, 'retry-after': String(failure.retryAfterSeconds) },
+        body: fail('ratelimited'),
+      };
+    case 'http':
+      return {
+        status: failure.status,
+        headers: { 'content-type': 'text/plain' },
+        body: STATUS_CODES[failure.status] ?? 'Error',
+      };
+  }
 }
 
 function encodeCursor(ts: string): string {
@@ -931,11 +957,15 @@ export class FakeSlack {
     const token = bearer ?? (typeof args.token === 'string' ? args.token : undefined);
     delete args.token;
     const call: SlackApiCall = { method, args, at: Date.now(), tokenKind: this.classifyToken(token) };
-    const response = this.respond(call);
+    const { response, cut } = this.respond(call);
     this.record(call, response);
 
     const send = () => {
       if (res.destroyed) return;
+      if (cut) {
+        res.destroy();
+        return;
+      }
       const payload = typeof response.body === 'string' ? response.body : JSON.stringify(response.body);
       res.writeHead(response.status, response.headers).end(payload);
     };
@@ -1067,27 +1097,19 @@ export class FakeSlack {
     return 'invalid';
   }
 
-  private respond(call: SlackApiCall): SlackApiResponse {
-    const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
+  /** What Slack does with a call; `cut`: the connection is then dropped instead of answered. */
+  private respond(call: SlackApiCall): { response: SlackApiResponse; cut: boolean } {
     const failure = this.takeFailure(call.method, call.args);
-    if (failure) {
-      switch (failure.type) {
-        case 'error':
-          return { status: 200, headers, body: fail(failure.error) };
-        case 'rate_limited':
-          return {
-            status: 429,
-            headers: { ...headers, 'retry-after': String(failure.retryAfterSeconds) },
-            body: fail('ratelimited'),
-          };
-        case 'http':
-          return {
-            status: failure.status,
-            headers: { 'content-type': 'text/plain' },
-            body: STATUS_CODES[failure.status] ?? 'Error',
-          };
-      }
+    if (failure?.type === 'reset') {
+      // Recorded as what Slack did; status 0 when it did nothing.
+      const response = failure.taken ? this.handle(call) : { status: 0, headers: {}, body: '' };
+      return { response, cut: true };
     }
+    return { response: failure ? failureResponse(failure) : this.handle(call), cut: false };
+  }
+
+  private handle(call: SlackApiCall): SlackApiResponse {
+    const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
     const handler = this.handlers.get(call.method);
     if (!handler)
       return { status: 200, headers, body: { ...fail('unknown_method'), req_method: call.method } };

@@ -83,3 +83,74 @@ describe('reaction indicators', () => {
     expect(slack.reactionsOn('C0QUEUE', target.ts)).toEqual([]);
   });
 });
+
+describe('indicators of a job that goes on later or elsewhere', () => {
+  let slack: FakeSlack;
+  let client: WebClient;
+  beforeAll(async () => {
+    slack = await FakeSlack.start();
+    client = new WebClient(slack.botToken, { slackApiUrl: slack.apiUrl });
+  });
+  afterAll(() => slack.stop());
+
+  const logger = createLogger({ level: 'silent', secrets: [] });
+  const target = (ts: string) => ({ channelId: 'C0LEAVE', ts, replyThreadTs: ts });
+  const notices = (ts: string) => slack.threadMessages('C0LEAVE', ts).slice(1);
+
+  it('stay shown when left: the reaction, and a slow notice recorded for whoever finishes the job', async () => {
+    const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 100);
+    const ts = slack.seedMessage('C0LEAVE', { user: 'U0ALICE', text: 'question' });
+    const recorded: string[] = [];
+    const working = indicators.showWorking(target(ts), {
+      onSlowNotice: async (noticeTs) => {
+        recorded.push(noticeTs);
+      },
+    });
+    await sleep(250);
+    await working.end('leave');
+    expect(slack.reactionsOn('C0LEAVE', ts).map((r) => r.name)).toEqual(['eyes']);
+    expect(notices(ts).map((m) => m.ts)).toEqual(recorded);
+    expect(recorded).toHaveLength(1);
+  });
+
+  it('take back a slow notice nobody else knows of, and post none once the job is no longer wanted', async () => {
+    const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 100);
+    const unrecorded = slack.seedMessage('C0LEAVE', { user: 'U0ALICE', text: 'first' });
+    const working = indicators.showWorking(target(unrecorded), {
+      onSlowNotice: () => Promise.reject(new Error('the job was taken over')),
+    });
+    await sleep(250);
+    await working.end('leave');
+    expect(slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === unrecorded)).toHaveLength(1);
+    expect(notices(unrecorded)).toEqual([]);
+
+    const unwanted = slack.seedMessage('C0LEAVE', { user: 'U0ALICE', text: 'second' });
+    const unwantedWork = indicators.showWorking(target(unwanted), { stillWanted: async () => false });
+    await sleep(250);
+    await unwantedWork.end('leave');
+    expect(slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === unwanted)).toEqual([]);
+  });
+
+  it('stop setting an agent thread status when left, without clearing it or making the session active', async () => {
+    const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 0, 0, 100);
+    const threadTs = '1700000000.000300';
+    const working = indicators.showWorking({
+      ...target(threadTs),
+      channelId: 'D0AGENT',
+      agentSession: { initiator: 'U0ALICE', messagesTab: true },
+    });
+    await sleep(250);
+    await working.end('leave');
+    const calls = () =>
+      slack.callsOf('assistant.threads.setStatus').filter((c) => c.args.thread_ts === threadTs);
+    const count = calls().length;
+    expect(calls().map((c) => c.args.status)).not.toContain('');
+    const sessionStatuses = slack
+      .callsOf('agents.sessions.setStatus')
+      .filter((c) => c.args.thread_ts === threadTs)
+      .map((c) => c.args.status);
+    expect(sessionStatuses).toEqual(['processing']);
+    await sleep(250);
+    expect(calls()).toHaveLength(count);
+  });
+});

@@ -1,0 +1,168 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/store/database.js';
+import { AgentServiceEmulator } from '../fakes/agent-service.js';
+import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
+import { type BotProcess, spawnBot } from '../helpers/bot-process.js';
+import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '../helpers/postgres.js';
+import { appMentionEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
+import { type RunningBot, SIGNING_SECRET, type StoreChoice, startBot } from '../helpers/stack.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+
+/**
+ * Slack refusing the answer's post for a while (503s, a long 429): the answer is kept with its job and
+ * posted once Slack takes it again, without asking the agent again; only after REPLY_RETRY_WINDOW does the
+ * thread get a notice instead.
+ */
+
+const runPostgres = await shouldRunPostgresTests();
+
+const CHANNEL = 'C0OUTAGE';
+const ENV = { JOB_LEASE_MS: '3000', SLOW_NOTICE_MS: '0' };
+const SLACK_REFUSED = /Slack did not take the answer to this message for too long/;
+
+/** Only the answer's post: other calls (the notice saying Slack refused it, indicators) go through. */
+const isAnswerPost = (args: Record<string, unknown>) => String(args.text).startsWith('echo');
+
+describe.runIf(runPostgres)('Slack refusing the answer', () => {
+  let database: TestDatabase;
+  let store: StoreChoice;
+  let slack: FakeSlack;
+  let agent: AgentServiceEmulator;
+  let bot: RunningBot | undefined;
+  let child: BotProcess | undefined;
+
+  beforeEach(async () => {
+    database = await createTestDatabase();
+    store = { kind: 'postgres', databaseUrl: database.url };
+    slack = await FakeSlack.start();
+    agent = await AgentServiceEmulator.start();
+  });
+  afterEach(async () => {
+    child?.child.kill('SIGKILL');
+    await child?.exited;
+    child = undefined;
+    await bot?.stop();
+    bot = undefined;
+    await Promise.all([slack.stop(), agent.stop()]);
+    await database.drop();
+  });
+
+  const prompts = () => agent.requestsFor('sendMessage').map((r) => r.prompt);
+  const threadTexts = (root: string) => slack.threadMessages(CHANNEL, root).map((m) => m.text);
+  const answerPosts = (root: string): SlackApiCall[] =>
+    slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root && isAnswerPost(c.args));
+
+  /** A new thread the user opens by mentioning the bot (in Slack's store too, as Slack would have it). */
+  async function ask(eventsUrl: string, text: string): Promise<string> {
+    const root = nextTs();
+    const body = appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: `<@U0BOT> ${text}`, ts: root });
+    slack.ingestEvent(body);
+    expect((await postSignedEvent(eventsUrl, SIGNING_SECRET, body)).status).toBe(200);
+    return root;
+  }
+
+  /** The job ended: its working reaction was taken off the message. */
+  const finished = (root: string) =>
+    slack.waitForCall('reactions.remove', (c) => c.args.timestamp === root, 30_000);
+
+  it('posts the answer once Slack is back after 10 s of 503s, asking the agent once and never saying it failed', async () => {
+    bot = await startBot({ slack, agent, store, env: ENV });
+    slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 10_000);
+    const asked = Date.now();
+    const root = await ask(bot.eventsUrl, 'through the outage');
+
+    await waitFor(() => threadTexts(root).length > 1, 'the answer in the thread', 30_000);
+    expect(Date.now() - asked).toBeGreaterThanOrEqual(10_000);
+    await finished(root);
+    await sleep(300);
+    expect(threadTexts(root)).toEqual(['<@U0BOT> through the outage', 'echo[s-1#1]: through the outage']);
+    expect(prompts()).toEqual(['through the outage']);
+    // Backed off, not hammered: a handful of attempts in the 10 s.
+    expect(answerPosts(root).length).toBeLessThanOrEqual(7);
+  });
+
+  it('leaves no "taking a while" notice behind once the kept answer is posted', async () => {
+    bot = await startBot({ slack, agent, store, env: { ...ENV, SLOW_NOTICE_MS: '1500' } });
+    slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 4_000, isAnswerPost);
+    const root = await ask(bot.eventsUrl, 'slow because of Slack');
+
+    await waitFor(() => threadTexts(root).some((t) => t?.startsWith('echo')), 'the answer', 30_000);
+    await finished(root);
+    await sleep(2_000);
+    expect(threadTexts(root)).toEqual([
+      '<@U0BOT> slow because of Slack',
+      'echo[s-1#1]: slow because of Slack',
+    ]);
+  });
+
+  it("waits out a long 429's Retry-After each time before posting again, then posts once", async () => {
+    bot = await startBot({ slack, agent, store, env: ENV });
+    slack.failFor('chat.postMessage', { type: 'rate_limited', retryAfterSeconds: 4 }, 9_000, isAnswerPost);
+    const root = await ask(bot.eventsUrl, 'rate limited');
+
+    await waitFor(() => threadTexts(root).length > 1, 'the answer in the thread', 30_000);
+    await finished(root);
+    expect(threadTexts(root)).toEqual(['<@U0BOT> rate limited', 'echo[s-1#1]: rate limited']);
+    expect(prompts()).toEqual(['rate limited']);
+    const attempts = answerPosts(root).map((c) => c.at);
+    expect(attempts.length).toBeGreaterThanOrEqual(3);
+    for (let i = 1; i < attempts.length; i++)
+      expect(attempts[i]! - attempts[i - 1]!).toBeGreaterThanOrEqual(3_950);
+  });
+
+  it('says once that Slack refused the answer when it does so for longer than REPLY_RETRY_WINDOW', async () => {
+    bot = await startBot({ slack, agent, store, env: { ...ENV, REPLY_RETRY_WINDOW: '3s' } });
+    slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
+    // The notice itself is refused once too: refused (not lost on the way), it is posted again.
+    slack.failNext('chat.postMessage', { type: 'http', status: 503 }, 1, (args) =>
+      SLACK_REFUSED.test(String(args.text)),
+    );
+    const asked = Date.now();
+    const root = await ask(bot.eventsUrl, 'never taken');
+
+    await waitFor(() => threadTexts(root).length > 1, 'a notice in the thread', 30_000);
+    expect(Date.now() - asked).toBeGreaterThanOrEqual(3_000);
+    await finished(root);
+    // Slack would take the answer now: the job is over, so it stays unposted and the notice is alone.
+    slack.clearFailures('chat.postMessage');
+    await sleep(1_500);
+    const texts = threadTexts(root);
+    expect(texts).toHaveLength(2);
+    expect(texts[1]).toMatch(SLACK_REFUSED);
+    expect(prompts()).toEqual(['never taken']);
+  });
+
+  it('keeps the answer across a restart: the bot killed while the post waits is replaced, and the new one posts it', async () => {
+    child = await spawnBot({ slack, agent, store, env: ENV });
+    slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
+    const root = await ask(child.eventsUrl, 'kept across a restart');
+    await waitFor(async () => await waitingForSlack(database.url), 'the job put back to wait for Slack');
+    child.child.kill('SIGKILL');
+    await child.exited;
+    child = undefined;
+    slack.clearFailures('chat.postMessage');
+
+    bot = await startBot({ slack, agent, store, env: ENV });
+    await waitFor(() => threadTexts(root).length > 1, 'the kept answer in the thread', 30_000);
+    await finished(root);
+    expect(threadTexts(root)).toEqual([
+      '<@U0BOT> kept across a restart',
+      'echo[s-1#1]: kept across a restart',
+    ]);
+    expect(prompts()).toEqual(['kept across a restart']);
+  });
+});
+
+/** Whether the one job is put back to wait for Slack (deferred in the store, not in a process). */
+async function waitingForSlack(databaseUrl: string): Promise<boolean> {
+  const db = await openDatabase({ kind: 'postgres', databaseUrl, poolSize: 1 });
+  try {
+    const rows = await db.query<{ waiting: boolean }>(
+      `SELECT state = 'pending' AND slack_failing_since IS NOT NULL AS waiting
+       FROM inbox WHERE kind = 'message'`,
+    );
+    return rows[0]?.waiting === true;
+  } finally {
+    await db.close();
+  }
+}
