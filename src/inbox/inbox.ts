@@ -275,8 +275,7 @@ export class Inbox {
   /**
    * Records what is to be posted. Unlike other progress this lands even if another owner took the job over
    * meanwhile (this process may have been slow, not dead): the answer is kept for whoever posts it, and a
-   * job put back to wait for it runs at once. Then, as usual, it interrupts unless the job is still this
-   * owner's and wanted.
+   * job put back to wait for it runs at once. Whether this owner may post it is asked before each post.
    */
   async storeReply(job: ClaimedJob, reply: string, isNotice: boolean): Promise<void> {
     await this.persist(() =>
@@ -286,7 +285,6 @@ export class Inbox {
         [job.id, reply, isNotice],
       ),
     );
-    await this.persist(() => this.assertWanted(job));
   }
 
   async markPartsPosted(job: ClaimedJob, count: number): Promise<void> {

@@ -6,6 +6,12 @@ const MARKER_TS = 'agent-view';
 const WORKSPACE_MARKER_CHANNEL = '*';
 /** DMs known to be Messages-tab conversations, kept in memory (a DM never goes back). */
 const MAX_CACHED = 10_000;
+/**
+ * How long "not an agent app (yet)" is believed for a workspace without asking the store again: every channel
+ * message asks, and a classic app is asked forever. Another replica's first Messages tab of a workspace is
+ * noticed this late, at worst: once per workspace.
+ */
+const NOT_AGENT_APP_TTL_MS = 10_000;
 
 /**
  * Which conversations are agent sessions. An agent app (manifest `features.agent_view`) has a Messages tab,
@@ -15,10 +21,13 @@ const MAX_CACHED = 10_000;
  */
 export class AgentViewConversations {
   private readonly known = new Set<string>();
+  /** Workspaces not known as agent apps, and until when that is believed. */
+  private readonly notAgentAppUntil = new Map<string, number>();
 
   constructor(
     private readonly claims: MessageClaims,
     readonly mode: AgentViewMode,
+    private readonly notAgentAppTtlMs = NOT_AGENT_APP_TTL_MS,
   ) {}
 
   /** Records that this DM is the Messages tab of an agent app (from `app_home_opened`), for all replicas. */
@@ -28,11 +37,19 @@ export class AgentViewConversations {
     await this.claims.claim({ teamId, channelId: WORKSPACE_MARKER_CHANNEL, ts: MARKER_TS }, 'agent-view');
     this.remember(`${teamId}:${channelId}`);
     this.remember(`${teamId}:${WORKSPACE_MARKER_CHANNEL}`);
+    this.notAgentAppUntil.delete(teamId);
   }
 
   /** Whether the app is an agent app in this workspace: its channel threads are agent sessions. */
-  isAgentApp(teamId: string): Promise<boolean> {
-    return this.isAgentView(teamId, WORKSPACE_MARKER_CHANNEL);
+  async isAgentApp(teamId: string): Promise<boolean> {
+    if ((this.notAgentAppUntil.get(teamId) ?? 0) > Date.now()) return false;
+    const agentApp = await this.isAgentView(teamId, WORKSPACE_MARKER_CHANNEL);
+    if (agentApp) this.notAgentAppUntil.delete(teamId);
+    else {
+      if (this.notAgentAppUntil.size >= MAX_CACHED) this.notAgentAppUntil.clear();
+      this.notAgentAppUntil.set(teamId, Date.now() + this.notAgentAppTtlMs);
+    }
+    return agentApp;
   }
 
   /** Whether messages in this DM are Messages-tab conversations (one thread and session each). */
