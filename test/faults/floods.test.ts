@@ -52,8 +52,12 @@ const postsIn = (slack: FakeSlack, threadTs: string) =>
     .callsOf('chat.postMessage')
     .filter((c) => c.args.channel === CHANNEL && c.args.thread_ts === threadTs);
 /** The markdown of a posted message's blocks, as Slack renders it. */
+/** The text of a post's markdown blocks (not of its feedback buttons). */
 const blockTextOf = (call: SlackApiCall) =>
-  ((call.args.blocks ?? []) as { text?: string }[]).map((block) => block.text ?? '').join('\n');
+  ((call.args.blocks ?? []) as { type?: string; text?: string }[])
+    .filter((block) => block.type === 'markdown')
+    .map((block) => block.text ?? '')
+    .join('\n');
 /** `<@U…>` for made-up people Slack does not know (users.info answers user_not_found). */
 const strangers = (count: number, from: number) =>
   Array.from({ length: count }, (_, i) => `<@U${String(from + i).padStart(8, '0')}>`);
