@@ -227,13 +227,13 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
 
     await page.getByTestId('thread-stop').click();
     const stopped = inThread(/Stopped: .*dropped the answer I was waiting for/);
-    await stopped.waitFor();
+    await stopped.waitFor({ timeout: 10_000 });
     await expect.poll(() => page.getByTestId('session-status').textContent(), POLL).toBe('Active');
     expect(await page.getByTestId('thread-stop').count()).toBe(0);
     expect(await asked.getByTestId('stop-button').count()).toBe(0);
     // The agent did answer (the traffic panel shows it), a moment after which the answer would be posted:
     // it is not.
-    await traffic('sendMessage').filter({ hasText: 'Draft the release notes' }).waitFor();
+    await traffic('sendMessage').filter({ hasText: 'Draft the release notes' }).waitFor({ timeout: 10_000 });
     await page.waitForTimeout(1_500);
     expect(await inThread(']: Draft the release notes').count()).toBe(0);
     expect(await page.getByTestId('thread-panel').getByTestId('message').count()).toBe(2);
@@ -247,7 +247,7 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
     const asked = inMain('Compare the regions');
     await asked.getByTestId('open-thread').click({ timeout: 10_000 });
     const answer = inThread(']: Compare the regions:');
-    await answer.waitFor();
+    await answer.waitFor({ timeout: 10_000 });
     const table = answer.getByTestId('table-block');
     const rows = await table.locator('tr').all();
     const cells = await Promise.all(rows.map((row) => row.locator('th, td').allInnerTexts()));
@@ -275,7 +275,7 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
       .getByTestId('thread-panel')
       .getByTestId('ephemeral')
       .filter({ hasText: 'Thanks for the feedback!' })
-      .waitFor();
+      .waitFor({ timeout: 10_000 });
     expect(await good.getAttribute('aria-pressed')).toBe('true');
 
     // The README's picture: a thread answered with a table, its feedback buttons and the thanks, the calls.
@@ -292,7 +292,7 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
       .locator('[data-testid="traffic-entry"][data-operation="sendMessage"][data-state="pending"]', {
         hasText: 'And next quarter?',
       })
-      .waitFor();
+      .waitFor({ timeout: 10_000 });
     await page.getByTestId('restart-bot').click();
     await expect.poll(() => page.getByTestId('restart-bot').isEnabled(), POLL).toBe(true);
 
