@@ -40,6 +40,8 @@ export interface RunningDemo {
 const ME = { id: 'U0YOU', name: 'you' };
 const DEMO_AGENT_ID = 'demo-agent';
 const COMMAND = '/agent';
+/** The emulator answers in seconds; a real agent service keeps the bot's default timeout. */
+const EMULATOR_AGENT_TIMEOUT_MS = 10_000;
 
 /** Settings the demo decides itself: the bot must talk to the fakes, over HTTP, with the embedded store. */
 const DEMO_OWNED = new Set([
@@ -132,6 +134,11 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
       // reaction shows early enough to be seen against the emulator's answer time.
       SLOW_NOTICE_MS: '8000',
       WORKING_INDICATOR_DELAY_MS: '300',
+      // After a restart the bot waits this long (and a little more) for an answer it may have lost before
+      // saying so: production's 90 s would make "Restart bot" look like nothing happened.
+      ...(options.agent
+        ? {}
+        : { AGENT_TIMEOUT_MS: String(Math.max(EMULATOR_AGENT_TIMEOUT_MS, 3 * options.emulatorLatencyMs)) }),
       ...inherited,
       SLACK_BOT_TOKEN: slack.botToken,
       SLACK_SIGNING_SECRET: signingSecret,
@@ -152,9 +159,34 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
       secrets: secretsOf(config),
       pretty: options.prettyLogs,
     });
-    const bot: Bot = await createBot(config, logger);
+    let bot: Bot | undefined = await createBot(config, logger);
     await bot.start();
-    cleanups.push(() => bot.stop(5_000));
+    let restarting: Promise<void> | undefined;
+    cleanups.push(async () => {
+      // A restart under way would otherwise start a bot after this stopped the last one.
+      await restarting?.catch(() => {});
+      await bot?.stop(5_000);
+    });
+    // In this process, as a crash or a deploy that does not wait would: answers in progress are not waited
+    // for, and the next bot finds their jobs in the store as a new process would.
+    const restartBot = () => {
+      restarting ??= (async () => {
+        const old = bot;
+        bot = undefined;
+        await old?.stop(0);
+        const next = await createBot(config, logger);
+        try {
+          await next.start();
+        } catch (error) {
+          await next.stop(0).catch(() => {});
+          throw error;
+        }
+        bot = next;
+      })().finally(() => {
+        restarting = undefined;
+      });
+      return restarting;
+    };
 
     const ui = mountWebUi({
       slack,
@@ -163,6 +195,7 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
       signingSecret,
       me: ME,
       command: COMMAND,
+      restartBot,
     });
     cleanups.push(() => ui.close());
     return {

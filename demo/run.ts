@@ -33,8 +33,10 @@ if (args.help) {
                    it starts empty each run, like the fake Slack and the emulator
 
 Set AGENT_BASE_URL, AGENT_API_KEY and AGENT_ID to talk to a real agent service instead of the emulator;
-DEMO_AGENT_LATENCY_MS sets the emulator's answer time (default 2000). Other bot settings (MENTION_ONLY,
-WORKING_INDICATOR_DELAY_MS, ...) are read from the environment as usual.
+DEMO_AGENT_LATENCY_MS sets the emulator's answer time (default 2000); with the emulator AGENT_TIMEOUT_MS
+defaults to 10000 (or three times that latency), so that an answer lost to the page's "Restart bot" is
+reported within seconds. Other bot settings (MENTION_ONLY, WORKING_INDICATOR_DELAY_MS, ...) are read from the
+environment as usual.
 `);
   process.exit(0);
 }

@@ -7,6 +7,7 @@ import type { FakeSlack } from '../test/fakes/slack.js';
 import {
   appHomeOpenedEvent,
   appMentionEvent,
+  blockActionsPayload,
   channelArchiveEvent,
   messageEvent,
   messageShortcutPayload,
@@ -43,6 +44,11 @@ export interface WebUiOptions {
   me: { id: string; name: string };
   /** The slash command's name, with its slash. */
   command: string;
+  /**
+   * Restarts the bot without waiting for answers in progress (as a crash or a hurried deploy would), so the
+   * page can show what the bot does about an answer it lost.
+   */
+  restartBot?: () => Promise<void>;
 }
 
 interface UiEphemeral {
@@ -58,8 +64,8 @@ class UiError extends Error {}
 
 /**
  * The demo's Slack-like page and the small API behind it, served by the fake Slack. What the person does
- * on the page becomes what Slack would send the bot (signed Events API, slash command and shortcut
- * requests); what the bot does through the Web API shows up on the page, pushed over Server-Sent Events.
+ * on the page becomes what Slack would send the bot (signed Events API, slash command, shortcut and
+ * button-click requests); what the bot does through the Web API shows up on the page, pushed over Server-Sent Events.
  * The fake Slack must refuse requests from other sites (`acceptRequest: isLocalRequest`): this API acts
  * as the signed-in person.
  */
@@ -121,6 +127,7 @@ export function mountWebUi(options: WebUiOptions): { close(): void } {
         })),
     ].sort((a, b) => a.at - b.at),
     assistant: assistantStates(slack),
+    sessions: agentSessionStates(slack),
   });
 
   const channelOf = (id: unknown) => {
@@ -230,6 +237,61 @@ export function mountWebUi(options: WebUiOptions): { close(): void } {
       return {};
     },
 
+    /** Slack's stop button on an agent session that is `processing`. */
+    async stop(body) {
+      const channel = channelOf(body.channel);
+      const threadTs = typeof body.threadTs === 'string' ? body.threadTs : '';
+      if (!slack.agentSession(channel.id, threadTs)?.stopButtonVisible)
+        throw new UiError('there is nothing to stop in this conversation');
+      const event = slack.pressStopButton(channel.id, threadTs, options.me.id);
+      changed();
+      const result = await postSignedEvent(options.botEventsUrl, options.signingSecret, event);
+      expectAck(result, 'the agent_session_stopped event');
+      return {};
+    },
+
+    /** A click on a button of one of the bot's messages (feedback, Send again): a block_actions request. */
+    async action(body) {
+      const channel = channelOf(body.channel);
+      const ts = typeof body.ts === 'string' ? body.ts : '';
+      const message = slack.channelMessages(channel.id).find((known) => known.ts === ts);
+      if (!message) throw new UiError('unknown message');
+      const actionId = typeof body.actionId === 'string' ? body.actionId : '';
+      const feedback =
+        body.feedback === 'positive' || body.feedback === 'negative' ? body.feedback : undefined;
+      let payload: ReturnType<typeof blockActionsPayload>;
+      try {
+        payload = blockActionsPayload({
+          user: options.me.id,
+          channel: channel.id,
+          channelName: channel.name,
+          message,
+          actionId,
+          feedback,
+          // With where the click happened, the bot's answers land as Slack would put them (ephemeral to
+          // the person, in the message's thread).
+          responseUrl: slack.responseUrl(nextTs(), {
+            channel: channel.id,
+            user: options.me.id,
+            messageTs: message.ts,
+            threadTs: message.thread_ts,
+          }),
+        });
+      } catch {
+        throw new UiError('that message has no such button');
+      }
+      const result = await postSignedInteraction(options.botEventsUrl, options.signingSecret, payload);
+      expectAck(result, 'the button click');
+      return {};
+    },
+
+    async restart() {
+      if (!options.restartBot) throw new UiError('this demo cannot restart its bot');
+      await options.restartBot();
+      changed();
+      return {};
+    },
+
     async archive(body) {
       const channel = channelOf(body.channel);
       if (channel.type === 'im') throw new UiError('a DM cannot be archived');
@@ -311,6 +373,18 @@ function assistantStates(slack: FakeSlack): Record<string, unknown> {
     }
   }
   return states;
+}
+
+/** What the page shows of each thread's agent session: Slack's title, status and stop button. */
+function agentSessionStates(slack: FakeSlack): Record<string, unknown> {
+  return Object.fromEntries(
+    slack
+      .agentSessionList()
+      .map(({ channel, threadTs, status, title, stopButtonVisible }) => [
+        `${channel}:${threadTs}`,
+        { status, title, stopButtonVisible },
+      ]),
+  );
 }
 
 /**

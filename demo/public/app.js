@@ -1,5 +1,5 @@
 // Front-end of the local Slack demo. It talks only to the fake Slack server:
-// GET /ui/state, SSE /ui/stream and POST /ui/{message,command,shortcut,archive}.
+// GET /ui/state, SSE /ui/stream and POST /ui/{message,command,shortcut,open,stop,action,archive,restart}.
 // No framework: all client state lives in `ui`, and every change re-renders the panes from scratch
 // (the demo holds a few hundred messages at most, so this stays fast and keeps the code simple).
 
@@ -10,6 +10,7 @@ const EMOJI = {
   '-1': '👎', tada: '🎉', rocket: '🚀', bulb: '💡', memo: '📝', thinking_face: '🤔', smile: '😄',
   slightly_smiling_face: '🙂', heart: '❤️', fire: '🔥', speech_balloon: '💬', arrows_counterclockwise: '🔄',
   wastebasket: '🗑️', no_entry: '⛔', information_source: 'ℹ️', sparkles: '✨', broom: '🧹', octagonal_sign: '🛑',
+  scissors: '✂️', leftwards_arrow_with_hook: '↩️',
 };
 const OP_LABELS = {
   createSession: 'create session',
@@ -31,6 +32,16 @@ const AVATAR_COLORS = [
 const SAFE_URL = /^(https?:|mailto:)/i;
 const SYSTEM_SUBTYPES = new Set(['channel_join', 'channel_leave', 'channel_archive', 'channel_topic']);
 const GROUP_WINDOW_MS = 5 * 60 * 1000; // Slack folds consecutive messages of one author within ~5 min
+// The emulator echoes what it is sent, so a Markdown table in a prompt comes back in the answer, which the
+// bot posts as a Slack table block.
+const TABLE_SAMPLE = [
+  'Compare the regions:',
+  '| Region | Users | p95 latency |',
+  '|:--|--:|--:|',
+  '| EU | 1,204 | 87 ms |',
+  '| US | 2,311 | 102 ms |',
+  '| APAC | 938 | 141 ms |',
+].join('\n');
 const PH = '\uE000'; // private-use char delimiting already-rendered fragments while formatting mrkdwn
 
 const ui = {
@@ -44,6 +55,7 @@ const ui = {
   listSig: { main: '', thread: '' }, // what each list showed last time, to decide on auto-scroll
   pinned: { main: true, thread: true }, // whether each list was scrolled to its end before the last change
   menu: null, // { channel, ts } while the "more actions" menu is open
+  feedback: new Map(), // message ts -> 'positive' | 'negative' clicked on this page
 };
 
 /* ---------- small helpers ---------- */
@@ -390,20 +402,102 @@ function richEl(el) {
   }
 }
 
+/* ---------- interactive elements: a click becomes a block_actions request to the bot ---------- */
+
+// What each element's click sends: its action_id (and, for feedback buttons, which of the two).
+function actionAttrs(el, extra = {}) {
+  const attrs = { 'data-action': 'block-action', 'data-action-id': el.action_id ?? '', ...extra };
+  return Object.entries(attrs)
+    .map(([k, v]) => ` ${k}="${escAttr(v)}"`)
+    .join('');
+}
+
+function buttonHtml(el) {
+  const style = el.style === 'primary' || el.style === 'danger' ? ` ${el.style}` : '';
+  const label = plain(el.text?.text ?? '');
+  // A link button opens its page (Slack also tells the app, which this bot does not need).
+  if (el.url && SAFE_URL.test(el.url))
+    return `<a class="blk-button${style}" href="${escAttr(el.url)}" target="_blank" rel="noopener noreferrer">${label}</a>`;
+  return `<button type="button" class="blk-button${style}"${actionAttrs(el, { 'data-testid': 'block-button' })}>${label}</button>`;
+}
+
+const THUMB_PATH =
+  'M6.5 9.5v7.5h-3v-7.5zM6.5 9.5l3-6.5c1.6 0 2.6 1.1 2.2 2.9l-.5 2.1h4.1c1 0 1.8.9 1.6 1.9l-1.1 5.8c-.2.8-.8 1.3-1.6 1.3H6.5';
+
+// Slack's thumbs up / down under an answer; the one clicked stays marked (on this page only).
+function feedbackHtml(el, m) {
+  const chosen = ui.feedback.get(m?.ts);
+  const one = (which) => {
+    const b = el[`${which}_button`];
+    if (!b) return '';
+    const label = b.text?.text ?? which;
+    return `<button type="button" class="feedback-btn ${which}"${actionAttrs(el, {
+      'data-feedback': which,
+      'data-testid': 'feedback-button',
+      title: label,
+      'aria-label': b.accessibility_label ?? label,
+      'aria-pressed': String(chosen === which),
+    })}><svg viewBox="0 0 20 20" class="icon" aria-hidden="true"><path d="${THUMB_PATH}"/></svg></button>`;
+  };
+  return `<span class="feedback">${one('positive')}${one('negative')}</span>`;
+}
+
+function elementHtml(el, m) {
+  switch (el?.type) {
+    case 'button':
+      return buttonHtml(el);
+    case 'feedback_buttons':
+      return feedbackHtml(el, m);
+    case 'icon_button':
+      return `<button type="button" class="blk-button icon"${actionAttrs(el, { 'data-testid': 'block-button' })}>${plain(el.text?.text ?? el.icon ?? '')}</button>`;
+    default:
+      // Selects, date pickers and the like: not used by this bot; shown so that nothing silently vanishes.
+      return `<span class="blk-unsupported">[${escText(el?.type ?? 'element')}]</span>`;
+  }
+}
+
+/* ---------- table blocks ---------- */
+
+function tableCellHtml(cell) {
+  if (cell?.type === 'rich_text') return (cell.elements ?? []).map(richEl).join('');
+  return plain(cell?.text ?? '');
+}
+
+// The first row is the header, as the bot writes it from the Markdown table's header row.
+function tableHtml(b) {
+  const settings = Array.isArray(b.column_settings) ? b.column_settings : [];
+  const attrs = (i) => {
+    const align = settings[i]?.align;
+    const cls = settings[i]?.is_wrapped ? ' class="wrap"' : '';
+    return `${cls}${['left', 'center', 'right'].includes(align) ? ` style="text-align:${align}"` : ''}`;
+  };
+  const row = (cells, tag) =>
+    `<tr>${(cells ?? []).map((c, i) => `<${tag}${attrs(i)}>${tableCellHtml(c)}</${tag}>`).join('')}</tr>`;
+  const [head, ...body] = Array.isArray(b.rows) ? b.rows : [];
+  return `<div class="blk-table-wrap"><table class="blk-table" data-testid="table-block"><thead>${row(head, 'th')}</thead><tbody>${body.map((r) => row(r, 'td')).join('')}</tbody></table></div>`;
+}
+
 function contextEl(el) {
   if (el.type !== 'image') return `<span>${textObj(el)}</span>`;
   if (!SAFE_URL.test(el.image_url ?? '')) return '';
   return `<img class="ctx-img" src="${escAttr(el.image_url)}" alt="${escAttr(el.alt_text ?? '')}">`;
 }
 
-function renderBlock(b) {
+function renderBlock(b, m) {
   switch (b?.type) {
     case 'markdown':
       return `<div class="blk-markdown">${markdown(b.text)}</div>`;
     case 'section': {
       const fields = (b.fields ?? []).map((f) => `<div>${textObj(f)}</div>`).join('');
-      return `<div class="blk-section">${textObj(b.text)}${fields && `<div class="blk-fields">${fields}</div>`}</div>`;
+      const accessory = b.accessory ? `<div class="blk-accessory">${elementHtml(b.accessory, m)}</div>` : '';
+      return `<div class="blk-section${accessory && ' with-accessory'}"><div>${textObj(b.text)}${fields && `<div class="blk-fields">${fields}</div>`}</div>${accessory}</div>`;
     }
+    case 'actions':
+      return `<div class="blk-actions">${(b.elements ?? []).map((el) => elementHtml(el, m)).join('')}</div>`;
+    case 'context_actions':
+      return `<div class="blk-context-actions">${(b.elements ?? []).map((el) => elementHtml(el, m)).join('')}</div>`;
+    case 'table':
+      return tableHtml(b);
     case 'context':
       return `<div class="blk-context">${(b.elements ?? []).map(contextEl).join('')}</div>`;
     case 'header':
@@ -420,7 +514,7 @@ function renderBlock(b) {
 // Blocks win over `text` (which is only the notification fallback), as in Slack.
 function bodyHtml(m) {
   try {
-    if (Array.isArray(m.blocks) && m.blocks.length) return m.blocks.map(renderBlock).join('');
+    if (Array.isArray(m.blocks) && m.blocks.length) return m.blocks.map((b) => renderBlock(b, m)).join('');
     return mrkdwn(m.text ?? '');
   } catch (err) {
     console.error('could not render message', m, err);
@@ -469,11 +563,33 @@ function reactionsEl(reactions) {
   return h('div.reactions', reactions.map(pill));
 }
 
-function threadSummary(replies, count) {
+/** A thread's agent session as Slack shows it (status, title, stop button), if it has one. */
+const sessionOf = (channel, ts) => ui.data.sessions?.[`${channel}:${ts}`];
+const SESSION_LABELS = { processing: 'Working…', active: 'Active', suspended: 'Suspended', closed: 'Closed' };
+
+// Slack's stop button, shown while the app works on an agent session; pressing it tells the app.
+function stopButton(threadTs, where) {
+  return h(
+    'button.stop-btn',
+    {
+      type: 'button',
+      'data-action': 'stop-session',
+      'data-thread': threadTs,
+      'data-testid': where === 'thread' ? 'thread-stop' : 'stop-button',
+      title: 'Stop: the app stops working on this conversation',
+    },
+    h('span.stop-square', { 'aria-hidden': 'true' }),
+    'Stop',
+  );
+}
+
+function threadSummary(replies, count, title) {
   const people = [...new Map(replies.map((r) => [author(r).id, author(r)])).values()].slice(0, 4);
   const last = replies.at(-1);
   return h(
     'div.thread-summary',
+    // The Messages tab lists its conversations by their titles.
+    title && h('span.thread-session-title', { 'data-testid': 'conversation-title' }, title),
     people.map((w) => avatar(w, 'tiny')),
     h(
       'button.link',
@@ -511,6 +627,10 @@ function messageEl(m, { pane, who, compact = false, replies = [] }) {
   const d = tsDate(m.ts);
   const count = replies.length || m.reply_count || 0;
   const status = pane === 'main' && ui.data.assistant?.[`${ui.channelId}:${m.ts}`]?.status;
+  const session = pane === 'main' ? sessionOf(ui.channelId, m.ts) : undefined;
+  // A channel thread's session has no status line of its own: the page says the app is at work.
+  const working = status || (session?.status === 'processing' && 'is working on an answer…');
+  const title = currentChannel()?.type === 'im' ? session?.title : undefined;
   const cls = classes(compact && 'compact', SYSTEM_SUBTYPES.has(m.subtype) && 'system');
   return h(
     'div.msg',
@@ -522,12 +642,14 @@ function messageEl(m, { pane, who, compact = false, replies = [] }) {
       h('div.message-body', { html: bodyHtml(m) }),
       m.edited && h('span.edited', '(edited)'),
       reactionsEl(m.reactions),
-      pane === 'main' && count > 0 && threadSummary(replies, count),
-      status &&
+      pane === 'main' && count > 0 && threadSummary(replies, count, title),
+      working &&
         h(
           'div.assistant-inline',
           { 'data-testid': 'assistant-status-inline' },
-          `${ui.data.bot.name} ${status}`,
+          h('span.typing', { 'aria-hidden': 'true' }, h('i'), h('i'), h('i')),
+          h('span', `${ui.data.bot.name} ${working}`),
+          session?.stopButtonVisible && stopButton(m.ts, 'main'),
         ),
     ),
     actionBar(pane),
@@ -692,24 +814,30 @@ function renderThread(c) {
   ];
   fillList($('thread-list'), nodes.filter(Boolean), 'thread', timelineSig(parent.ts, items));
 
-  // Assistant-thread extras (what assistant.threads.setStatus / setTitle / setSuggestedPrompts set).
+  // The thread's agent session heads the pane as in Slack: its title (agents.sessions.rename) and status.
   const a = ui.data.assistant?.[`${c.id}:${parent.ts}`] ?? {};
-  $('assistant-title').hidden = !a.title;
-  $('assistant-title').textContent = a.title ?? '';
+  const session = sessionOf(c.id, parent.ts);
+  $('thread-title').textContent = session?.title || a.title || 'Thread';
+  const badge = $('session-status');
+  badge.hidden = !session;
+  badge.dataset.status = session?.status ?? '';
+  badge.textContent = SESSION_LABELS[session?.status] ?? session?.status ?? '';
   const prompt = (p) =>
     h(
       'button.prompt-chip',
       { type: 'button', 'data-testid': 'assistant-prompt', 'data-message': p.message },
       p.title,
     );
+  const working = a.status || (session?.status === 'processing' && 'is working on an answer…');
   $('thread-extra').replaceChildren(
-    ...(a.status
+    ...(working
       ? [
           h(
             'div.assistant-status',
             { 'data-testid': 'assistant-status' },
             h('span.typing', { 'aria-hidden': 'true' }, h('i'), h('i'), h('i')),
-            h('em', `${ui.data.bot.name} ${a.status}`),
+            h('em', `${ui.data.bot.name} ${working}`),
+            session?.stopButtonVisible && stopButton(parent.ts, 'thread'),
           ),
         ]
       : []),
@@ -762,6 +890,7 @@ function renderComposers(c) {
   // In the DM (the Messages tab) everything typed goes to the bot: no mention to teach there.
   const dm = c.type === 'im';
   $('hint-mention').hidden = dm;
+  $('hint-table').dataset.insert = `${dm ? '' : `@${ui.data.bot.name} `}${TABLE_SAMPLE}`;
   $('composer-input').placeholder = dm
     ? `Message ${ui.data.bot.name}`
     : `Message #${c.name}: mention @${ui.data.bot.name}`;
@@ -864,12 +993,14 @@ function scheduleTraffic() {
 
 /* ---------- server I/O ---------- */
 
-function toast(text) {
-  const box = $('toasts');
+function toast(text, kind = 'error') {
+  // Notes about the demo's own controls show by those controls, clear of the conversation.
+  const box = $(kind === 'error' ? 'toasts' : 'notes');
   if ([...box.children].some((t) => t.textContent === text)) return; // don't stack identical errors
-  const el = h('div.toast', { role: 'alert', 'data-testid': 'toast' }, text);
+  const role = kind === 'error' ? 'alert' : 'status';
+  const el = h('div.toast', { class: kind, role, 'data-testid': 'toast' }, text);
   box.append(el);
-  setTimeout(() => el.remove(), 6000);
+  setTimeout(() => el.remove(), kind === 'error' ? 6000 : 10000);
 }
 
 async function post(path, body) {
@@ -1034,7 +1165,47 @@ function onListClick(ev) {
     case 'dismiss':
       ui.dismissed.add(target.closest('[data-testid="ephemeral"]').dataset.id);
       return render();
+    case 'stop-session':
+      return stopSession(target);
+    case 'block-action':
+      return clickElement(target, ts);
   }
+}
+
+async function stopSession(button) {
+  button.disabled = true;
+  await post('/ui/stop', { channel: ui.channelId, threadTs: button.dataset.thread });
+  refreshSoon();
+}
+
+/** A button in one of the bot's messages: Slack sends the app a block_actions request. */
+async function clickElement(button, ts) {
+  if (!ts || button.disabled) return; // e.g. a button in an ephemeral note: not a message of the channel
+  const feedback = button.dataset.feedback;
+  button.disabled = true;
+  const res = await post('/ui/action', {
+    channel: ui.channelId,
+    ts,
+    actionId: button.dataset.actionId,
+    feedback,
+  });
+  if (res.ok && feedback) ui.feedback.set(ts, feedback);
+  button.disabled = false;
+  refreshSoon();
+}
+
+async function restartBot(button) {
+  button.disabled = true;
+  button.textContent = 'Restarting…';
+  const res = await post('/ui/restart', {});
+  button.disabled = false;
+  button.textContent = 'Restart bot';
+  if (res.ok)
+    toast(
+      'The bot restarted without waiting for answers in progress. It tells each thread whose answer it lost, with a Send again button, once the agent would have answered.',
+      'info',
+    );
+  refreshSoon();
 }
 
 function init() {
@@ -1052,6 +1223,7 @@ function init() {
     );
   }
   $('thread-close').addEventListener('click', () => setThread(null));
+  $('restart-bot').addEventListener('click', (ev) => restartBot(ev.currentTarget));
   // Archiving cannot be undone on the page and ends the channel's agent sessions: ask first.
   $('archive-btn').addEventListener('click', () => {
     const c = currentChannel();
@@ -1083,6 +1255,8 @@ function init() {
     refreshSoon();
   });
   $('thread-extra').addEventListener('click', async (ev) => {
+    const stop = ev.target.closest('[data-action="stop-session"]');
+    if (stop) return stopSession(stop);
     const chip = ev.target.closest('.prompt-chip');
     if (!chip || !ui.thread) return;
     await post('/ui/message', { channel: ui.channelId, text: chip.dataset.message, threadTs: ui.thread });
@@ -1093,7 +1267,8 @@ function init() {
     const input = $('composer-input');
     if (!chip || input.disabled) return;
     const add = chip.dataset.insert;
-    input.value = add.startsWith('/') || !input.value ? add : `${input.value.replace(/\s*$/, ' ')}${add}`;
+    const whole = add.startsWith('/') || chip.id === 'hint-table' || !input.value;
+    input.value = whole ? add : `${input.value.replace(/\s*$/, ' ')}${add}`;
     autosize(input);
     input.focus();
   });

@@ -34,6 +34,8 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
       port: 0,
       dataDir,
       emulatorLatencyMs: 2_000,
+      // After "Restart bot" the bot calls an answer lost once the agent's time is up: short, for the test.
+      botEnv: { AGENT_TIMEOUT_MS: '4000' },
       logLevel: 'warn',
       prettyLogs: false,
     });
@@ -119,9 +121,6 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
     const second = inMain('One more thing');
     await second.getByTestId('open-thread').waitFor({ timeout: 10_000 });
     expect(await traffic('createSession').count()).toBe(2);
-    // The README's picture: a thread answered, the reset note, the calls.
-    await mkdir(path.dirname(SCREENSHOT), { recursive: true });
-    await page.screenshot({ path: SCREENSHOT });
 
     // Archiving asks first; Cancel leaves the channel as it was.
     await page.getByTestId('archive-channel').click();
@@ -180,7 +179,11 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
     await conversation.getByTestId('open-thread').click({ timeout: 10_000 });
     const thread = page.getByTestId('thread-panel');
     await thread.locator('[data-testid="message"]', { hasText: `#1]: ${suggestion}` }).waitFor();
-    await expect.poll(() => page.getByTestId('assistant-title').textContent(), POLL).toBe(suggestion);
+    // The conversation is named after its first prompt (its agent session's title): atop the thread, and
+    // where the Messages tab lists it.
+    await expect.poll(() => page.getByTestId('thread-title').textContent(), POLL).toBe(suggestion);
+    expect(await conversation.getByTestId('conversation-title').textContent()).toBe(suggestion);
+    expect(await page.getByTestId('session-status').textContent()).toBe('Active');
 
     await page.getByTestId('composer-input').fill('/agent help');
     await page.getByTestId('composer-input').press('Enter');
@@ -201,7 +204,121 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
     expect(text).not.toMatch(/\d{4}-\d\d-\d\dT/);
     expect(text).toContain(`started ${dayAndTime(epoch * 1000)}`);
   }, 30_000);
+
+  /** A message of the open thread. */
+  const inThread = (text: string | RegExp) =>
+    page.getByTestId('thread-panel').locator('[data-testid="message"]', { hasText: text });
+
+  it("shows a channel thread as an agent session, with Slack's Stop while the answer comes", async () => {
+    // The Messages tab was opened above, so the bot treats channel threads as agent sessions too.
+    await channel('project-x').click();
+    await page.getByTestId('composer-input').fill('@agent Draft the release notes');
+    await page.getByTestId('composer-input').press('Enter');
+    const asked = inMain('Draft the release notes');
+    // While the agent works: Stop under the message, and in its thread under a header naming the session.
+    await asked.getByTestId('stop-button').waitFor({ timeout: 5_000 });
+    await asked.hover();
+    await asked.getByTestId('reply-in-thread').click();
+    await expect
+      .poll(() => page.getByTestId('thread-title').textContent(), POLL)
+      .toBe('Draft the release notes');
+    expect(await page.getByTestId('session-status').textContent()).toBe('Working…');
+    expect(await page.getByTestId('assistant-status').innerText()).toContain('working');
+
+    await page.getByTestId('thread-stop').click();
+    const stopped = inThread(/Stopped: .*dropped the answer I was waiting for/);
+    await stopped.waitFor({ timeout: 10_000 });
+    await expect.poll(() => page.getByTestId('session-status').textContent(), POLL).toBe('Active');
+    expect(await page.getByTestId('thread-stop').count()).toBe(0);
+    expect(await asked.getByTestId('stop-button').count()).toBe(0);
+    // The agent did answer (the traffic panel shows it), a moment after which the answer would be posted:
+    // it is not.
+    await traffic('sendMessage').filter({ hasText: 'Draft the release notes' }).waitFor({ timeout: 10_000 });
+    await page.waitForTimeout(1_500);
+    expect(await inThread(']: Draft the release notes').count()).toBe(0);
+    expect(await page.getByTestId('thread-panel').getByTestId('message').count()).toBe(2);
+  }, 30_000);
+
+  it('shows a table in an answer as a table, and thanks privately for feedback', async () => {
+    // The hint fills in a prompt holding a Markdown table; the emulator echoes it, so the answer has one.
+    await page.locator('#hint-table').click();
+    expect(await page.getByTestId('composer-input').inputValue()).toMatch(/^@agent Compare the regions:\n\|/);
+    await page.getByTestId('composer-input').press('Enter');
+    const asked = inMain('Compare the regions');
+    await asked.getByTestId('open-thread').click({ timeout: 10_000 });
+    const answer = inThread(']: Compare the regions:');
+    await answer.waitFor({ timeout: 10_000 });
+    const table = answer.getByTestId('table-block');
+    const rows = await table.locator('tr').all();
+    const cells = await Promise.all(rows.map((row) => row.locator('th, td').allInnerTexts()));
+    expect(cells).toEqual([
+      ['Region', 'Users', 'p95 latency'],
+      ['EU', '1,204', '87 ms'],
+      ['US', '2,311', '102 ms'],
+      ['APAC', '938', '141 ms'],
+    ]);
+    // Columns line up as the Markdown asked: names to the left, figures to the right.
+    const align = (column: number) =>
+      table
+        .locator(`tbody tr:first-child td:nth-child(${column})`)
+        .evaluate((cell) => (globalThis as unknown as BrowserWindow).getComputedStyle(cell).textAlign);
+    expect([await align(1), await align(2), await align(3)]).toEqual(['left', 'right', 'right']);
+    // No pipes left over: the table is not also shown as text.
+    expect(await answer.locator('.message-body').innerText()).not.toContain('|');
+
+    const good = answer.locator('[data-testid="feedback-button"][data-feedback="positive"]');
+    expect(await good.getAttribute('title')).toBe('Good answer');
+    await good.click();
+    // Off the message, so its hover toolbar has faded by the time of the screenshot below.
+    await page.mouse.move(1, 1);
+    await page
+      .getByTestId('thread-panel')
+      .getByTestId('ephemeral')
+      .filter({ hasText: 'Thanks for the feedback!' })
+      .waitFor({ timeout: 10_000 });
+    expect(await good.getAttribute('aria-pressed')).toBe('true');
+
+    // The README's picture: a thread answered with a table, its feedback buttons and the thanks, the calls.
+    await mkdir(path.dirname(SCREENSHOT), { recursive: true });
+    await page.screenshot({ path: SCREENSHOT });
+  }, 30_000);
+
+  it('offers Send again for an answer lost to a restart, and sends the message once more', async () => {
+    // A follow-up in the open thread; while the agent is answering it, the bot restarts.
+    const thread = page.getByTestId('thread-panel');
+    await thread.getByTestId('thread-composer-input').fill('And next quarter?');
+    await thread.getByTestId('thread-composer-send').click();
+    await page
+      .locator('[data-testid="traffic-entry"][data-operation="sendMessage"][data-state="pending"]', {
+        hasText: 'And next quarter?',
+      })
+      .waitFor({ timeout: 10_000 });
+    await page.getByTestId('restart-bot').click();
+    await expect.poll(() => page.getByTestId('restart-bot').isEnabled(), POLL).toBe(true);
+
+    // Once the agent's time is up the restarted bot says the answer was lost, and offers to send it again.
+    const notice = inThread('its answer was lost');
+    await notice.waitFor({ timeout: 30_000 });
+    const sendAgain = notice.getByTestId('block-button').filter({ hasText: 'Send again' });
+    expect(await sendAgain.count()).toBe(1);
+    // The agent answered the bot that was stopped: that answer never reached the thread.
+    const calls = traffic('sendMessage').filter({ hasText: 'And next quarter?' });
+    expect(await calls.count()).toBe(1);
+    expect(await inThread(']: And next quarter?').count()).toBe(0);
+
+    await sendAgain.click();
+    await inThread(']: And next quarter?').waitFor({ timeout: 10_000 });
+    // The button is gone, with who used it in its place; the agent was asked once more, no more.
+    await expect.poll(() => notice.getByTestId('block-button').count(), POLL).toBe(0);
+    expect(await notice.innerText()).toContain('Sent again by @You');
+    expect(await calls.count()).toBe(2);
+  }, 60_000);
 });
+
+/** The little of the browser's `window` the tests use (this project compiles without the DOM types). */
+interface BrowserWindow {
+  getComputedStyle(element: unknown): { textAlign: string };
+}
 
 /** `{date_short_pretty} {time}` in TIME_ZONE, e.g. "Today 14:05" or "Mar 3, 2025 09:12". */
 function dayAndTime(ms: number): string {
