@@ -316,7 +316,10 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
         .stop()
         .catch((error: unknown) => logger.warn({ err: error }, 'error while stopping the Slack receiver'));
       const { finished, handedBack } = await worker.stop(drainMs);
-      if (!finished) logger.warn({ handedBack }, 'stopped before all in-flight work finished');
+      if (!finished) {
+        relay.abandonRunning();
+        logger.warn({ handedBack }, 'stopped before all in-flight work finished');
+      }
       await deleter.stop();
       await Promise.all([stopRouteServer(adminServer), stopRouteServer(healthServer)]);
       agent.close();

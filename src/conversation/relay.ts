@@ -27,7 +27,7 @@ import {
   slackRefusedNotice,
   threadResetText,
 } from './notices.js';
-import { promptFromSlackText } from './prompt.js';
+import { promptFromSlackText, titleFromPrompt } from './prompt.js';
 import { withThreadContext } from './thread-context.js';
 import type { ViewingContext } from './viewing-context.js';
 
@@ -55,7 +55,6 @@ export interface RelayOptions {
   logger: Logger;
 }
 
-const TITLE_MAX_CHARS = 60;
 /** Beyond the agent's own timeout, how long a job taken over waits before it calls an answer lost. */
 export const TAKEOVER_GRACE_MS = 5_000;
 /** A job retaken this often for reasons other than Slack (say, a store that keeps failing) is given up. */
@@ -69,7 +68,19 @@ const SLACK_BACKOFF_MAX_MS = 60_000;
  * process's and still wanted (its author may have stopped it).
  */
 export class Relay {
+  /** Set when shutdown stops waiting for the jobs still running: they must not act any more. */
+  private abandoned = false;
+
   constructor(private readonly options: RelayOptions) {}
+
+  /**
+   * The process is going away with jobs still running (the drain bound passed): from now on they post
+   * nothing and record nothing more, and an agent call cut short by the closing connection is no fault of
+   * the agent service. Each job stays as far as it got, for the next owner to take over.
+   */
+  abandonRunning(): void {
+    this.abandoned = true;
+  }
 
   readonly run = (job: ClaimedJob): Promise<JobOutcome> => {
     const payload = job.payload as Partial<InboundMessage & ResetRequest>;
@@ -109,7 +120,7 @@ export class Relay {
       resumed: job.attempts > 1,
       onSlowNotice: (ts) => inbox.setSlowNotice(job, ts),
       stillWanted: () =>
-        inbox.assertWanted(job).then(
+        this.assertWanted(job).then(
           () => true,
           () => false,
         ),
@@ -198,6 +209,7 @@ export class Relay {
       answer = await this.ask(job, message, prompt, working, logger);
     } catch (error) {
       if (error instanceof JobInterruptedError || !isAgentServiceError(error)) throw error;
+      if (this.abandoned) throw new JobInterruptedError('lost');
       // Recorded first, so a post that fails now is retried with the same words (and reference).
       const referenceId = newReferenceId();
       const kind = failureKindOf(error);
@@ -345,10 +357,16 @@ export class Relay {
     for (let index = next; index < parts.length; index++) {
       const part = parts[index];
       if (!part) continue;
-      await inbox.assertWanted(job);
+      await this.assertWanted(job);
       await replies.postJobMessage(target, part, { job: job.dedupeKey, part: String(index) });
       if (index + 1 < parts.length) await inbox.markPartsPosted(job, index + 1);
     }
+  }
+
+  /** Before each Slack side effect: the job is still this process's, and wanted. */
+  private async assertWanted(job: ClaimedJob): Promise<void> {
+    if (this.abandoned) throw new JobInterruptedError('lost');
+    await this.options.inbox.assertWanted(job);
   }
 
   /** A notice that is the job's whole output, posted once. */
@@ -359,14 +377,14 @@ export class Relay {
     text: string,
     blocks: SlackReplyPart['blocks'] = [],
   ): Promise<void> {
-    const { inbox, replies } = this.options;
+    const { replies } = this.options;
     if (
       job.attempts > 1 &&
       (await replies.postedJobParts(target, (job.payload as InboundMessage).ts, job.dedupeKey)).has(name)
     ) {
       return;
     }
-    await inbox.assertWanted(job);
+    await this.assertWanted(job);
     await replies.postJobMessage(target, { ...noticePart(text), blocks }, { job: job.dedupeKey, part: name });
   }
 
@@ -447,15 +465,4 @@ export class Relay {
 
 function noticePart(text: string): SlackReplyPart {
   return { text, blocks: [], markdown: text };
-}
-
-/** A conversation title from its first prompt: one line, cut at a word near the limit. */
-export function titleFromPrompt(prompt: string, maxChars = TITLE_MAX_CHARS): string {
-  const line = prompt.replace(/\s+/g, ' ').trim();
-  // By code points, so an emoji is never split in half.
-  const chars = Array.from(line);
-  if (chars.length <= maxChars) return line;
-  const cut = chars.slice(0, maxChars - 1).join('');
-  const atWord = cut.lastIndexOf(' ');
-  return `${(atWord > maxChars / 2 ? cut.slice(0, atWord) : cut).trimEnd()}…`;
 }

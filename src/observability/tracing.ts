@@ -67,7 +67,11 @@ export async function startTracing(config: { endpoint?: string; serviceName: str
     resource: resourceFromAttributes({ 'service.name': config.serviceName }),
     spanProcessors: [
       new BatchSpanProcessor(
-        new OTLPTraceExporter({ url: `${config.endpoint.replace(/\/+$/, '')}/v1/traces` }),
+        new OTLPTraceExporter({
+          url: `${config.endpoint.replace(/\/+$/, '')}/v1/traces`,
+          // A collector that does not answer holds up shutdown (the last spans are flushed) this long at most.
+          timeoutMillis: EXPORT_TIMEOUT_MS,
+        }),
       ),
     ],
   });
@@ -75,6 +79,8 @@ export async function startTracing(config: { endpoint?: string; serviceName: str
   provider.register();
   return tracingWith(provider.getTracer('slack-agent-bridge'), () => provider.shutdown());
 }
+
+const EXPORT_TIMEOUT_MS = 5_000;
 
 function tracingWith(tracer: Tracer, shutdown: () => Promise<void>): Tracing {
   const propagator = new W3CTraceContextPropagator();

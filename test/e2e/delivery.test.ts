@@ -1,3 +1,5 @@
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/store/database.js';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
@@ -290,6 +292,41 @@ function guarantees(topology: Topology) {
       const posts = slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root);
       expect(posts.map(textOf)).toEqual(['echo[s-1#1]: finish me']);
       expect(prompts(agent)).not.toContain('too late');
+    });
+
+    it('past the drain bound, leaves the answer still coming for the next owner instead of calling the agent down', async () => {
+      if (!topology.twoInstances) {
+        await a?.stop();
+        a = b = undefined;
+      }
+      // The survivor calls the answer lost AGENT_TIMEOUT_MS (+ a grace) after the prompt left.
+      const env = { ...ENV, SHUTDOWN_TIMEOUT_MS: '300', AGENT_TIMEOUT_MS: '2000' };
+      // A trace collector that never answers keeps the stopping process (and its store) up for seconds after
+      // the drain bound: time enough for a job that was not abandoned to post something.
+      const collector = createServer(() => {});
+      await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+      const { port } = collector.address() as AddressInfo;
+      child = await spawnBot({
+        slack,
+        agent,
+        store,
+        env: { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` },
+      });
+      agent.setLatency(1_800, 'sendMessage');
+      const root = nextTs();
+      await send(child.eventsUrl, mentionBody('cut short', root));
+      await waitFor(() => prompts(agent).includes('cut short'), 'prompt reached the agent');
+      child.child.kill('SIGTERM');
+      expect((await child.exited).code).toBe(0);
+      child = undefined;
+      collector.close();
+      // Its connection to the agent was closed on the way out: that is no fault of the agent service.
+      expect(slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root)).toEqual([]);
+
+      if (!a) a = b = await startBot({ slack, agent, store, env });
+      const notice = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root, 25_000);
+      expect(textOf(notice)).toMatch(/restarted while the agent was answering/);
+      expect(prompts(agent).filter((p) => p === 'cut short')).toHaveLength(1);
     });
   });
 }
