@@ -64,3 +64,18 @@ function splitOnce(value: string, separator: string): [string, string | undefine
 function decodeEntities(text: string): string {
   return text.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
 }
+
+const TITLE_MAX_CHARS = 60;
+
+/** A conversation title from its first prompt: one line, cut at a word near the limit. */
+export function titleFromPrompt(prompt: string, maxChars = TITLE_MAX_CHARS): string {
+  // The first line that has words: a pasted table or list below it would make a poor title.
+  const first = prompt.split('\n').find((text) => text.trim() !== '') ?? '';
+  const line = first.replace(/\s+/g, ' ').trim();
+  // By code points, so an emoji is never split in half.
+  const chars = Array.from(line);
+  if (chars.length <= maxChars) return line;
+  const cut = chars.slice(0, maxChars - 1).join('');
+  const atWord = cut.lastIndexOf(' ');
+  return `${(atWord > maxChars / 2 ? cut.slice(0, atWord) : cut).trimEnd()}…`;
+}

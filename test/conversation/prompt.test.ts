@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { promptFromSlackText } from '../../src/conversation/prompt.js';
+import { promptFromSlackText, titleFromPrompt } from '../../src/conversation/prompt.js';
 
 const names: Record<string, string> = { U0ALICE: 'alice', U0BOB: 'bob' };
 const resolve = async (id: string) => names[id];
@@ -39,5 +39,19 @@ describe('promptFromSlackText', () => {
       throw new Error('users.info failed');
     };
     expect(await promptFromSlackText('<@U0BOT> ping <@U0ALICE>', 'U0BOT', failing)).toBe('ping @U0ALICE');
+  });
+});
+
+describe('titleFromPrompt', () => {
+  it('names a conversation after the first line of its first prompt, cut at a word', () => {
+    expect(titleFromPrompt('Plan my week please')).toBe('Plan my week please');
+    expect(titleFromPrompt('\n  Compare the regions:\n| Region | Users |\n|---|---|\n| EU | 1 |')).toBe(
+      'Compare the regions:',
+    );
+    const long = titleFromPrompt('word '.repeat(30));
+    expect(long.endsWith('word…')).toBe(true);
+    expect(Array.from(long).length).toBeLessThanOrEqual(60);
+    // Never half an emoji.
+    expect(titleFromPrompt('🙂'.repeat(70))).toBe(`${'🙂'.repeat(59)}…`);
   });
 });
