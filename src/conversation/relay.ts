@@ -61,6 +61,16 @@ export const TAKEOVER_GRACE_MS = 5_000;
 const MAX_ATTEMPTS = 25;
 const SLACK_BACKOFF_MAX_MS = 60_000;
 
+/** What a job posts as its output: the agent's answer, or a notice in its place. */
+interface JobOutput {
+  text: string;
+  isNotice: boolean;
+  /** The session that answered, named by the feedback buttons. */
+  sessionId?: string;
+  /** storeReply has just asked whether the job is still wanted. */
+  wantedAsked?: boolean;
+}
+
 /**
  * Runs one inbox job: a message (prompt → agent → reply in the thread) or a thread reset. Progress is
  * checkpointed in the job, so a job taken over after a crash resumes where it stopped: the prompt is never
@@ -149,7 +159,7 @@ export class Relay {
   ): Promise<JobOutcome> {
     const { inbox } = this.options;
     if (job.agentReply !== undefined) {
-      await this.postOutput(job, recorded, target, job.agentReply, job.replyIsNotice);
+      await this.postOutput(job, recorded, target, { text: job.agentReply, isNotice: job.replyIsNotice });
       return { kind: 'done' };
     }
     if (job.sentAt) return this.resumeAfterSend(job, recorded, target, logger);
@@ -204,7 +214,7 @@ export class Relay {
       void this.options.replies.ephemeral(target, message.userId, ATTACHMENTS_NOT_FORWARDED);
     }
 
-    let answer: { reply: string; sessionId: string };
+    let answer: { reply: string; session: ThreadSession };
     try {
       answer = await this.ask(job, message, prompt, working, logger);
     } catch (error) {
@@ -219,10 +229,18 @@ export class Relay {
       );
       const notice = failureNotice(kind, referenceId);
       await inbox.storeReply(job, notice, true);
-      await this.postOutput(job, message, target, notice, true);
+      await this.postOutput(job, message, target, { text: notice, isNotice: true, wantedAsked: true });
       return { kind: 'done' };
     }
-    await this.postOutput(job, message, target, answer.reply, false, answer.sessionId);
+    const { reply, session } = answer;
+    await this.postOutput(job, message, target, {
+      text: reply,
+      isNotice: false,
+      sessionId: session.sessionId,
+      wantedAsked: true,
+    });
+    // Off the answer's path: the reply is in the thread already.
+    await this.touch(session, logger);
     return { kind: 'done' };
   }
 
@@ -233,7 +251,7 @@ export class Relay {
     prompt: string,
     working: Working,
     logger: Logger,
-  ): Promise<{ reply: string; sessionId: string }> {
+  ): Promise<{ reply: string; session: ThreadSession }> {
     const { inbox, sessions, agent } = this.options;
     const agentId = this.options.agentFor(message.thread.channelId);
     const found = await sessions.sessionFor(message.thread, agentId, message.userId);
@@ -274,8 +292,7 @@ export class Relay {
     }
     logger.debug({ session: session.sessionId, chars: reply.length }, 'agent replied');
     await inbox.storeReply(job, reply, false);
-    await this.touch(session, logger);
-    return { reply, sessionId: session.sessionId };
+    return { reply, session };
   }
 
   /** A mention that starts the bot's part in a channel thread people were already talking in. */
@@ -334,11 +351,10 @@ export class Relay {
     job: ClaimedJob,
     message: InboundMessage,
     target: ReplyTarget,
-    text: string,
-    isNotice: boolean,
-    sessionId = job.sessionId,
+    output: JobOutput,
   ): Promise<void> {
     const { inbox, replies } = this.options;
+    const { text, isNotice, sessionId = job.sessionId } = output;
     const parts: SlackReplyPart[] = isNotice ? [noticePart(text)] : formatAgentReply(text);
     const last = parts.at(-1);
     if (!isNotice && last && sessionId && this.options.feedbackButtons) {
@@ -349,24 +365,30 @@ export class Relay {
       ];
     }
     let next = job.partsPosted;
+    let wantedAsked = output.wantedAsked === true;
     if (job.attempts > 1) {
       // A resumed job may have posted more than it recorded (a crash, or a post whose outcome was unknown).
       const found = await replies.postedJobParts(target, message.ts, job.dedupeKey);
       while (found.has(String(next))) next++;
+      wantedAsked = false;
     }
     for (let index = next; index < parts.length; index++) {
       const part = parts[index];
       if (!part) continue;
-      await this.assertWanted(job);
+      await this.assertWanted(job, wantedAsked);
+      wantedAsked = false;
       await replies.postJobMessage(target, part, { job: job.dedupeKey, part: String(index) });
       if (index + 1 < parts.length) await inbox.markPartsPosted(job, index + 1);
     }
   }
 
-  /** Before each Slack side effect: the job is still this process's, and wanted. */
-  private async assertWanted(job: ClaimedJob): Promise<void> {
+  /**
+   * Before each Slack side effect: the job is still this process's, and wanted. `justAsked`: the store was
+   * asked that a moment ago (storing the answer asks it too).
+   */
+  private async assertWanted(job: ClaimedJob, justAsked = false): Promise<void> {
     if (this.abandoned) throw new JobInterruptedError('lost');
-    await this.options.inbox.assertWanted(job);
+    if (!justAsked) await this.options.inbox.assertWanted(job);
   }
 
   /** A notice that is the job's whole output, posted once. */

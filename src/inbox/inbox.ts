@@ -258,11 +258,14 @@ export class Inbox {
    * Called before each Slack side effect.
    */
   async assertWanted(job: ClaimedJob): Promise<void> {
-    const rows = await this.db.query<{ owner: string | null; state: string; stop_requested: boolean }>(
+    const rows = await this.db.query<WantedRow>(
       'SELECT owner, state, stop_requested FROM inbox WHERE id = $1',
       [job.id],
     );
-    const row = rows[0];
+    this.throwUnlessWanted(rows[0]);
+  }
+
+  private throwUnlessWanted(row: WantedRow | undefined): void {
     if (!row || row.owner !== this.owner || row.state !== 'running') throw new JobInterruptedError('lost');
     if (row.stop_requested) throw new JobInterruptedError('stopped');
   }
@@ -275,16 +278,21 @@ export class Inbox {
   /**
    * Records what is to be posted. Unlike other progress this lands even if another owner took the job over
    * meanwhile (this process may have been slow, not dead): the answer is kept for whoever posts it, and a
-   * job put back to wait for it runs at once. Whether this owner may post it is asked before each post.
+   * job put back to wait for it runs at once. Then, in the same statement, it asks what assertWanted asks,
+   * and interrupts unless this owner may post it.
    */
   async storeReply(job: ClaimedJob, reply: string, isNotice: boolean): Promise<void> {
-    await this.persist(() =>
-      this.db.query(
-        `UPDATE inbox SET agent_reply = $2, reply_is_notice = $3, run_after = least(run_after, now())
-         WHERE id = $1 AND ${OPEN} AND agent_reply IS NULL AND NOT stop_requested`,
+    const rows = await this.persist(() =>
+      // The SELECT reads the row as it was before the UPDATE, which changes none of the columns it reads.
+      this.db.query<WantedRow>(
+        `WITH stored AS (
+           UPDATE inbox SET agent_reply = $2, reply_is_notice = $3, run_after = least(run_after, now())
+           WHERE id = $1 AND ${OPEN} AND agent_reply IS NULL AND NOT stop_requested RETURNING 1)
+         SELECT owner, state, stop_requested FROM inbox WHERE id = $1`,
         [job.id, reply, isNotice],
       ),
     );
+    this.throwUnlessWanted(rows[0]);
   }
 
   async markPartsPosted(job: ClaimedJob, count: number): Promise<void> {
@@ -314,17 +322,20 @@ export class Inbox {
 
   /**
    * Marks a job done. The text it carried (prompt, reply, response_url) is cleared: only what deduplication,
-   * ordering and the per-user limit need stays, until `prune`.
+   * ordering and the per-user limit need stays, until `prune`. Says whether the thread has more work waiting.
    */
-  async finish(job: ClaimedJob): Promise<void> {
-    await this.persist(() =>
-      this.db.query(
+  async finish(job: ClaimedJob): Promise<{ threadHasMore: boolean }> {
+    const rows = await this.persist(() =>
+      this.db.query<{ more: boolean }>(
         `UPDATE inbox SET state = 'done', owner = NULL, lease_until = NULL, finished_at = now(),
                 agent_reply = NULL, payload = '{}'
-         WHERE id = $1 AND owner = $2 AND state = 'running'`,
+         WHERE id = $1 AND owner = $2 AND state = 'running'
+         RETURNING EXISTS (
+           SELECT 1 FROM inbox o WHERE o.thread_key = inbox.thread_key AND o.${OPEN} AND o.id <> inbox.id) AS more`,
         [job.id, this.owner],
       ),
     );
+    return { threadHasMore: rows[0]?.more === true };
   }
 
   /** Hands jobs back for any replica to take (graceful shutdown); only jobs not yet sent to the agent. */
@@ -425,6 +436,12 @@ export class Inbox {
     );
     if (rows.length === 0) await this.assertWanted(job);
   }
+}
+
+interface WantedRow {
+  owner: string | null;
+  state: string;
+  stop_requested: boolean;
 }
 
 function toClaimedJob(row: JobRow): ClaimedJob {

@@ -100,31 +100,38 @@ export class Worker {
     const run = this.runJob(job)
       .then(
         (outcome) => this.record(job, outcome),
-        (error: unknown) =>
+        (error: unknown) => {
           this.logger.warn(
             { err: error, job: job.id },
             'job could not be completed; it is retried once its lease lapses',
-          ),
+          );
+          return false;
+        },
       )
-      .finally(() => {
+      .then((threadHasMore) => {
+        const wasFull = this.running.size >= this.options.concurrency;
         this.running.delete(job.id);
-        // The thread's next message, or anything that waited for room, goes on at once.
-        this.kick();
+        // The thread's next message, or anything that waited for room, goes on at once; the poll finds the rest.
+        if (threadHasMore || wasFull) this.kick();
       });
     this.running.set(job.id, run);
   }
 
-  /** Records the outcome (the inbox retries through a short store outage); failing that, the lease lapses and the job is retaken. */
-  private async record(job: ClaimedJob, outcome: JobOutcome): Promise<void> {
+  /**
+   * Records the outcome (the inbox retries through a short store outage); failing that, the lease lapses and
+   * the job is retaken. Says whether the job's thread has a next message to run now.
+   */
+  private async record(job: ClaimedJob, outcome: JobOutcome): Promise<boolean> {
     try {
-      if (outcome.kind === 'done') await this.inbox.finish(job);
-      else if (outcome.kind === 'defer') await this.inbox.defer(job, outcome.delayMs, outcome.slackFailure);
+      if (outcome.kind === 'done') return (await this.inbox.finish(job)).threadHasMore;
+      if (outcome.kind === 'defer') await this.inbox.defer(job, outcome.delayMs, outcome.slackFailure);
     } catch (error) {
       this.logger.warn(
         { err: error, job: job.id },
         'could not record how a job ended; it is retaken once its lease lapses',
       );
     }
+    return false;
   }
 
   private async heartbeat(): Promise<void> {

@@ -59,10 +59,14 @@ function inboxContract(name: string, open: () => Promise<Database>) {
         const first = await a.claim(10);
         expect(first.map((job) => job.dedupeKey)).toEqual(['t1:1', 't2:1']);
         expect(await b.claim(10)).toEqual([]); // the heads are taken; later messages wait their turn
-        await a.finish(first[0] as ClaimedJob);
+        // Finishing says whether the thread has a next message to run (the worker then claims at once).
+        expect(await a.finish(first[0] as ClaimedJob)).toEqual({ threadHasMore: true });
+        expect(await a.finish(first[1] as ClaimedJob)).toEqual({ threadHasMore: false });
         const next = await b.claim(10);
         expect(next.map((job) => job.dedupeKey)).toEqual(['t1:2']);
         expect(next[0]?.attempts).toBe(1);
+        // Not this owner's: nothing finished, nothing to run.
+        expect(await a.finish(next[0] as ClaimedJob)).toEqual({ threadHasMore: false });
       } finally {
         await db.close();
       }
@@ -115,9 +119,10 @@ function inboxContract(name: string, open: () => Promise<Database>) {
         await a.markSent(mine, 's-1');
         await db.query(`UPDATE inbox SET lease_until = now() - interval '1 second'`);
         const [theirs] = (await b.claim(1)) as [ClaimedJob];
-        await a.storeReply(mine, 'late answer', false);
-        // The slow former owner may not post it.
-        await expect(a.assertWanted(mine)).rejects.toEqual(new JobInterruptedError('lost'));
+        // Kept for the new owner; the slow former owner is told it may not post it.
+        await expect(a.storeReply(mine, 'late answer', false)).rejects.toEqual(
+          new JobInterruptedError('lost'),
+        );
         const [row] = await db.query<{ agent_reply: string }>('SELECT agent_reply FROM inbox WHERE id = $1', [
           theirs.id,
         ]);
@@ -153,8 +158,9 @@ function inboxContract(name: string, open: () => Promise<Database>) {
           stoppedRunning: false,
         });
         // An answer that comes after the stop is neither kept nor posted.
-        await a.storeReply(running, 'not wanted any more', false);
-        await expect(a.assertWanted(running)).rejects.toEqual(new JobInterruptedError('stopped'));
+        await expect(a.storeReply(running, 'not wanted any more', false)).rejects.toEqual(
+          new JobInterruptedError('stopped'),
+        );
         const [row] = await db.query<{ agent_reply: string | null }>(
           'SELECT agent_reply FROM inbox WHERE id = $1',
           [running.id],
