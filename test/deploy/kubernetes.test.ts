@@ -64,6 +64,9 @@ const kubectl = kubectlStatus();
 const inCI = process.env.CI === 'true';
 if (!kubectl.ok && !inCI) console.warn(`Skipping the Kubernetes manifest tests: ${kubectl.reason}.`);
 
+/** PostgreSQL's default max_connections (100) less the 3 it reserves for superusers. */
+const POSTGRES_DEFAULT_CONNECTIONS = 97;
+
 function only<T>(objects: readonly K8sObject[], kind: string): T[] {
   return objects.filter((object) => object.kind === kind) as unknown as T[];
 }
@@ -298,6 +301,17 @@ for (const variant of VARIANTS) {
         expect(deployment.spec?.replicas).toBeUndefined();
       },
     );
+
+    it("keeps the replicas' database connections within PostgreSQL's default max_connections", () => {
+      const maxPods = Math.max(deployment.spec?.replicas ?? 1, hpa?.spec?.maxReplicas ?? 0);
+      const surge = Number(deployment.spec?.strategy?.rollingUpdate?.maxSurge ?? 1);
+      // Draining pods still hold their pools while new ones open theirs.
+      const pods = 2 * maxPods + surge;
+      const poolSize = loadConfig(env).store;
+      expect(poolSize.kind).toBe('postgres');
+      const connections = pods * (poolSize.kind === 'postgres' ? poolSize.poolSize : 0);
+      expect(connections).toBeLessThanOrEqual(POSTGRES_DEFAULT_CONNECTIONS);
+    });
 
     if (variant.mode === 'socket') {
       it(`keeps Socket Mode connections within Slack's ${SLACK_SOCKET_CONNECTION_LIMIT} per app token`, () => {
