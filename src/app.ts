@@ -283,8 +283,8 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
       deleter.start();
       sweeper.start();
       housekeeping = setInterval(() => {
-        Promise.all([claims.prune(), inbox.prune()]).catch((error: unknown) =>
-          logger.warn({ err: error }, 'could not prune old inbox entries'),
+        Promise.all([claims.prune(), inbox.prune(), viewing.prune(), sessions.pruneActivity()]).catch(
+          (error: unknown) => logger.warn({ err: error }, 'could not prune expired store rows'),
         );
       }, HOUSEKEEPING_INTERVAL_MS);
       housekeeping.unref();

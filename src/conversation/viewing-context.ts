@@ -40,6 +40,14 @@ export class ViewingContext {
     );
     return rows[0]?.channel_id;
   }
+
+  /** Forgets what people looked at more than a day ago: no context for today's prompts, and not kept. */
+  async prune(): Promise<number> {
+    const rows = await this.db.query(
+      `DELETE FROM viewing_context WHERE updated_at < now() - interval '1 day' RETURNING 1`,
+    );
+    return rows.length;
+  }
 }
 
 function keyOf(key: ViewingKey): string | undefined {

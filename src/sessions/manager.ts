@@ -59,6 +59,11 @@ export class SessionManager {
     return sessions;
   }
 
+  /** Drops activity rows of conversations that have ended (also when idle expiry is off). */
+  pruneActivity(): Promise<number> {
+    return this.store.pruneActivity();
+  }
+
   /** Ends conversations idle since before `now - idleMs`; returns them. */
   async expireIdle(idleMs: number, now = new Date()): Promise<ThreadSession[]> {
     const expired: ThreadSession[] = [];
