@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 
 /**
@@ -264,6 +265,11 @@ class EnvReader {
       this.fail(name, `must be a comma-separated list of Slack ids (bad entry "${bad}")`);
     return new Set(ids);
   }
+}
+
+/** Loads `.env` from the working directory, when there is one; variables already set in the environment win. */
+export function loadDotEnv(file = '.env'): void {
+  if (existsSync(file)) process.loadEnvFile(file);
 }
 
 /** Parses and validates the whole environment; throws one ConfigError listing every problem. */

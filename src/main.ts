@@ -1,13 +1,11 @@
-import { existsSync } from 'node:fs';
 import { type Bot, createBot } from './app.js';
-import { ConfigError, loadConfig, StartupError, secretsOf } from './config.js';
+import { ConfigError, loadConfig, loadDotEnv, StartupError, secretsOf } from './config.js';
 import { createLogger } from './observability/logger.js';
 import { StoreError } from './store/database.js';
 
 /** The process: environment (and `.env`), configuration, logger, start, signals, exit codes. */
 async function main(): Promise<void> {
-  // `.env` in the working directory, when there is one; variables already set in the environment win.
-  if (existsSync('.env')) process.loadEnvFile('.env');
+  loadDotEnv();
   let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig();

@@ -1,7 +1,7 @@
 /** Entry point of `npm run sessions`: list the agent's sessions, prune orphans. */
 import { AgentClient } from '../agent/client.js';
 import { allAgents } from '../agent/routing.js';
-import { ConfigError, loadOperatorConfig } from '../config.js';
+import { ConfigError, loadDotEnv, loadOperatorConfig } from '../config.js';
 import { SessionStore, type ThreadSession } from '../sessions/store.js';
 import { openDatabase } from '../store/database.js';
 import { createSessionKeyv } from '../store/keyv.js';
@@ -13,6 +13,8 @@ async function main(): Promise<number> {
   let config: ReturnType<typeof loadOperatorConfig>;
   try {
     options = parseSessionsArgs(process.argv.slice(2));
+    // The same settings as `npm start`, `.env` included.
+    loadDotEnv();
     config = loadOperatorConfig();
   } catch (error) {
     const message = error instanceof ConfigError ? error.lines.join('\n') : (error as Error).message;

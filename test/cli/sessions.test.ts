@@ -1,4 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AgentClient } from '../../src/agent/client.js';
 import { runSessionsCommand } from '../../src/cli/sessions-command.js';
@@ -9,14 +12,20 @@ import { migrate } from '../../src/store/schema.js';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 
+/** tsx's loader and the entry point by absolute path, so the command can run from any working directory. */
+const TSX = import.meta.resolve('tsx');
+const CLI = path.resolve('src/cli/sessions.ts');
+
 /** Runs the real entry point in a child process without blocking this process's servers. */
 function run_(
   args: string[],
   env: Record<string, string>,
+  cwd = process.cwd(),
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/sessions.ts', ...args], {
+    const child = spawn(process.execPath, ['--import', TSX, CLI, ...args], {
       env: { PATH: process.env.PATH, ...env },
+      cwd,
     });
     let stdout = '';
     let stderr = '';
@@ -158,16 +167,19 @@ describe('npm run sessions (orphan prune)', () => {
     ]);
   });
 
-  it('lists through the real entry point with the environment the bot uses', async () => {
+  it('lists through the real entry point with the settings the bot uses, .env included', async () => {
     const session = agent.addSession('agent-main');
     await db.close();
     // Asynchronously: the emulator in this process must keep answering while the command runs.
-    const result = await run_(['list'], {
-      AGENT_BASE_URL: agent.baseUrl,
-      AGENT_API_KEY: agent.apiKey,
-      AGENT_ID: 'agent-main',
-      DATA_DIR: dir.path,
-    });
+    // Settings from `.env` in the working directory, as `npm start` reads them; the environment wins.
+    const workdir = await mkdtemp(path.join(tmpdir(), 'bridge-sessions-'));
+    await writeFile(
+      path.join(workdir, '.env'),
+      `AGENT_BASE_URL=${agent.baseUrl}\nAGENT_API_KEY=${agent.apiKey}\nAGENT_ID=agent-main\nDATA_DIR=/nonexistent\n`,
+    );
+    const result = await run_(['list'], { DATA_DIR: dir.path }, workdir).finally(() =>
+      rm(workdir, { recursive: true, force: true }),
+    );
     db = await openDatabase({ kind: 'embedded', dataDir: dir.path });
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
