@@ -140,7 +140,7 @@ export interface Config {
     teamIds: ReadonlySet<string>;
     channelIds: ReadonlySet<string>;
     userIds: ReadonlySet<string>;
-    /** Requests (prompts, commands, shortcuts, buttons) per user per minute; 0 turns the limit off. */
+    /** Requests (prompts, commands, the reset shortcut, Send again) per user per minute; 0 turns the limit off. */
     userRateLimit: number;
   };
   conversation: {

@@ -29,6 +29,8 @@ export interface ResetRequest {
   replyThreadTs?: string;
   /** Where to report: the thread (a `reset` mention) or the requester privately (the shortcut). */
   responseUrl?: string;
+  /** Reported by whoever asked (the slash command, for several conversations at once): nothing is posted. */
+  silent?: boolean;
   /** The thread is an agent session, to be closed with the conversation. */
   agentSession?: boolean;
   /** The trace of the Slack request that asked for it. */

@@ -82,7 +82,7 @@ export function stoppedNotice(cancelled: number, answerAbandoned: boolean): stri
 }
 
 export function queueFullNotice(limit: number): string {
-  return `:warning: This conversation already has ${limit} messages waiting for the agent, so I did not queue this one. Please wait for the answers, or mention me with \`stop\` to cancel yours.`;
+  return `:warning: This conversation already has ${limit} messages for the agent, waiting or being answered, so I did not queue this one. Please wait for the answers, or mention me with \`stop\` to cancel yours.`;
 }
 
 export const INTERRUPTED_AFTER_SEND_NOTICE =

@@ -452,6 +452,7 @@ export class Relay {
     );
     // The conversation is over; the next message in the thread starts a new one (and a new session).
     if (request.agentSession) await replies.closeSessions([request.thread]);
+    if (request.silent) return { kind: 'done' };
     const text = threadResetText(retired.length);
     if (request.responseUrl) {
       await replies.respond(request.responseUrl, text);

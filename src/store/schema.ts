@@ -63,7 +63,7 @@ const MIGRATIONS: readonly (readonly string[])[] = [
     'ALTER TABLE inbox ADD COLUMN reply_is_notice BOOLEAN NOT NULL DEFAULT false',
     `CREATE INDEX IF NOT EXISTS inbox_due ON inbox (run_after) WHERE state IN ('pending', 'running')`,
     'DROP INDEX IF EXISTS inbox_user_recent',
-    // Requests per person (prompts, commands, shortcuts, buttons), for the per-user limit across replicas.
+    // Requests per person (prompts, commands, the reset shortcut, Send again), for the per-user limit across replicas.
     `CREATE TABLE IF NOT EXISTS user_requests (user_id TEXT NOT NULL, at TIMESTAMPTZ NOT NULL DEFAULT now())`,
     'CREATE INDEX IF NOT EXISTS user_requests_recent ON user_requests (user_id, at)',
     // Last activity of each thread's session, kept beside Keyv's rows so only Keyv writes those.

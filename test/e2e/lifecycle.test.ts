@@ -190,6 +190,25 @@ function lifecycleSuite(
       );
     });
 
+    it('/agent reset lets the answer under way arrive first and cancels the messages still waiting', async () => {
+      const { root, session } = await startThread('C0ORDER', 'U0ALICE');
+      agent.setLatency(1_500, 'sendMessage');
+      await mention(bot, { channel: 'C0ORDER', text: '<@U0BOT> under way', threadTs: root });
+      await waitFor(() => agent.requestsFor('sendMessage').some((r) => r.prompt === 'under way'), 'sent');
+      await mention(bot, { channel: 'C0ORDER', text: '<@U0BOT> still waiting', threadTs: root });
+      expect(await slash('reset', 'C0ORDER', 'U0ALICE')).toMatch(/Reset 1 thread you started/);
+
+      await waitFor(() => !liveSessions(agent).includes(session), 'session deleted on the service');
+      const answers = slack
+        .callsOf('chat.postMessage')
+        .filter((c) => c.args.thread_ts === root)
+        .map(textOf);
+      // The answer under way came in the conversation it was asked in, before that conversation ended.
+      expect(answers).toEqual([`echo[${session}#1]: hello`, `echo[${session}#2]: under way`]);
+      await sleep(300);
+      expect(agent.requestsFor('sendMessage').map((r) => r.prompt)).not.toContain('still waiting');
+    });
+
     it("/agent sessions lists the caller's conversations with their creation time; help and unknown give usage", async () => {
       await startThread('C0LIST', 'U0ALICE');
       await startThread('C0LIST', 'U0ALICE');

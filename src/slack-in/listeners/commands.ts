@@ -83,15 +83,25 @@ export function registerCommands(app: App, options: CommandOptions): void {
       const where = { teamId: command.team_id, channelId: command.channel_id };
       const dm = isDirectMessage(command.channel_id);
       if (subcommand === 'reset') {
-        const retired = await options.sessions.retireWhere(
-          dm ? where : { ...where, startedBy: command.user_id },
-          'reset',
-        );
-        await ephemeral(resetSummary(retired.length, dm));
-        const agentSessions = dm
+        const mine = await options.sessions.list(dm ? where : { ...where, startedBy: command.user_id });
+        const agentView = dm
           ? await options.agentViewConversations.isAgentView(command.team_id, command.channel_id)
           : await options.agentViewConversations.isAgentApp(command.team_id);
-        if (agentSessions) await options.replies.closeSessions(retired);
+        // Each conversation is reset as a thread reset is: behind its answer in progress, cancelling what waits.
+        for (const session of mine) {
+          const thread = { teamId: session.teamId, channelId: session.channelId, threadTs: session.threadTs };
+          await options.resets.request(
+            {
+              thread,
+              agentSession: agentView && thread.threadTs !== DM_MAIN_THREAD,
+              silent: true,
+              traceparent: options.tracing.traceparent(),
+            },
+            `${command.trigger_id}:${thread.threadTs}`,
+            command.user_id,
+          );
+        }
+        await ephemeral(resetSummary(mine.length, dm));
       } else if (subcommand === 'sessions') {
         const mine = await options.sessions.list(dm ? where : { ...where, startedBy: command.user_id });
         await ephemeral(await sessionsSummary(options, mine));
