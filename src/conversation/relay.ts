@@ -61,6 +61,13 @@ export const TAKEOVER_GRACE_MS = 5_000;
 const MAX_ATTEMPTS = 25;
 const SLACK_BACKOFF_MAX_MS = 60_000;
 
+/** The agent's answer, and the session it came from (`fresh`: created for this message). */
+interface Answer {
+  reply: string;
+  session: ThreadSession;
+  fresh: boolean;
+}
+
 /** What a job posts as its output: the agent's answer, or a notice in its place. */
 interface JobOutput {
   text: string;
@@ -214,7 +221,7 @@ export class Relay {
       void this.options.replies.ephemeral(target, message.userId, ATTACHMENTS_NOT_FORWARDED);
     }
 
-    let answer: { reply: string; session: ThreadSession };
+    let answer: Answer;
     try {
       answer = await this.ask(job, message, prompt, working, logger);
     } catch (error) {
@@ -232,15 +239,16 @@ export class Relay {
       await this.postOutput(job, message, target, { text: notice, isNotice: true, wantedAsked: true });
       return { kind: 'done' };
     }
-    const { reply, session } = answer;
+    const { reply, session, fresh } = answer;
     await this.postOutput(job, message, target, {
       text: reply,
       isNotice: false,
       sessionId: session.sessionId,
       wantedAsked: true,
     });
-    // Off the answer's path: the reply is in the thread already.
-    await this.touch(session, logger);
+    // Off the answer's path: the reply is in the thread already. A session created for this message has its
+    // activity from its creation, seconds ago.
+    if (!fresh) await this.touch(session, logger);
     return { kind: 'done' };
   }
 
@@ -251,11 +259,12 @@ export class Relay {
     prompt: string,
     working: Working,
     logger: Logger,
-  ): Promise<{ reply: string; session: ThreadSession }> {
+  ): Promise<Answer> {
     const { inbox, sessions, agent } = this.options;
     const agentId = this.options.agentFor(message.thread.channelId);
     const found = await sessions.sessionFor(message.thread, agentId, message.userId);
     let { session } = found;
+    let fresh = found.created;
     this.options.tracing.annotate({ 'agent.id': agentId, 'agent.session': session.sessionId });
     // A new conversation (the thread's first, or the first after a reset) is named after its first prompt.
     if (found.created) working.setTitle(titleFromPrompt(prompt));
@@ -283,6 +292,7 @@ export class Relay {
       // The service says the session does not exist, so it did not run the prompt: once, in a new session.
       if (!isAgentServiceError(error) || error.kind !== 'session_not_found') throw error;
       session = await sessions.replace(session);
+      fresh = true;
       await inbox.markSent(job, session.sessionId);
       void this.options.replies.notice(
         { channel: message.thread.channelId, threadTs: message.replyThreadTs },
@@ -292,7 +302,7 @@ export class Relay {
     }
     logger.debug({ session: session.sessionId, chars: reply.length }, 'agent replied');
     await inbox.storeReply(job, reply, false);
-    return { reply, session };
+    return { reply, session, fresh };
   }
 
   /** A mention that starts the bot's part in a channel thread people were already talking in. */
