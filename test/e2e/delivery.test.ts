@@ -70,21 +70,22 @@ function guarantees(topology: Topology) {
       expect(prompts(agent)).toEqual([prompt]);
     }
 
-    /** Replaces the in-process instances with the bot in a child process (the embedded store allows one). */
+    /**
+     * Replaces the in-process instances with the bot in a child process, the only one running until it is
+     * killed (a live replica could otherwise take the job first, and there would be nothing to take over).
+     */
     async function spawnSurvivorAndVictim(): Promise<{
       victim: BotProcess;
       survivor: () => Promise<RunningBot>;
     }> {
-      if (!topology.twoInstances) {
-        await a?.stop();
-        a = b = undefined;
-      }
+      await a?.stop();
+      if (b !== a) await b?.stop();
+      a = b = undefined;
       child = await spawnBot({ slack, agent, store, env: ENV });
       return {
         victim: child,
-        // With PostgreSQL the other replica takes over once the lease runs out; embedded: the restart does.
+        // With PostgreSQL another replica takes the job over once its lease runs out; embedded: at start.
         survivor: async () => {
-          if (topology.twoInstances && a) return a;
           a = b = await startBot({ slack, agent, store, env: ENV });
           return a;
         },
@@ -257,8 +258,7 @@ function guarantees(topology: Topology) {
       victim.child.kill('SIGKILL');
       await victim.exited;
       slack.setLatency('chat.postMessage', undefined);
-      // The reply checkpoint is written without waiting for the disk: a crash of the database server can
-      // lose it. Emulate that loss.
+      // The reply's record is lost (say, a failover to a database replica that had not received it yet).
       const db = await openDatabase(store.kind === 'postgres' ? { ...store, poolSize: 2 } : store);
       await db.query(
         `UPDATE inbox SET agent_reply = NULL, parts_posted = 0 WHERE dedupe_key LIKE '%' || $1 || ':message'`,
@@ -295,10 +295,9 @@ function guarantees(topology: Topology) {
     });
 
     it('past the drain bound, leaves the answer still coming for the next owner instead of calling the agent down', async () => {
-      if (!topology.twoInstances) {
-        await a?.stop();
-        a = b = undefined;
-      }
+      await a?.stop();
+      if (b !== a) await b?.stop();
+      a = b = undefined;
       // The survivor calls the answer lost AGENT_TIMEOUT_MS (+ a grace) after the prompt left.
       const env = { ...ENV, SHUTDOWN_TIMEOUT_MS: '300', AGENT_TIMEOUT_MS: '2000' };
       // A trace collector that never answers keeps the stopping process (and its store) up for seconds after
@@ -323,7 +322,7 @@ function guarantees(topology: Topology) {
       // Its connection to the agent was closed on the way out: that is no fault of the agent service.
       expect(slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root)).toEqual([]);
 
-      if (!a) a = b = await startBot({ slack, agent, store, env });
+      a = b = await startBot({ slack, agent, store, env });
       const notice = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root, 25_000);
       expect(textOf(notice)).toMatch(/restarted while the agent was answering/);
       expect(prompts(agent).filter((p) => p === 'cut short')).toHaveLength(1);
