@@ -1,12 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/store/database.js';
-import { AgentServiceEmulator } from '../fakes/agent-service.js';
-import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
-import { type BotProcess, spawnBot } from '../helpers/bot-process.js';
-import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '../helpers/postgres.js';
-import { appMentionEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
-import { type RunningBot, SIGNING_SECRET, type StoreChoice, startBot } from '../helpers/stack.js';
+import type { SlackApiCall } from '../fakes/slack.js';
+import { shouldRunPostgresTests } from '../helpers/postgres.js';
 import { sleep, waitFor } from '../helpers/wait.js';
+import { perTestFakes } from './support.js';
 
 /**
  * Slack refusing the answer's post for a while (503s, a long 429): the answer is kept with its job and
@@ -24,50 +21,23 @@ const SLACK_REFUSED = /Slack did not take the answer to this message for too lon
 const isAnswerPost = (args: Record<string, unknown>) => String(args.text).startsWith('echo');
 
 describe.runIf(runPostgres)('Slack refusing the answer', () => {
-  let database: TestDatabase;
-  let store: StoreChoice;
-  let slack: FakeSlack;
-  let agent: AgentServiceEmulator;
-  let bot: RunningBot | undefined;
-  let child: BotProcess | undefined;
+  const fakes = perTestFakes();
 
-  beforeEach(async () => {
-    database = await createTestDatabase();
-    store = { kind: 'postgres', databaseUrl: database.url };
-    slack = await FakeSlack.start();
-    agent = await AgentServiceEmulator.start();
-  });
-  afterEach(async () => {
-    child?.child.kill('SIGKILL');
-    await child?.exited;
-    child = undefined;
-    await bot?.stop();
-    bot = undefined;
-    await Promise.all([slack.stop(), agent.stop()]);
-    await database.drop();
-  });
-
-  const prompts = () => agent.requestsFor('sendMessage').map((r) => r.prompt);
-  const threadTexts = (root: string) => slack.threadMessages(CHANNEL, root).map((m) => m.text);
+  const prompts = () => fakes.prompts();
+  const threadTexts = (root: string) => fakes.slack.threadMessages(CHANNEL, root).map((m) => m.text);
   const answerPosts = (root: string): SlackApiCall[] =>
-    slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root && isAnswerPost(c.args));
+    fakes.slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root && isAnswerPost(c.args));
 
-  /** A new thread the user opens by mentioning the bot (in Slack's store too, as Slack would have it). */
-  async function ask(eventsUrl: string, text: string): Promise<string> {
-    const root = nextTs();
-    const body = appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: `<@U0BOT> ${text}`, ts: root });
-    slack.ingestEvent(body);
-    expect((await postSignedEvent(eventsUrl, SIGNING_SECRET, body)).status).toBe(200);
-    return root;
-  }
+  /** A new thread the user opens by mentioning the bot. */
+  const ask = (eventsUrl: string, text: string) => fakes.ask(eventsUrl, CHANNEL, text);
 
   /** The job ended: its working reaction was taken off the message. */
   const finished = (root: string) =>
-    slack.waitForCall('reactions.remove', (c) => c.args.timestamp === root, 30_000);
+    fakes.slack.waitForCall('reactions.remove', (c) => c.args.timestamp === root, 30_000);
 
   it('posts the answer once Slack is back after 10 s of 503s, asking the agent once and never saying it failed', async () => {
-    bot = await startBot({ slack, agent, store, env: ENV });
-    slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 10_000);
+    const bot = await fakes.startBot(ENV);
+    fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 10_000);
     const asked = Date.now();
     const root = await ask(bot.eventsUrl, 'through the outage');
 
@@ -82,8 +52,8 @@ describe.runIf(runPostgres)('Slack refusing the answer', () => {
   });
 
   it('leaves no "taking a while" notice behind once the kept answer is posted', async () => {
-    bot = await startBot({ slack, agent, store, env: { ...ENV, SLOW_NOTICE_MS: '1500' } });
-    slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 4_000, isAnswerPost);
+    const bot = await fakes.startBot({ ...ENV, SLOW_NOTICE_MS: '1500' });
+    fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 4_000, isAnswerPost);
     const root = await ask(bot.eventsUrl, 'slow because of Slack');
 
     await waitFor(() => threadTexts(root).some((t) => t?.startsWith('echo')), 'the answer', 30_000);
@@ -96,8 +66,13 @@ describe.runIf(runPostgres)('Slack refusing the answer', () => {
   });
 
   it("waits out a long 429's Retry-After each time before posting again, then posts once", async () => {
-    bot = await startBot({ slack, agent, store, env: ENV });
-    slack.failFor('chat.postMessage', { type: 'rate_limited', retryAfterSeconds: 4 }, 9_000, isAnswerPost);
+    const bot = await fakes.startBot(ENV);
+    fakes.slack.failFor(
+      'chat.postMessage',
+      { type: 'rate_limited', retryAfterSeconds: 4 },
+      9_000,
+      isAnswerPost,
+    );
     const root = await ask(bot.eventsUrl, 'rate limited');
 
     await waitFor(() => threadTexts(root).length > 1, 'the answer in the thread', 30_000);
@@ -111,10 +86,10 @@ describe.runIf(runPostgres)('Slack refusing the answer', () => {
   });
 
   it('says once that Slack refused the answer when it does so for longer than REPLY_RETRY_WINDOW', async () => {
-    bot = await startBot({ slack, agent, store, env: { ...ENV, REPLY_RETRY_WINDOW: '3s' } });
-    slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
+    const bot = await fakes.startBot({ ...ENV, REPLY_RETRY_WINDOW: '3s' });
+    fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
     // The notice itself is refused once too: refused (not lost on the way), it is posted again.
-    slack.failNext('chat.postMessage', { type: 'http', status: 503 }, 1, (args) =>
+    fakes.slack.failNext('chat.postMessage', { type: 'http', status: 503 }, 1, (args) =>
       SLACK_REFUSED.test(String(args.text)),
     );
     const asked = Date.now();
@@ -124,7 +99,7 @@ describe.runIf(runPostgres)('Slack refusing the answer', () => {
     expect(Date.now() - asked).toBeGreaterThanOrEqual(3_000);
     await finished(root);
     // Slack would take the answer now: the job is over, so it stays unposted and the notice is alone.
-    slack.clearFailures('chat.postMessage');
+    fakes.slack.clearFailures('chat.postMessage');
     await sleep(1_500);
     const texts = threadTexts(root);
     expect(texts).toHaveLength(2);
@@ -133,16 +108,18 @@ describe.runIf(runPostgres)('Slack refusing the answer', () => {
   });
 
   it('keeps the answer across a restart: the bot killed while the post waits is replaced, and the new one posts it', async () => {
-    child = await spawnBot({ slack, agent, store, env: ENV });
-    slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
+    const child = await fakes.spawnBot(ENV);
+    fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
     const root = await ask(child.eventsUrl, 'kept across a restart');
-    await waitFor(async () => await waitingForSlack(database.url), 'the job put back to wait for Slack');
+    await waitFor(
+      async () => await waitingForSlack(fakes.database.url),
+      'the job put back to wait for Slack',
+    );
     child.child.kill('SIGKILL');
     await child.exited;
-    child = undefined;
-    slack.clearFailures('chat.postMessage');
+    fakes.slack.clearFailures('chat.postMessage');
 
-    bot = await startBot({ slack, agent, store, env: ENV });
+    await fakes.startBot(ENV);
     await waitFor(() => threadTexts(root).length > 1, 'the kept answer in the thread', 30_000);
     await finished(root);
     expect(threadTexts(root)).toEqual([

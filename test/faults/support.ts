@@ -1,10 +1,12 @@
 import pg from 'pg';
+import { afterEach, beforeEach, expect } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackMessage } from '../fakes/slack.js';
 import { TcpProxy } from '../fakes/tcp-proxy.js';
+import { type BotProcess, spawnBot } from '../helpers/bot-process.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { appMentionEvent, nextTs, postSignedEvent, type SignedPostResult } from '../helpers/slack-events.js';
-import { type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { type RunningBot, SIGNING_SECRET, type StoreChoice, startBot } from '../helpers/stack.js';
 
 /** The real bot on its own PostgreSQL database, reached through a TcpProxy the test can break. */
 export interface FaultStack {
@@ -128,4 +130,88 @@ export async function failWrites(
       await stack.sql(`DROP TRIGGER ${sequence} ON ${fault.table}`);
     },
   };
+}
+
+/**
+ * A fresh fake Slack, agent emulator and PostgreSQL database for each test of the enclosing `describe`, for
+ * tests that start, stall and kill bots themselves: the bots started through it are stopped (and the
+ * processes killed) after each test.
+ */
+export function perTestFakes(): PerTestFakes {
+  const fakes = new PerTestFakes();
+  beforeEach(() => fakes.start());
+  afterEach(() => fakes.stop());
+  return fakes;
+}
+
+export class PerTestFakes {
+  slack!: FakeSlack;
+  agent!: AgentServiceEmulator;
+  database!: TestDatabase;
+  private bots: RunningBot[] = [];
+  private processes: BotProcess[] = [];
+
+  get store(): StoreChoice {
+    return { kind: 'postgres', databaseUrl: this.database.url };
+  }
+
+  async start(): Promise<void> {
+    this.database = await createTestDatabase();
+    this.slack = await FakeSlack.start();
+    this.agent = await AgentServiceEmulator.start();
+  }
+
+  /** A bot in this process. */
+  async startBot(env: Record<string, string>): Promise<RunningBot> {
+    const bot = await startBot({ slack: this.slack, agent: this.agent, store: this.store, env });
+    this.bots.push(bot);
+    return bot;
+  }
+
+  /** A bot in its own process, which a test can stop, continue or kill. */
+  async spawnBot(env: Record<string, string>): Promise<BotProcess> {
+    const bot = await spawnBot({ slack: this.slack, agent: this.agent, store: this.store, env });
+    this.processes.push(bot);
+    return bot;
+  }
+
+  /** The prompts the agent received, in order. */
+  prompts(): (string | undefined)[] {
+    return this.agent.requestsFor('sendMessage').map((request) => request.prompt);
+  }
+
+  /**
+   * Alice mentions the bot in `channel` (in the thread `root`, else at the top level), as Slack delivers it;
+   * the message is in Slack's store too. Returns the message's ts.
+   */
+  async ask(
+    eventsUrl: string,
+    channel: string,
+    text: string,
+    where: { root?: string; ts?: string } = {},
+  ): Promise<string> {
+    const ts = where.ts ?? nextTs();
+    const body = appMentionEvent({
+      channel,
+      user: 'U0ALICE',
+      text: `<@U0BOT> ${text}`,
+      ts,
+      threadTs: where.root,
+    });
+    this.slack.ingestEvent(body);
+    expect((await postSignedEvent(eventsUrl, SIGNING_SECRET, body)).status).toBe(200);
+    return ts;
+  }
+
+  async stop(): Promise<void> {
+    for (const bot of this.processes) {
+      bot.child.kill('SIGKILL');
+      await bot.exited;
+    }
+    for (const bot of this.bots) await bot.stop();
+    this.processes = [];
+    this.bots = [];
+    await Promise.all([this.slack.stop(), this.agent.stop()]);
+    await this.database.drop();
+  }
 }

@@ -1,13 +1,10 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { TAKEOVER_GRACE_MS } from '../../src/conversation/relay.js';
 import { openDatabase } from '../../src/store/database.js';
-import { AgentServiceEmulator } from '../fakes/agent-service.js';
-import { FakeSlack } from '../fakes/slack.js';
-import { type BotProcess, spawnBot } from '../helpers/bot-process.js';
-import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '../helpers/postgres.js';
-import { appMentionEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
-import { type RunningBot, SIGNING_SECRET, type StoreChoice, startBot } from '../helpers/stack.js';
+import type { BotProcess } from '../helpers/bot-process.js';
+import { shouldRunPostgresTests } from '../helpers/postgres.js';
 import { sleep, waitFor } from '../helpers/wait.js';
+import { perTestFakes } from './support.js';
 
 /**
  * Two replicas on one PostgreSQL. A replica that only stalled (paused past its lease) may still get the
@@ -28,52 +25,27 @@ const ENV = {
 const ANSWER_LOST = /its answer was lost/;
 
 describe.runIf(runPostgres)('a job taken over from a replica', () => {
-  let database: TestDatabase;
-  let store: StoreChoice;
-  let slack: FakeSlack;
-  let agent: AgentServiceEmulator;
-  let survivor: RunningBot | undefined;
-  let first: BotProcess | undefined;
+  const fakes = perTestFakes();
 
-  beforeEach(async () => {
-    database = await createTestDatabase();
-    store = { kind: 'postgres', databaseUrl: database.url };
-    slack = await FakeSlack.start();
-    agent = await AgentServiceEmulator.start();
-  });
-  afterEach(async () => {
-    first?.child.kill('SIGKILL');
-    await first?.exited;
-    first = undefined;
-    await survivor?.stop();
-    survivor = undefined;
-    await Promise.all([slack.stop(), agent.stop()]);
-    await database.drop();
-  });
-
-  const prompts = () => agent.requestsFor('sendMessage').map((r) => r.prompt);
-  const threadTexts = (root: string) => slack.threadMessages(CHANNEL, root).map((m) => m.text);
+  const prompts = () => fakes.prompts();
+  const threadTexts = (root: string) => fakes.slack.threadMessages(CHANNEL, root).map((m) => m.text);
 
   /** Replica A (its own process) gets the user's message and sends the prompt. */
-  async function askReplicaA(text: string): Promise<string> {
-    first = await spawnBot({ slack, agent, store, env: ENV });
-    const root = nextTs();
-    const body = appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: `<@U0BOT> ${text}`, ts: root });
-    slack.ingestEvent(body);
-    expect((await postSignedEvent(first.eventsUrl, SIGNING_SECRET, body)).status).toBe(200);
+  async function askReplicaA(text: string): Promise<{ a: BotProcess; root: string }> {
+    const a = await fakes.spawnBot(ENV);
+    const root = await fakes.ask(a.eventsUrl, CHANNEL, text);
     await waitFor(() => prompts().includes(text), 'the prompt at the agent');
-    return root;
+    return { a, root };
   }
 
   it('posts the answer of a replica that stalled past its lease once, as soon as it comes, and never calls it lost', async () => {
-    agent.setLatency(5_000, 'sendMessage');
-    const root = await askReplicaA('stalled');
-    const a = first!;
+    fakes.agent.setLatency(5_000, 'sendMessage');
+    const { a, root } = await askReplicaA('stalled');
     a.child.kill('SIGSTOP');
     // Replica B starts only now, so the job is surely A's until its lease lapses.
-    survivor = await startBot({ slack, agent, store, env: ENV });
+    await fakes.startBot(ENV);
     await waitFor(
-      async () => (await job(database.url))?.attempts === 2,
+      async () => (await job(fakes.database.url))?.attempts === 2,
       'replica B took the job over',
       15_000,
     );
@@ -81,20 +53,20 @@ describe.runIf(runPostgres)('a job taken over from a replica', () => {
     a.child.kill('SIGCONT');
     const resumedAt = Date.now();
 
-    await slack.waitForCall('reactions.remove', (c) => c.args.timestamp === root, 20_000);
+    await fakes.slack.waitForCall('reactions.remove', (c) => c.args.timestamp === root, 20_000);
     await sleep(500);
     expect(threadTexts(root)).toEqual(['<@U0BOT> stalled', 'echo[s-1#1]: stalled']);
     // Nothing else was ever posted there (no "answer lost", no notice from the replica that lost the job).
-    const posts = slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root);
+    const posts = fakes.slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root);
     expect(posts.map((c) => c.args.text)).toEqual(['echo[s-1#1]: stalled']);
     expect(prompts()).toEqual(['stalled']);
     // Posted as soon as the agent's answer is in, not when A could last have been waiting for it; the
     // message shows it is being worked on until then.
-    const [sent] = agent.requestsFor('sendMessage');
+    const [sent] = fakes.agent.requestsFor('sendMessage');
     const agentAnswered = sent!.startedAt + (sent!.durationMs ?? Number.NaN);
     expect(resumedAt, 'A resumed before the agent answered').toBeLessThan(agentAnswered);
     expect(posts[0]!.at - agentAnswered).toBeLessThan(2_500);
-    const removals = slack.callsOf('reactions.remove').filter((c) => c.args.timestamp === root);
+    const removals = fakes.slack.callsOf('reactions.remove').filter((c) => c.args.timestamp === root);
     expect(
       removals.every((c) => c.at >= posts[0]!.at),
       'the working reaction stays until the answer is posted',
@@ -102,23 +74,21 @@ describe.runIf(runPostgres)('a job taken over from a replica', () => {
   });
 
   it('calls the answer of a replica that is gone lost only once AGENT_TIMEOUT_MS and the grace have passed', async () => {
-    agent.setLatency(30_000, 'sendMessage');
-    const root = await askReplicaA('gone');
-    const a = first!;
+    fakes.agent.setLatency(30_000, 'sendMessage');
+    const { a, root } = await askReplicaA('gone');
     a.child.kill('SIGKILL');
     await a.exited;
-    first = undefined;
-    const sentAt = (await job(database.url))?.sentAt;
+    const sentAt = (await job(fakes.database.url))?.sentAt;
     expect(sentAt).toBeDefined();
-    survivor = await startBot({ slack, agent, store, env: ENV });
+    await fakes.startBot(ENV);
 
-    const notice = await slack.waitForCall(
+    const notice = await fakes.slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === root && ANSWER_LOST.test(String(c.args.text)),
       20_000,
     );
     expect(notice.at - sentAt!).toBeGreaterThanOrEqual(AGENT_TIMEOUT_MS + TAKEOVER_GRACE_MS);
-    await slack.waitForCall('reactions.remove', (c) => c.args.timestamp === root, 5_000);
+    await fakes.slack.waitForCall('reactions.remove', (c) => c.args.timestamp === root, 5_000);
     await sleep(300);
     expect(threadTexts(root)).toEqual(['<@U0BOT> gone', notice.args.text]);
     expect(prompts()).toEqual(['gone']);

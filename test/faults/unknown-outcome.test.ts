@@ -1,12 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SLACK_CALL_TIMEOUT_MS } from '../../src/app.js';
-import { AgentServiceEmulator } from '../fakes/agent-service.js';
-import { FakeSlack } from '../fakes/slack.js';
-import { type BotProcess, spawnBot } from '../helpers/bot-process.js';
-import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '../helpers/postgres.js';
-import { appMentionEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
-import { type RunningBot, SIGNING_SECRET, type StoreChoice, startBot } from '../helpers/stack.js';
+import { shouldRunPostgresTests } from '../helpers/postgres.js';
+import { nextTs } from '../helpers/slack-events.js';
 import { sleep } from '../helpers/wait.js';
+import { perTestFakes } from './support.js';
 
 /**
  * A post whose outcome the bot cannot know (the connection reset, or no answer within the bot's Slack
@@ -24,56 +21,25 @@ const SLACK_REFUSED = /Slack did not take the answer/;
 const isAnswerPost = (args: Record<string, unknown>) => String(args.text).startsWith('echo');
 
 describe.runIf(runPostgres)('a post whose outcome is unknown', () => {
-  let database: TestDatabase;
-  let store: StoreChoice;
-  let slack: FakeSlack;
-  let agent: AgentServiceEmulator;
-  let bot: RunningBot | undefined;
-  let child: BotProcess | undefined;
+  const fakes = perTestFakes();
 
-  beforeEach(async () => {
-    database = await createTestDatabase();
-    store = { kind: 'postgres', databaseUrl: database.url };
-    slack = await FakeSlack.start();
-    agent = await AgentServiceEmulator.start();
-  });
-  afterEach(async () => {
-    child?.child.kill('SIGKILL');
-    await child?.exited;
-    child = undefined;
-    await bot?.stop();
-    bot = undefined;
-    await Promise.all([slack.stop(), agent.stop()]);
-    await database.drop();
-  });
-
-  const prompts = () => agent.requestsFor('sendMessage').map((r) => r.prompt);
+  const prompts = () => fakes.prompts();
   /** Copies of the answer to `text` in the thread, as people see it. */
   const answers = (root: string, text: string) =>
-    slack.threadMessages(CHANNEL, root).filter((m) => m.text === `echo[s-1#1]: ${text}`);
+    fakes.slack.threadMessages(CHANNEL, root).filter((m) => m.text === `echo[s-1#1]: ${text}`);
   const answerPosts = (root: string) =>
-    slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root && isAnswerPost(c.args));
+    fakes.slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root && isAnswerPost(c.args));
   /** The job ended: its working reaction was taken off the message. */
   const finished = (ts: string) =>
-    slack.waitForCall('reactions.remove', (c) => c.args.timestamp === ts, 30_000);
+    fakes.slack.waitForCall('reactions.remove', (c) => c.args.timestamp === ts, 30_000);
 
-  /** The user mentions the bot (in a thread when `root` is given); the message is in Slack's store too. */
-  async function ask(eventsUrl: string, text: string, root?: string, ts = nextTs()): Promise<string> {
-    const body = appMentionEvent({
-      channel: CHANNEL,
-      user: 'U0ALICE',
-      text: `<@U0BOT> ${text}`,
-      ts,
-      threadTs: root,
-    });
-    slack.ingestEvent(body);
-    expect((await postSignedEvent(eventsUrl, SIGNING_SECRET, body)).status).toBe(200);
-    return ts;
-  }
+  /** The user mentions the bot (in a thread when `root` is given). */
+  const ask = (eventsUrl: string, text: string, root?: string, ts?: string) =>
+    fakes.ask(eventsUrl, CHANNEL, text, { root, ts });
 
   it('does not post again when Slack took the answer but the connection was reset before its answer', async () => {
-    bot = await startBot({ slack, agent, store, env: ENV });
-    slack.failNext('chat.postMessage', { type: 'reset', taken: true }, 1, isAnswerPost);
+    const bot = await fakes.startBot(ENV);
+    fakes.slack.failNext('chat.postMessage', { type: 'reset', taken: true }, 1, isAnswerPost);
     const root = await ask(bot.eventsUrl, 'reset after taken');
 
     await finished(root);
@@ -81,13 +47,13 @@ describe.runIf(runPostgres)('a post whose outcome is unknown', () => {
     expect(answers(root, 'reset after taken')).toHaveLength(1);
     // Looked up, not sent again.
     expect(answerPosts(root)).toHaveLength(1);
-    expect(slack.callsOf('conversations.replies').length).toBeGreaterThan(0);
+    expect(fakes.slack.callsOf('conversations.replies').length).toBeGreaterThan(0);
     expect(prompts()).toEqual(['reset after taken']);
   });
 
   it('posts again when the reset post was not taken', async () => {
-    bot = await startBot({ slack, agent, store, env: ENV });
-    slack.failNext('chat.postMessage', { type: 'reset', taken: false }, 1, isAnswerPost);
+    const bot = await fakes.startBot(ENV);
+    fakes.slack.failNext('chat.postMessage', { type: 'reset', taken: false }, 1, isAnswerPost);
     const root = await ask(bot.eventsUrl, 'reset before taken');
 
     await finished(root);
@@ -97,63 +63,62 @@ describe.runIf(runPostgres)('a post whose outcome is unknown', () => {
   });
 
   it('does not post a notice again when Slack took it but the connection was reset before its answer', async () => {
-    bot = await startBot({ slack, agent, store, env: { ...ENV, REPLY_RETRY_WINDOW: '2s' } });
+    const bot = await fakes.startBot({ ...ENV, REPLY_RETRY_WINDOW: '2s' });
     // The answer is refused until the bot gives up on it; its notice saying so is taken, then the line drops.
-    slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
-    slack.failNext('chat.postMessage', { type: 'reset', taken: true }, 1, (args) =>
+    fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
+    fakes.slack.failNext('chat.postMessage', { type: 'reset', taken: true }, 1, (args) =>
       SLACK_REFUSED.test(String(args.text)),
     );
     const root = await ask(bot.eventsUrl, 'refused');
 
     await finished(root);
     await sleep(1_500);
-    const texts = slack.threadMessages(CHANNEL, root).map((m) => m.text);
+    const texts = fakes.slack.threadMessages(CHANNEL, root).map((m) => m.text);
     expect(texts).toHaveLength(2);
     expect(texts[1]).toMatch(SLACK_REFUSED);
   });
 
   it('posts once when Slack answers the post after 21 s, beyond the bot’s Slack timeout', async () => {
-    bot = await startBot({ slack, agent, store, env: ENV });
-    slack.setLatency('chat.postMessage', SLACK_CALL_TIMEOUT_MS + 1_000);
+    const bot = await fakes.startBot(ENV);
+    fakes.slack.setLatency('chat.postMessage', SLACK_CALL_TIMEOUT_MS + 1_000);
     const root = await ask(bot.eventsUrl, 'slow to answer');
-    await slack.waitForCall('chat.postMessage', (c) => isAnswerPost(c.args), 5_000);
+    await fakes.slack.waitForCall('chat.postMessage', (c) => isAnswerPost(c.args), 5_000);
     // Only that answer is late: Slack is fine again for whatever comes next.
-    slack.setLatency('chat.postMessage', undefined);
+    fakes.slack.setLatency('chat.postMessage', undefined);
 
     await finished(root);
     await sleep(300);
     expect(answers(root, 'slow to answer')).toHaveLength(1);
     expect(answerPosts(root)).toHaveLength(1);
     // The bot stopped waiting and looked the post up.
-    expect(slack.callsOf('conversations.replies').length).toBeGreaterThan(0);
+    expect(fakes.slack.callsOf('conversations.replies').length).toBeGreaterThan(0);
     expect(prompts()).toEqual(['slow to answer']);
   });
 
   it('finds its reply beyond the first page of a long thread when resumed after a crash', async () => {
     // A long thread: the question comes after 50 replies, and 250 more follow it before the answer.
-    const root = slack.seedMessage(CHANNEL, { user: 'U0BOB', text: 'a long discussion' });
+    const root = fakes.slack.seedMessage(CHANNEL, { user: 'U0BOB', text: 'a long discussion' });
     for (let i = 0; i < 50; i++)
-      slack.seedMessage(CHANNEL, { user: 'U0BOB', text: `before ${i}`, threadTs: root });
+      fakes.slack.seedMessage(CHANNEL, { user: 'U0BOB', text: `before ${i}`, threadTs: root });
     const question = nextTs();
     for (let i = 0; i < 250; i++)
-      slack.seedMessage(CHANNEL, { user: 'U0BOB', text: `after ${i}`, threadTs: root });
+      fakes.slack.seedMessage(CHANNEL, { user: 'U0BOB', text: `after ${i}`, threadTs: root });
     // The earlier replies are not sent along as context: the prompt stays the message alone.
     const env = { ...ENV, THREAD_CONTEXT_MESSAGES: '0' };
-    child = await spawnBot({ slack, agent, store, env });
-    slack.setLatency('chat.postMessage', 3_000);
+    const child = await fakes.spawnBot(env);
+    fakes.slack.setLatency('chat.postMessage', 3_000);
     await ask(child.eventsUrl, 'long thread', root, question);
-    await slack.waitForCall('chat.postMessage', (c) => isAnswerPost(c.args), 5_000);
+    await fakes.slack.waitForCall('chat.postMessage', (c) => isAnswerPost(c.args), 5_000);
     // Posted (the fake stores it on arrival), not recorded: killed while Slack's answer is on its way.
     child.child.kill('SIGKILL');
     await child.exited;
-    child = undefined;
-    slack.setLatency('chat.postMessage', undefined);
-    const thread = slack.threadMessages(CHANNEL, root).map((m) => m.ts);
+    fakes.slack.setLatency('chat.postMessage', undefined);
+    const thread = fakes.slack.threadMessages(CHANNEL, root).map((m) => m.ts);
     // Beyond the first page (200, the parent included) of the replies from the question on.
     expect(thread.length - thread.indexOf(question)).toBeGreaterThan(200);
     expect(thread.at(-1)).toBe(answers(root, 'long thread')[0]?.ts);
 
-    bot = await startBot({ slack, agent, store, env });
+    await fakes.startBot(env);
     await finished(question);
     await sleep(300);
     expect(answers(root, 'long thread')).toHaveLength(1);
