@@ -1,26 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MessageClaims } from '../../src/inbox/claims.js';
 import { AgentViewConversations } from '../../src/slack-in/agent-view.js';
-import { type Database, openDatabase } from '../../src/store/database.js';
-import { migrate } from '../../src/store/schema.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import { embeddedStorePerSuite } from '../helpers/embedded-store.js';
 import { sleep } from '../helpers/wait.js';
 
 describe('recognising an agent app (SLACK_AGENT_VIEW=auto), two replicas on one store', () => {
-  let dir: TempDataDir;
-  let db: Database;
-  beforeAll(async () => {
-    dir = await freshDataDir();
-    db = await openDatabase({ kind: 'embedded', dataDir: dir.path });
-    await migrate(db);
-  });
-  afterAll(async () => {
-    await db.close();
-    await dir.remove();
-  });
+  const store = embeddedStorePerSuite();
 
   it('a Messages tab opened makes its DM and its workspace agent conversations, at once where it was seen', async () => {
-    const a = new AgentViewConversations(new MessageClaims(db), 'auto');
+    const a = new AgentViewConversations(new MessageClaims(store.db), 'auto');
     expect(await a.isAgentApp('T1')).toBe(false);
     expect(await a.isAgentView('T1', 'D1')).toBe(false);
     await a.markOpened('T1', 'D1');
@@ -32,8 +20,8 @@ describe('recognising an agent app (SLACK_AGENT_VIEW=auto), two replicas on one 
 
   it('another replica learns of a DM at once, and of a workspace within the time it believes "classic"', async () => {
     const ttlMs = 300;
-    const a = new AgentViewConversations(new MessageClaims(db), 'auto', ttlMs);
-    const b = new AgentViewConversations(new MessageClaims(db), 'auto', ttlMs);
+    const a = new AgentViewConversations(new MessageClaims(store.db), 'auto', ttlMs);
+    const b = new AgentViewConversations(new MessageClaims(store.db), 'auto', ttlMs);
     expect(await b.isAgentApp('T2')).toBe(false);
     await a.markOpened('T2', 'D9');
     // A DM asks the store every time until it is known: its first message lands in a thread on any replica.
@@ -45,8 +33,8 @@ describe('recognising an agent app (SLACK_AGENT_VIEW=auto), two replicas on one 
   });
 
   it('forced on or off, asks nothing', async () => {
-    expect(await new AgentViewConversations(new MessageClaims(db), 'on').isAgentApp('T3')).toBe(true);
-    expect(await new AgentViewConversations(new MessageClaims(db), 'off').isAgentView('T3', 'D1')).toBe(
+    expect(await new AgentViewConversations(new MessageClaims(store.db), 'on').isAgentApp('T3')).toBe(true);
+    expect(await new AgentViewConversations(new MessageClaims(store.db), 'off').isAgentView('T3', 'D1')).toBe(
       false,
     );
   });
