@@ -26,6 +26,8 @@ export interface InboundMessage {
 /** A thread reset, run in turn with the thread's messages so no answer in progress revives the session. */
 export interface ResetRequest {
   thread: ThreadKey;
+  /** The request's own message (a `reset` mention): its notice in the thread is looked for from there. */
+  ts?: string;
   replyThreadTs?: string;
   /** Where to report: the thread (a `reset` mention) or the requester privately (the shortcut). */
   responseUrl?: string;

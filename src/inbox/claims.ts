@@ -4,14 +4,7 @@ import type { Database, SqlQuery } from '../store/database.js';
  * What a claim is for: acting once on a control word, telling an author once that an edit is not re-sent or
  * that a request was refused, greeting a person once in the Messages tab.
  */
-export type ClaimPurpose =
-  | 'edit-notice'
-  | 'control'
-  | 'refusal'
-  | 'greeting'
-  | 'agent-view'
-  | 'feedback'
-  | 'send-again';
+export type ClaimPurpose = 'edit-notice' | 'control' | 'refusal' | 'greeting' | 'agent-view' | 'feedback';
 
 export interface MessageRef {
   teamId: string;

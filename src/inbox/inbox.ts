@@ -17,6 +17,11 @@ export interface NewJob {
 
 export type AdmitOutcome = 'inserted' | 'duplicate' | 'thread-full' | 'rate-limited';
 
+/** A thread reset as recorded, or refused because the conversation is another person's (`starter`). */
+export type EnqueuedReset =
+  | { outcome: 'queued' | 'duplicate'; cancelled: unknown[] }
+  | { outcome: 'not-allowed'; starter: string };
+
 export interface AdmitLimits {
   /** Open jobs a thread may have; a message beyond is refused. */
   maxOpenPerThread: number;
@@ -87,6 +92,33 @@ const JOB_COLUMNS =
 const OPEN = `state IN ('pending', 'running')`;
 
 /**
+ * Inserts a job ($1 thread, $2 dedupe key, $3 kind, $4 payload, $5 user) unless a limit ($6, $7) refuses it.
+ * `turn` serialises the recording of a thread's jobs: a job's id is its place in the thread's order, and ids
+ * are taken on insert but seen on commit, so without it a job numbered first could become visible after a
+ * later one had been claimed as the thread's oldest, and both would run at once. The lock is taken before
+ * the row (and its id) exists, as the row is made from `turn`, and held until the statement commits.
+ * The counts read the statement's snapshot, taken before the lock: under a concurrent message of the same
+ * thread they may miss it (so `queued` may say false), never the dedupe, which ON CONFLICT decides.
+ */
+const ADMIT = `
+  WITH turn AS MATERIALIZED (SELECT pg_advisory_xact_lock(hashtext('inbox:' || $1))),
+  open AS (SELECT count(*) AS n FROM inbox WHERE thread_key = $1 AND ${OPEN}),
+  recent AS (
+    SELECT count(*) AS n FROM user_requests
+    WHERE $7::int > 0 AND user_id = $5 AND at > now() - interval '1 minute'),
+  known AS (SELECT EXISTS (SELECT 1 FROM inbox WHERE dedupe_key = $2) AS yes),
+  job AS (
+    INSERT INTO inbox (thread_key, dedupe_key, kind, payload, user_id, queued)
+    SELECT $1, $2, $3, $4, $5, (SELECT n FROM open) > 0 FROM turn
+    WHERE NOT (SELECT yes FROM known) AND (SELECT n FROM open) < $6
+      AND ($7::int = 0 OR (SELECT n FROM recent) < $7::int)
+    ON CONFLICT (dedupe_key) DO NOTHING
+    RETURNING id),
+  charged AS (INSERT INTO user_requests (user_id) SELECT $5 FROM job WHERE $7::int > 0)
+  SELECT (SELECT id FROM job) AS id, (SELECT n FROM open) AS open, (SELECT n FROM recent) AS recent,
+         (SELECT yes FROM known) AS known`;
+
+/**
  * The durable inbox: a job queue in SQL (the same on PostgreSQL and the embedded store), on its own tables.
  * Slack events are recorded here before they are acknowledged. A thread's turn is its oldest open job: only
  * that job can be claimed, under a row lock and a lease, so a thread's messages run one at a time and in
@@ -102,8 +134,8 @@ export class Inbox {
   ) {}
 
   /**
-   * Records a message if its thread and its sender are within limits, in one statement (this runs before
-   * Slack is acknowledged). `queued` says the job waits behind other work of its thread.
+   * Records a message if its thread and its sender are within limits, in one statement under the thread's
+   * lock (this runs before Slack is acknowledged). `queued` says the job waits behind other work of its thread.
    */
   async admit(job: NewJob, limits: AdmitLimits): Promise<{ outcome: AdmitOutcome; queued: boolean }> {
     const rows = await this.db.query<{
@@ -111,32 +143,15 @@ export class Inbox {
       open: string | number;
       recent: string | number;
       known: boolean;
-    }>(
-      `WITH open AS (SELECT count(*) AS n FROM inbox WHERE thread_key = $1 AND ${OPEN}),
-       recent AS (
-         SELECT count(*) AS n FROM user_requests
-         WHERE $7::int > 0 AND user_id = $5 AND at > now() - interval '1 minute'),
-       known AS (SELECT EXISTS (SELECT 1 FROM inbox WHERE dedupe_key = $2) AS yes),
-       job AS (
-         INSERT INTO inbox (thread_key, dedupe_key, kind, payload, user_id, queued)
-         SELECT $1, $2, $3, $4, $5, (SELECT n FROM open) > 0
-         WHERE NOT (SELECT yes FROM known) AND (SELECT n FROM open) < $6
-           AND ($7::int = 0 OR (SELECT n FROM recent) < $7::int)
-         ON CONFLICT (dedupe_key) DO NOTHING
-         RETURNING id),
-       charged AS (INSERT INTO user_requests (user_id) SELECT $5 FROM job WHERE $7::int > 0)
-       SELECT (SELECT id FROM job) AS id, (SELECT n FROM open) AS open, (SELECT n FROM recent) AS recent,
-              (SELECT yes FROM known) AS known`,
-      [
-        job.threadKey,
-        job.dedupeKey,
-        job.kind,
-        JSON.stringify(job.payload),
-        job.userId ?? null,
-        limits.maxOpenPerThread,
-        limits.userPerMinute,
-      ],
-    );
+    }>(ADMIT, [
+      job.threadKey,
+      job.dedupeKey,
+      job.kind,
+      JSON.stringify(job.payload),
+      job.userId ?? null,
+      limits.maxOpenPerThread,
+      limits.userPerMinute,
+    ]);
     const row = rows[0];
     const queued = Number(row?.open ?? 0) > 0;
     if (row?.id !== null && row?.id !== undefined) return { outcome: 'inserted', queued };
@@ -150,34 +165,48 @@ export class Inbox {
 
   /**
    * Records a thread reset behind the answer in progress, cancelling the messages still waiting (they were
-   * for the conversation being reset), in one transaction; returns their payloads. `queued` is false when
-   * the same request was recorded before (then nothing is cancelled).
+   * for the conversation being reset), in one transaction; returns their payloads. `duplicate` when the same
+   * request was recorded before (then nothing is cancelled). `noSession`: the thread has no conversation yet
+   * (its first message waits or is being answered, or it was reset or expired): it is the one the thread's
+   * oldest open message starts, so only that message's author may reset it (`not-allowed` names them).
    */
-  async enqueueReset(job: NewJob): Promise<{ queued: boolean; cancelled: unknown[] }> {
-    return this.db.transaction(async (query) => {
+  async enqueueReset(job: NewJob, options: { noSession: boolean }): Promise<EnqueuedReset> {
+    return this.db.transaction(async (query): Promise<EnqueuedReset> => {
+      await lockThread(query, job.threadKey);
+      const known = await query('SELECT 1 FROM inbox WHERE dedupe_key = $1', [job.dedupeKey]);
+      if (known.length > 0) return { outcome: 'duplicate', cancelled: [] };
+      if (options.noSession) {
+        const [oldest] = await query<{ user_id: string | null }>(
+          `SELECT user_id FROM inbox WHERE thread_key = $1 AND kind = 'message' AND ${OPEN} ORDER BY id LIMIT 1`,
+          [job.threadKey],
+        );
+        if (oldest?.user_id && oldest.user_id !== job.userId)
+          return { outcome: 'not-allowed', starter: oldest.user_id };
+      }
       const inserted = await query(
         `INSERT INTO inbox (thread_key, dedupe_key, kind, payload, user_id) VALUES ($1, $2, 'reset', $3, $4)
          ON CONFLICT (dedupe_key) DO NOTHING RETURNING 1`,
         [job.threadKey, job.dedupeKey, JSON.stringify(job.payload), job.userId ?? null],
       );
-      if (inserted.length === 0) return { queued: false, cancelled: [] };
-      return { queued: true, cancelled: await cancelWaiting(query, job.threadKey, undefined) };
+      if (inserted.length === 0) return { outcome: 'duplicate', cancelled: [] };
+      return { outcome: 'queued', cancelled: await cancelWaiting(query, job.threadKey, undefined) };
     });
   }
 
   /**
    * `stop` from `userId` in a thread, once per request (`request` is claimed in the same transaction): their
    * messages still waiting are cancelled, and their message being answered is stopped (its answer is not
-   * posted). `first` is false for a repeated delivery of the same request, which changes nothing.
+   * posted). Nobody else's work is touched: `othersGoOn` says whether any is still open in the thread.
+   * `first` is false for a repeated delivery of the same request, which changes nothing.
    */
   async stop(
     threadKey: string,
     userId: string,
     request: MessageRef,
-  ): Promise<{ first: boolean; cancelled: unknown[]; stoppedRunning: boolean }> {
+  ): Promise<{ first: boolean; cancelled: unknown[]; stoppedRunning: boolean; othersGoOn: boolean }> {
     return this.db.transaction(async (query) => {
       if (!(await claimWith(query, request, 'control')))
-        return { first: false, cancelled: [], stoppedRunning: false };
+        return { first: false, cancelled: [], stoppedRunning: false, othersGoOn: false };
       const cancelled = await cancelWaiting(query, threadKey, userId);
       const stopped = await query(
         `UPDATE inbox SET stop_requested = true
@@ -185,7 +214,11 @@ export class Inbox {
          RETURNING 1`,
         [threadKey, userId],
       );
-      return { first: true, cancelled, stoppedRunning: stopped.length > 0 };
+      const others = await query(
+        `SELECT 1 FROM inbox WHERE thread_key = $1 AND kind = 'message' AND ${OPEN} AND NOT stop_requested LIMIT 1`,
+        [threadKey],
+      );
+      return { first: true, cancelled, stoppedRunning: stopped.length > 0, othersGoOn: others.length > 0 };
     });
   }
 
@@ -462,6 +495,11 @@ function toClaimedJob(row: JobRow): ClaimedJob {
     queued: row.queued === true,
     slackFailingSince: row.slack_failing_since === null ? undefined : new Date(row.slack_failing_since),
   };
+}
+
+/** Serialises the recording of a thread's jobs until the transaction ends, as ADMIT's `turn` does. */
+async function lockThread(query: SqlQuery, threadKey: string): Promise<void> {
+  await query(`SELECT pg_advisory_xact_lock(hashtext('inbox:' || $1))`, [threadKey]);
 }
 
 /** Cancels a thread's messages that have not started (only `userId`'s, when given); returns their payloads. */

@@ -43,7 +43,7 @@ export class SessionManager {
   }
 
   /** Records activity, for idle expiry and `/agent sessions`. */
-  touch(session: ThreadSession): Promise<void> {
+  touch(session: ThreadKey & { agentId: string }): Promise<void> {
     return this.store.recordActivity(session);
   }
 

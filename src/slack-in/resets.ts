@@ -9,7 +9,8 @@ export type ResetDecision = { outcome: 'queued' | 'duplicate' } | { outcome: 'no
 
 /**
  * Thread resets, from a `reset` mention or the message shortcut: only the person who started the
- * conversation may reset it (in a DM that is the only person there). An allowed reset is recorded as a job
+ * conversation may reset it (in a DM that is the only person there); before its session exists, the author of
+ * the message that will start it. An allowed reset is recorded as a job
  * behind the answer in progress, cancelling what still waits, and is recorded before Slack is acknowledged.
  */
 export class ThreadResets {
@@ -26,17 +27,22 @@ export class ThreadResets {
     const session = await this.sessions.existing(thread, this.agentFor(thread.channelId));
     if (session && session.startedBy !== userId)
       return { outcome: 'not-allowed', starter: session.startedBy };
-    const { queued, cancelled } = await this.inbox.enqueueReset({
-      threadKey: threadKeyString(thread),
-      dedupeKey: jobKey(thread.teamId, thread.channelId, requestTs, 'reset'),
-      kind: 'reset',
-      payload: request,
-      userId,
-    });
-    if (queued) this.onQueued();
+    // Without a session the inbox decides: the conversation is then its oldest waiting message's author's.
+    const recorded = await this.inbox.enqueueReset(
+      {
+        threadKey: threadKeyString(thread),
+        dedupeKey: jobKey(thread.teamId, thread.channelId, requestTs, 'reset'),
+        kind: 'reset',
+        payload: request,
+        userId,
+      },
+      { noSession: session === undefined },
+    );
+    if (recorded.outcome === 'not-allowed') return recorded;
+    if (recorded.outcome === 'queued') this.onQueued();
     // The cancelled messages showed "queued"; cleared best effort, without holding up Slack's acknowledgement.
-    for (const message of cancelled as InboundMessage[])
+    for (const message of recorded.cancelled as InboundMessage[])
       void this.indicators.clearQueued(indicatorOf(message));
-    return { outcome: queued ? 'queued' : 'duplicate' };
+    return { outcome: recorded.outcome };
   }
 }

@@ -157,20 +157,24 @@ async function openEmbedded(dataDir: string): Promise<Database> {
 }
 
 function timed(db: Database, onQuery: (durationMs: number, ok: boolean) => void): Database {
-  return {
-    kind: db.kind,
-    async query<Row extends object>(sql: string, params?: readonly unknown[]) {
+  const time =
+    (run: SqlQuery): SqlQuery =>
+    async <Row extends object>(sql: string, params?: readonly unknown[]) => {
       const started = performance.now();
       try {
-        const rows = await db.query<Row>(sql, params);
+        const rows = await run<Row>(sql, params);
         onQuery(performance.now() - started, true);
         return rows;
       } catch (error) {
         onQuery(performance.now() - started, false);
         throw error;
       }
-    },
-    transaction: (work) => db.transaction(work),
+    };
+  return {
+    kind: db.kind,
+    query: time((sql, params) => db.query(sql, params)),
+    // Each statement of a transaction is timed as one, so the metric counts every round trip.
+    transaction: (work) => db.transaction((query) => work(time(query))),
     close: () => db.close(),
   };
 }

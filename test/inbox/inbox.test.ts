@@ -1,9 +1,11 @@
+import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type ClaimedJob, Inbox, JobInterruptedError } from '../../src/inbox/inbox.js';
 import { type Database, openDatabase } from '../../src/store/database.js';
 import { migrate } from '../../src/store/schema.js';
 import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '../helpers/postgres.js';
+import { waitFor } from '../helpers/wait.js';
 
 const runPostgres = await shouldRunPostgresTests();
 
@@ -148,14 +150,21 @@ function inboxContract(name: string, open: () => Promise<Database>) {
         const [running] = (await a.claim(1)) as [ClaimedJob];
         const request = { teamId: 'T', channelId: 'C', ts: 'stop-1' };
         const bob = await a.stop('t1', 'U-BOB', { ...request, ts: 'stop-bob' });
-        expect(bob).toMatchObject({ first: true, stoppedRunning: false });
+        // Alice's message is still being answered: Bob's stop leaves work going on in the thread.
+        expect(bob).toMatchObject({ first: true, stoppedRunning: false, othersGoOn: true });
         expect(bob.cancelled).toEqual([{ text: 'prompt 3' }]);
         const alice = await a.stop('t1', 'U-ALICE', request);
-        expect(alice).toMatchObject({ first: true, stoppedRunning: true, cancelled: [{ text: 'prompt 2' }] });
+        expect(alice).toMatchObject({
+          first: true,
+          stoppedRunning: true,
+          cancelled: [{ text: 'prompt 2' }],
+          othersGoOn: false,
+        });
         expect(await a.stop('t1', 'U-ALICE', request)).toEqual({
           first: false,
           cancelled: [],
           stoppedRunning: false,
+          othersGoOn: false,
         });
         // An answer that comes after the stop is neither kept nor posted.
         await expect(a.storeReply(running, 'not wanted any more', false)).rejects.toEqual(
@@ -184,10 +193,16 @@ function inboxContract(name: string, open: () => Promise<Database>) {
           payload: {},
           userId: 'U1',
         };
-        expect(await a.enqueueReset(reset)).toEqual({ queued: true, cancelled: [{ text: 'prompt 2' }] });
+        expect(await a.enqueueReset(reset, { noSession: false })).toEqual({
+          outcome: 'queued',
+          cancelled: [{ text: 'prompt 2' }],
+        });
         await a.admit(message('t1', '3'), NO_LIMITS);
         // A retry cancels nothing more.
-        expect(await a.enqueueReset(reset)).toEqual({ queued: false, cancelled: [] });
+        expect(await a.enqueueReset(reset, { noSession: false })).toEqual({
+          outcome: 'duplicate',
+          cancelled: [],
+        });
         const states = await db.query<{ dedupe_key: string; state: string }>(
           'SELECT dedupe_key, state FROM inbox ORDER BY id',
         );
@@ -240,5 +255,58 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
     const database = await createTestDatabase();
     databases.push(database);
     return openDatabase({ kind: 'postgres', databaseUrl: database.url, poolSize: 4 });
+  });
+
+  it("never hands out a thread's later message while an earlier one is still being recorded", async () => {
+    // Sequence numbers are taken when a row is inserted, but rows become visible when they commit: a
+    // message numbered first may become visible last. Here the first message's recording is held after it
+    // took its number: another transaction holds an uncommitted row with its key (as a concurrent delivery
+    // of the same message would), while a second message of the same thread is recorded by another replica.
+    const database = await createTestDatabase();
+    databases.push(database);
+    const db = await openDatabase({ kind: 'postgres', databaseUrl: database.url, poolSize: 4 });
+    const holder = new pg.Client({ connectionString: database.url });
+    // pg_stat_activity is read once per transaction: the holder's own would not see the waiters change.
+    const observer = new pg.Client({ connectionString: database.url });
+    try {
+      await migrate(db);
+      const a = new Inbox(db, 'replica-a', LEASE_MS);
+      const b = new Inbox(db, 'replica-b', LEASE_MS);
+      await Promise.all([holder.connect(), observer.connect()]);
+      const lockWaiters = async () =>
+        Number(
+          (
+            await observer.query<{ n: string }>(
+              `SELECT count(*) AS n FROM pg_stat_activity
+               WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+            )
+          ).rows[0]?.n,
+        );
+      await holder.query('BEGIN');
+      await holder.query(
+        `INSERT INTO inbox (thread_key, dedupe_key, kind, payload) VALUES ('elsewhere', 't1:1', 'message', '{}')`,
+      );
+      const first = a.admit(message('t1', '1'), NO_LIMITS);
+      await waitFor(async () => (await lockWaiters()) === 1, 'the first message held mid-recording');
+      let secondRecorded = false;
+      const second = b.admit(message('t1', '2'), NO_LIMITS).then((result) => {
+        secondRecorded = true;
+        return result;
+      });
+      await waitFor(async () => secondRecorded || (await lockWaiters()) === 2, 'the second message sent');
+
+      // Whatever is visible now, no message of t1 may start: the first one is not visible yet.
+      const meanwhile = await b.claim(10);
+      await holder.query('ROLLBACK');
+      expect((await first).outcome).toBe('inserted');
+      expect((await second).outcome).toBe('inserted');
+      expect(meanwhile.map((job) => job.dedupeKey)).toEqual([]);
+      const [turn] = await a.claim(10);
+      expect(turn?.dedupeKey).toBe('t1:1');
+      expect(await b.claim(10)).toEqual([]);
+    } finally {
+      await Promise.all([holder.end().catch(() => {}), observer.end().catch(() => {})]);
+      await db.close();
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDatabase, StoreError } from '../../src/store/database.js';
+import { freshDataDir } from '../helpers/embedded-store.js';
 import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '../helpers/postgres.js';
 
 const runPostgres = await shouldRunPostgresTests();
@@ -28,6 +29,29 @@ describe.runIf(runPostgres)('PostgreSQL handle', () => {
       expect(await db.query('SELECT $1::int AS n', [2])).toEqual([{ n: 2 }]);
     } finally {
       await Promise.all([db.close(), admin.close()]);
+    }
+  });
+});
+
+describe('store timing', () => {
+  it('times every statement, those inside a transaction too, and says which failed', async () => {
+    const dir = await freshDataDir();
+    const timings: boolean[] = [];
+    const db = await openDatabase(
+      { kind: 'embedded', dataDir: dir.path },
+      { onQuery: (_durationMs, ok) => timings.push(ok) },
+    );
+    try {
+      await db.query('SELECT 1');
+      await db.transaction(async (query) => {
+        await query('SELECT 2');
+        await query('SELECT 3');
+      });
+      await expect(db.query('SELECT * FROM no_such_table')).rejects.toBeInstanceOf(StoreError);
+      expect(timings).toEqual([true, true, true, false]);
+    } finally {
+      await db.close();
+      await dir.remove();
     }
   });
 });
