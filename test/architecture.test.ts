@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { cruise, type IModule } from 'dependency-cruiser';
 import { describe, expect, it } from 'vitest';
 
@@ -68,5 +69,19 @@ describe('the layout of src/', () => {
         .map((dependency) => `${module.source} → ${dependency.resolved}`),
     );
     expect(cycles).toEqual([]);
+  });
+
+  it("talks HTTP only through the design card's clients: axios to the agent service and response_url, Bolt's WebClient to Slack's Web API", () => {
+    const importers = (name: string) =>
+      modules
+        .filter((module) => module.dependencies.some((dependency) => dependency.module === name))
+        .map((module) => module.source)
+        .sort();
+    expect(importers('axios')).toEqual(['src/agent/client.ts', 'src/slack-out/replies.ts']);
+    for (const other of ['undici', 'node-fetch', 'got', 'ky']) expect(importers(other)).toEqual([]);
+    const withFetch = modules
+      .filter((module) => /\bfetch\(/.test(readFileSync(module.source, 'utf8')))
+      .map((module) => module.source);
+    expect(withFetch).toEqual([]);
   });
 });

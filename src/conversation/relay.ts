@@ -81,8 +81,8 @@ interface JobOutput {
 /**
  * Runs one inbox job: a message (prompt → agent → reply in the thread) or a thread reset. Progress is
  * checkpointed in the job, so a job taken over after a crash resumes where it stopped: the prompt is never
- * sent twice and nothing is posted twice. Before each Slack side effect the job is checked to be still this
- * process's and still wanted (its author may have stopped it).
+ * sent twice, and nothing recorded as posted or found in the thread is posted again. Before each Slack side
+ * effect the job is checked to be still this process's and still wanted (its author may have stopped it).
  */
 export class Relay {
   /** Set when shutdown stops waiting for the jobs still running: they must not act any more. */
@@ -142,18 +142,21 @@ export class Relay {
           () => false,
         ),
     });
-    let outcome: JobOutcome = { kind: 'done' };
+    // Only a job that is over (done, or stopped by its author) takes its indicators down. One deferred, taken
+    // over, or that threw (a store error: it is retaken once its lease lapses) keeps them: the answer is coming.
+    let over = false;
     try {
-      outcome = await this.answer(job, message, target, working, logger);
+      const outcome = await this.answer(job, message, target, working, logger).catch((error: unknown) => {
+        if (!(error instanceof SlackPostError)) throw error;
+        return this.slackFailed(job, target, error, logger);
+      });
+      over = outcome.kind === 'done';
       return outcome;
     } catch (error) {
-      if (error instanceof JobInterruptedError && error.reason === 'lost') outcome = { kind: 'lost' };
-      if (!(error instanceof SlackPostError)) throw error;
-      outcome = await this.slackFailed(job, target, error, logger);
-      return outcome;
+      over = error instanceof JobInterruptedError && error.reason === 'stopped';
+      throw error;
     } finally {
-      // A job deferred or taken over keeps its indicators: the answer is still coming, later or from another owner.
-      await working.end(outcome.kind === 'done' ? 'clear' : 'leave');
+      await working.end(over ? 'clear' : 'leave');
     }
   }
 
@@ -167,6 +170,11 @@ export class Relay {
     const { inbox } = this.options;
     if (job.agentReply !== undefined) {
       await this.postOutput(job, recorded, target, { text: job.agentReply, isNotice: job.replyIsNotice });
+      // An answer kept through a Slack outage or a takeover: the thread is active now, when it is read.
+      if (!job.replyIsNotice) {
+        const agentId = this.options.agentFor(recorded.thread.channelId);
+        await this.touch({ ...recorded.thread, agentId }, logger);
+      }
       return { kind: 'done' };
     }
     if (job.sentAt) return this.resumeAfterSend(job, recorded, target, logger);
@@ -281,6 +289,7 @@ export class Relay {
         botUserId: this.options.botUserId,
         resolveUserName: this.options.resolveUserName,
         maxChars: this.options.maxPromptChars,
+        threadTs: message.thread.threadTs,
       });
     }
     if (message.agentThread) sent = await this.withViewedChannel(message, sent);
@@ -410,10 +419,7 @@ export class Relay {
     blocks: SlackReplyPart['blocks'] = [],
   ): Promise<void> {
     const { replies } = this.options;
-    if (
-      job.attempts > 1 &&
-      (await replies.postedJobParts(target, (job.payload as InboundMessage).ts, job.dedupeKey)).has(name)
-    ) {
+    if (job.attempts > 1 && (await replies.postedJobParts(target, postsFrom(job), job.dedupeKey)).has(name)) {
       return;
     }
     await this.assertWanted(job);
@@ -438,6 +444,8 @@ export class Relay {
         { err: error, ref: referenceId, failingForMs: failingFor },
         'Slack refused the answer for too long; giving up',
       );
+      // The failed post may have taken long: the job may have been stopped or taken over meanwhile.
+      await this.assertWanted(job);
       await this.options.replies.notice(target, slackRefusedNotice(referenceId));
       return { kind: 'done' };
     }
@@ -450,35 +458,51 @@ export class Relay {
     return { kind: 'defer', delayMs, slackFailure: true };
   }
 
+  /**
+   * Ends the thread's conversation. Like an answer, its words are recorded before anything is done, so a reset
+   * run again (its end not recorded, or taken over) says what the first run found, and says it once.
+   */
   private async runReset(job: ClaimedJob, request: ResetRequest): Promise<JobOutcome> {
-    const { sessions, replies } = this.options;
-    const retired = await sessions.retireWhere(
-      {
-        teamId: request.thread.teamId,
-        channelId: request.thread.channelId,
-        threadTs: request.thread.threadTs,
-      },
-      'reset',
-    );
+    const { inbox, sessions, replies } = this.options;
+    const thread = {
+      teamId: request.thread.teamId,
+      channelId: request.thread.channelId,
+      threadTs: request.thread.threadTs,
+    };
+    const recordedNow = job.agentReply === undefined && !request.silent;
+    let text = job.agentReply;
+    if (recordedNow) {
+      text = threadResetText((await sessions.list(thread)).length);
+      await inbox.storeReply(job, text, true);
+    } else {
+      await this.assertWanted(job);
+    }
+    // Again on a rerun: a crash may have come between recording the words and retiring the session.
+    await sessions.retireWhere(thread, 'reset');
     // The conversation is over; the next message in the thread starts a new one (and a new session).
     if (request.agentSession) await replies.closeSessions([request.thread]);
-    if (request.silent) return { kind: 'done' };
-    const text = threadResetText(retired.length);
+    if (text === undefined) return { kind: 'done' };
     if (request.responseUrl) {
-      await replies.respond(request.responseUrl, text);
+      // A private answer cannot be looked up afterwards: only the run that recorded the words sends it (so
+      // it may be missing after a crash right here, never doubled).
+      if (recordedNow) {
+        await this.assertWanted(job);
+        await replies.respond(request.responseUrl, text);
+      }
       return { kind: 'done' };
     }
     const target = { channel: request.thread.channelId, threadTs: request.replyThreadTs };
     try {
-      await replies.postJobMessage(target, noticePart(text), { job: job.dedupeKey, part: 'reset' });
+      await this.postNotice(job, target, 'reset', text);
     } catch (error) {
+      if (!(error instanceof SlackPostError)) throw error;
       // The reset itself is done; its notice is best effort.
       this.jobLogger(job, request.thread).warn({ err: error }, 'could not post the reset notice');
     }
     return { kind: 'done' };
   }
 
-  private async touch(session: ThreadSession, logger: Logger): Promise<void> {
+  private async touch(session: ThreadKey & { agentId: string }, logger: Logger): Promise<void> {
     await this.options.sessions.touch(session).catch((error: unknown) => {
       logger.warn({ err: error }, 'could not record thread activity');
     });
@@ -494,6 +518,15 @@ export class Relay {
       thread: thread.threadTs,
     });
   }
+}
+
+/**
+ * Where a job's own posts are looked for: from its Slack message on. A reset recorded before it kept its
+ * message's ts is looked for from its thread's start (or, at the top level of a DM, among the latest).
+ */
+function postsFrom(job: ClaimedJob): string {
+  const payload = job.payload as Partial<InboundMessage & ResetRequest>;
+  return payload.ts ?? payload.replyThreadTs ?? '0';
 }
 
 function noticePart(text: string): SlackReplyPart {

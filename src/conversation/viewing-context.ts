@@ -10,7 +10,8 @@ export interface ViewingKey {
 /**
  * Which channel each person is looking at while talking to the bot in its Messages tab (Slack's
  * `app_context_changed`), and which one the agent was last told about: the next prompt mentions the channel
- * only when it changed. Keyed by the person's DM, or by the person when Slack names no DM. Holds ids only.
+ * only when it changed. Keyed by the person (Slack's documented event names no DM), or by the DM when Slack
+ * names no person. Holds ids only.
  */
 export class ViewingContext {
   constructor(private readonly db: Database) {}
@@ -51,5 +52,5 @@ export class ViewingContext {
 }
 
 function keyOf(key: ViewingKey): string | undefined {
-  return key.dmChannel ?? (key.userId ? `user:${key.userId}` : undefined);
+  return key.userId ? `user:${key.userId}` : key.dmChannel;
 }

@@ -89,6 +89,8 @@ export function boltLogger(logger: Logger): SlackLogger {
   const write =
     (level: 'debug' | 'info' | 'warn' | 'error') =>
     (...parts: unknown[]) => {
+      // WebClient logs several debug lines per call: not even formatted unless they will be written.
+      if (!child.isLevelEnabled(level)) return;
       const error = parts.find((part): part is Error => part instanceof Error);
       const text = parts
         .filter((part) => part !== error)

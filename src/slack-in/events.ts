@@ -12,6 +12,8 @@ export interface EventEnvelope {
   team_id: string;
   event_id?: string;
   event: { type: string; [field: string]: unknown };
+  /** Whom the event is delivered for (Slack sends one entry); a person's has `is_bot: false`. */
+  authorizations?: readonly { user_id?: unknown; is_bot?: unknown }[];
 }
 
 export function isEventEnvelope(body: unknown): body is EventEnvelope {
@@ -23,6 +25,15 @@ export function isEventEnvelope(body: unknown): body is EventEnvelope {
     candidate.event !== null &&
     typeof candidate.event.type === 'string'
   );
+}
+
+/**
+ * The person an event is about when the event does not name them: `app_context_changed` carries only its
+ * `context`, and Slack names the viewer as the envelope's authorization with `is_bot: false`.
+ */
+export function authorizedPerson(envelope: EventEnvelope): string | undefined {
+  const entry = envelope.authorizations?.find((candidate) => candidate.is_bot === false);
+  return typeof entry?.user_id === 'string' && entry.user_id !== '' ? entry.user_id : undefined;
 }
 
 /** The fields of a human-authored message the bot acts on, whatever event carried it. */

@@ -1,4 +1,5 @@
 import type { types } from '@slack/bolt';
+import { neutraliseBroadcasts } from './broadcasts.js';
 import { fitsTableBlock, monospaceTable, piecesOf, tableBlock } from './tables.js';
 
 /**
@@ -88,30 +89,6 @@ function capped(markdown: string, maxChars: number): string {
 
 const FENCE = '`'.repeat(3);
 const FENCE_LINE = /^\s*(?:`{3,}|~{3,})/gm;
-
-/** Zero-width space: `@here` followed by it reads the same but notifies nobody. */
-const INERT = '\u200B';
-
-/**
- * Broadcasts (`<!here>`, `<!channel>`, `<!everyone>`, user-group mentions `<!subteam^…>`, and their plain
- * `@here` forms) become inert text: an agent steered by a crafted prompt must not ping a whole channel.
- * Mentions of single people (`<@U…>`) stay: anyone in the thread could mention them too.
- */
-export function neutraliseBroadcasts(text: string): string {
-  return text
-    .replace(
-      /<!(here|channel|everyone)(?:\|[^>]*)?>/gi,
-      (_m, word: string) => `@${INERT}${word.toLowerCase()}`,
-    )
-    .replace(
-      /<!subteam\^[^>|]*(?:\|@?([^>]*))?>/gi,
-      (_m, label: string | undefined) => `@${INERT}${label || 'group'}`,
-    )
-    .replace(
-      /(^|[^\w@])@(here|channel|everyone)\b/gi,
-      (_m, before: string, word: string) => `${before}@${INERT}${word}`,
-    );
-}
 
 /** A plain-text message for bot notices (errors, help), escaped so Slack shows it literally. */
 export function plainText(text: string): string {

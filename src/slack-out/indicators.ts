@@ -13,7 +13,10 @@ export const AGENT_LOADING_MESSAGES = [
 ];
 /** Slack drops a status after about two minutes without a message; it is set again well before. */
 export const AGENT_STATUS_REFRESH_MS = 90_000;
-/** Slack moves a session out of `processing` after an hour; a slower answer sets it again before. */
+/**
+ * A precaution, not a documented limit: Slack documents no expiry of `processing`, but a very slow answer sets
+ * it again now and then, as the two-minute status line needs, in case Slack ever drops it. Harmless if not.
+ */
 export const SESSION_PROCESSING_REFRESH_MS = 50 * 60_000;
 
 export const SLOW_NOTICE =
@@ -93,7 +96,12 @@ export class WorkIndicators {
   /** Marks the message as being worked on; `end()` the result on every ending. */
   showWorking(target: IndicatorTarget, options: WorkingOptions = {}): Working {
     if (target.agentSession && target.replyThreadTs) {
-      return this.showAgentSession(target.channelId, target.replyThreadTs, target.agentSession);
+      return this.showAgentSession(
+        target.channelId,
+        target.replyThreadTs,
+        target.agentSession,
+        options.stillWanted,
+      );
     }
     // Not awaited: the reaction shows up while the prompt is already on its way (it is awaited before removal).
     let adding: Promise<void> | undefined;
@@ -148,15 +156,17 @@ export class WorkIndicators {
   }
 
   /**
-   * An agent session's indicator: `processing` at once (Slack shows its stop button), set again before Slack's
-   * one-hour limit, and `active` on every ending. In the Messages tab also the thread's "is thinking…" line,
+   * An agent session's indicator: `processing` at once (Slack shows its stop button), set again every 50
+   * minutes as a precaution, and `active` on every ending. In the Messages tab also the thread's "is thinking…" line,
    * set again before Slack's two-minute expiry and reworded once the agent is slow (a notice message would
-   * clear it). Each call waits for the one before, so an ending never reaches Slack before the start.
+   * clear it). Each call waits for the one before, so an ending never reaches Slack before the start. What a
+   * timer sets is set only while `stillWanted`: after a takeover the other owner may have ended the work.
    */
   private showAgentSession(
     channel: string,
     threadTs: string,
     session: NonNullable<IndicatorTarget['agentSession']>,
+    stillWanted: () => Promise<boolean> = async () => true,
   ): Working {
     let line = AGENT_STATUS;
     let calls: Promise<unknown> = this.replies.setSessionStatus(
@@ -168,27 +178,33 @@ export class WorkIndicators {
     const then = (call: () => Promise<unknown>) => {
       calls = calls.then(call, call);
     };
+    const whileWanted = (call: () => Promise<unknown>) =>
+      then(async () => {
+        if (await stillWanted()) await call();
+      });
     const showLine = () => this.replies.setThreadStatus(channel, threadTs, line, AGENT_LOADING_MESSAGES);
     const timers: NodeJS.Timeout[] = [
       setInterval(
-        () => then(() => this.replies.setSessionStatus(channel, threadTs, 'processing')),
+        () => whileWanted(() => this.replies.setSessionStatus(channel, threadTs, 'processing')),
         SESSION_PROCESSING_REFRESH_MS,
       ),
     ];
     if (session.messagesTab) {
       then(showLine);
-      timers.push(setInterval(() => then(showLine), this.statusRefreshMs));
+      timers.push(setInterval(() => whileWanted(showLine), this.statusRefreshMs));
       if (this.slowNoticeMs > 0) {
         timers.push(
           setTimeout(() => {
             line = AGENT_SLOW_STATUS;
-            then(showLine);
+            whileWanted(showLine);
           }, this.slowNoticeMs),
         );
       }
     }
     for (const timer of timers) timer.unref();
     return {
+      // By rename, not in the creating setStatus (which takes a title): the title is known only once the prompt is
+      // built and its conversation found new, after the `processing` call that must show the stop button at once.
       setTitle: (title) => then(() => this.replies.renameSession(channel, threadTs, title)),
       end: async (how = 'clear') => {
         for (const timer of timers) clearTimeout(timer);

@@ -1,5 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ErrorCode, type WebClient } from '@slack/web-api';
+import {
+  type ConversationsRepliesResponse,
+  ErrorCode,
+  type KnownBlock,
+  type WebClient,
+} from '@slack/web-api';
+import axios from 'axios';
 import type { Logger } from '../observability/logger.js';
 import { slackErrorCode } from './client.js';
 import { plainText, type SlackReplyPart } from './format.js';
@@ -49,10 +55,18 @@ const TRANSIENT_ERRORS = new Set([
   'request_timeout',
 ]);
 const NO_THREAD_ERRORS = new Set(['thread_not_found', 'message_not_found']);
-/** Tries of a notice Slack refused (429, HTTP error status). */
+const RESPONSE_URL_TIMEOUT_MS = 10_000;
+/** Tries of a notice Slack refused (429, 503). */
 const NOTICE_ATTEMPTS = 4;
 /** Pages of a thread read when looking for what a job already posted (200 messages each). */
 const MAX_HISTORY_PAGES = 25;
+/** Thread context reads at most this many pages of this size (1,000 messages), from the thread's start. */
+const CONTEXT_PAGES = 5;
+const CONTEXT_PAGE_SIZE = 200;
+
+type ThreadReply = NonNullable<ConversationsRepliesResponse['messages']>[number];
+/** The last `n` items (none for n <= 0, where slice(-0) would keep them all). */
+const lastOf = <T>(items: readonly T[], n: number): T[] => (n > 0 ? items.slice(-n) : []);
 
 /**
  * A post that failed. `transient`: Slack may take it later (`uncertain`: it may even have taken this one, so
@@ -86,6 +100,13 @@ export class SlackReplies {
     /** The bot's own user id: its messages are not context. */
     private readonly botUserId = '',
   ) {}
+
+  /** response_url is a plain HTTPS endpoint of Slack's, not a Web API method: posted to with axios, as Bolt does. */
+  private readonly responseUrls = axios.create({
+    maxRedirects: 0,
+    timeout: RESPONSE_URL_TIMEOUT_MS,
+    headers: { 'content-type': 'application/json' },
+  });
 
   /** Posts one message of a job, marked with metadata; throws SlackPostError. Returns its ts. */
   async postJobMessage(
@@ -153,8 +174,12 @@ export class SlackReplies {
   }
 
   /**
-   * Up to `limit` messages of a thread before `beforeTs`, oldest first, without the bot's own. Empty when the
-   * thread cannot be read (the bot is not in the channel, a scope is missing): context is a nicety.
+   * Up to `limit` messages of a thread before `beforeTs`, oldest first, without the bot's own: the thread's
+   * first message and the last ones read (what "this" most likely means). Slack pages a thread oldest first
+   * and has no newest-first order, so it is read from its start, up to CONTEXT_PAGES pages (1,000 messages):
+   * when more than that came before `beforeTs`, the last ones read are from the middle of the thread, not
+   * those just before the mention. Empty when the thread cannot be read (the bot is not in the channel, a
+   * scope is missing): context is a nicety.
    */
   async threadMessagesBefore(
     channel: string,
@@ -162,27 +187,39 @@ export class SlackReplies {
     beforeTs: string,
     limit: number,
   ): Promise<ThreadMessage[]> {
+    const relevant = (message: ThreadReply) =>
+      Number(message.ts) < Number(beforeTs) && message.user !== this.botUserId;
+    let first: ThreadReply | undefined;
+    let latest: ThreadReply[] = [];
     try {
-      const found = await this.client.conversations.replies({
-        channel,
-        ts: threadTs,
-        latest: beforeTs,
-        inclusive: false,
-        limit: limit + 1,
-      });
-      return (found.messages ?? [])
-        .filter((message) => Number(message.ts) < Number(beforeTs) && message.user !== this.botUserId)
-        .slice(-limit)
-        .map((message) => ({
-          ts: message.ts ?? '',
-          userId: message.bot_id ? undefined : message.user,
-          botName: message.bot_profile?.name,
-          text: message.text ?? '',
-        }));
+      let cursor: string | undefined;
+      for (let page = 0; page < CONTEXT_PAGES; page++) {
+        const found = await this.client.conversations.replies({
+          channel,
+          ts: threadTs,
+          latest: beforeTs,
+          inclusive: false,
+          limit: CONTEXT_PAGE_SIZE,
+          ...(cursor ? { cursor } : {}),
+        });
+        const messages = (found.messages ?? []).filter(relevant);
+        // The thread's first message leads the first page (and may lead every page: kept once).
+        if (page === 0 && messages[0]?.ts === threadTs) first = messages[0];
+        latest = lastOf([...latest, ...messages.filter((message) => message.ts !== threadTs)], limit);
+        cursor = found.response_metadata?.next_cursor || undefined;
+        if (!found.has_more || !cursor) break;
+      }
     } catch (error) {
       this.logger.warn({ err: error }, 'could not read the thread for context; sending the message alone');
       return [];
     }
+    const kept = first ? [first, ...lastOf(latest, limit - 1)] : latest;
+    return kept.map((message) => ({
+      ts: message.ts ?? '',
+      userId: message.bot_id ? undefined : message.user,
+      botName: message.bot_profile?.name,
+      text: message.text ?? '',
+    }));
   }
 
   /** A channel's name, when the bot can see the channel (conversations.info answers); else undefined. */
@@ -214,8 +251,9 @@ export class SlackReplies {
 
   /**
    * A message in a thread (best effort, for after-ack notices); returns its ts, or undefined if it failed.
-   * Posted again after a 429 or an HTTP error status, never after a timeout or a reset: that post may be in
-   * the thread already, and nothing marks a notice to look it up.
+   * Posted again only when Slack refused it (429, or 503: not taken in), never after another HTTP error (a
+   * gateway's 502 or 504 may come after Slack took it), a timeout or a reset: that post may be in the thread
+   * already, and nothing marks a notice to look it up.
    */
   async notice(target: ReplyTarget, text: string): Promise<string | undefined> {
     for (let attempt = 1; ; attempt++) {
@@ -228,8 +266,10 @@ export class SlackReplies {
           })
         ).ts;
       } catch (error) {
-        const code = (error as { code?: string } | undefined)?.code;
-        const refused = code === ErrorCode.RateLimitedError || code === ErrorCode.HTTPError;
+        const failure = error as { code?: string; statusCode?: number } | undefined;
+        const refused =
+          failure?.code === ErrorCode.RateLimitedError ||
+          (failure?.code === ErrorCode.HTTPError && failure.statusCode === 503);
         if (!refused || attempt >= NOTICE_ATTEMPTS) {
           this.logger.warn({ err: error }, 'could not post a notice');
           return undefined;
@@ -240,35 +280,31 @@ export class SlackReplies {
   }
 
   /** A note only one person sees, so the thread stays about the conversation. Best effort. */
-  async ephemeral(target: ReplyTarget, user: string, text: string, blocks?: unknown[]): Promise<void> {
+  async ephemeral(target: ReplyTarget, user: string, text: string, blocks?: KnownBlock[]): Promise<void> {
     try {
       await this.client.chat.postEphemeral({
         channel: target.channel,
         user,
         thread_ts: target.threadTs,
         text,
-        ...(blocks ? { blocks: blocks as never } : {}),
+        ...(blocks ? { blocks } : {}),
       });
     } catch (error) {
       this.logger.warn({ err: error }, 'could not post a private note');
     }
   }
 
-  /** Answers a slash command, shortcut or button through its response_url (valid for 30 minutes). Best effort. */
-  async respond(responseUrl: string, text: string, extra: { replaceOriginal?: boolean } = {}): Promise<void> {
+  /**
+   * Answers a slash command, shortcut or button privately through its response_url (valid for 30 minutes).
+   * Best effort: a failure is logged, never thrown.
+   */
+  async respond(responseUrl: string, text: string): Promise<void> {
     try {
-      const response = await fetch(responseUrl, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          response_type: 'ephemeral',
-          text,
-          replace_original: extra.replaceOriginal ?? false,
-        }),
-        redirect: 'error',
-        signal: AbortSignal.timeout(10_000),
+      await this.responseUrls.post(responseUrl, {
+        response_type: 'ephemeral',
+        replace_original: false,
+        text,
       });
-      if (!response.ok) throw new Error(`response_url answered HTTP ${response.status}`);
     } catch (error) {
       this.logger.warn({ err: error }, 'could not answer through response_url');
     }
@@ -284,9 +320,9 @@ export class SlackReplies {
   }
 
   /** Replaces a message's content (e.g. a notice whose button was used). Best effort. */
-  async updateMessage(channel: string, ts: string, text: string, blocks: unknown[] = []): Promise<void> {
+  async updateMessage(channel: string, ts: string, text: string, blocks: KnownBlock[] = []): Promise<void> {
     try {
-      await this.client.chat.update({ channel, ts, text, blocks: blocks as never });
+      await this.client.chat.update({ channel, ts, text, blocks });
     } catch (error) {
       this.logger.warn({ err: error }, 'could not update a message');
     }
@@ -399,7 +435,7 @@ export class SlackReplies {
         channel_id: channel,
         title,
         prompts: [...prompts],
-      } as never);
+      });
     } catch (error) {
       this.logger.warn({ err: error }, 'could not set the suggested prompts');
     }

@@ -1,4 +1,5 @@
 import type { types } from '@slack/bolt';
+import { neutraliseBroadcasts } from './broadcasts.js';
 
 /**
  * Markdown tables (GitHub's pipe syntax) in an agent's reply. Slack's `markdown` block does not render them, so
@@ -89,11 +90,14 @@ export function fitsTableBlock(table: MarkdownTable): boolean {
 
 /** The table as a Slack `table` block, each cell as text. */
 export function tableBlock(table: MarkdownTable): types.KnownBlock {
+  // One settings object per column up to the last aligned one (`{}`: Slack's defaults); Slack applies its
+  // defaults to the columns after the list (docs: table block, column_settings).
+  const aligned = table.align.findLastIndex((align) => align !== undefined) + 1;
   const block = {
     type: 'table',
     rows: table.rows.map((row) => row.map((cell) => ({ type: 'raw_text', text: displayText(cell) || ' ' }))),
-    ...(table.align.some((align) => align !== undefined)
-      ? { column_settings: table.align.map((align) => (align ? { align } : null)) }
+    ...(aligned > 0
+      ? { column_settings: table.align.slice(0, aligned).map((align) => (align ? { align } : {})) }
       : {}),
   };
   // `table` is newer than the block types @slack/types 2 lists.
@@ -143,11 +147,16 @@ function alignmentOf(delimiter: string): 'left' | 'center' | 'right' | undefined
   return undefined;
 }
 
-/** A cell as people should read it: emphasis and code markers dropped, links as "label (url)". */
+/**
+ * A cell as people should read it: emphasis and code markers dropped, links as "label (url)". Broadcasts are
+ * made inert again: dropping markers can make one (`@**here**`).
+ */
 function displayText(cell: string): string {
-  return cell
-    .replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, '$1 ($2)')
-    .replace(/(\*\*|__)(.+?)\1/g, '$2')
-    .replace(/`([^`]+)`/g, '$1')
-    .replace(/<br\s*\/?>/gi, ' ');
+  return neutraliseBroadcasts(
+    cell
+      .replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, '$1 ($2)')
+      .replace(/(\*\*|__)(.+?)\1/g, '$2')
+      .replace(/`([^`]+)`/g, '$1')
+      .replace(/<br\s*\/?>/gi, ' '),
+  );
 }

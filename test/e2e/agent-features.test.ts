@@ -1,13 +1,14 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
-import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
+import { DEFAULT_SCOPES, FakeSlack, type FakeSlackOptions, type SlackApiCall } from '../fakes/slack.js';
+import { botPerSuite, type SuiteBot } from '../helpers/bot-per-suite.js';
 import { type BotProcess, spawnBot } from '../helpers/bot-process.js';
 import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import {
-  agentSessionStoppedEvent,
   appContextChangedEvent,
   appMentionEvent,
   blockActionsPayload,
+  channelLifecycleEvent,
   messageEvent,
   nextTs,
   postSignedEvent,
@@ -20,43 +21,47 @@ const CHANNEL = 'C0AGENTS';
 const ALICE = 'U0ALICE';
 const textOf = (call: SlackApiCall) => String(call.args.text);
 const prompts = (agent: AgentServiceEmulator) => agent.requestsFor('sendMessage').map((r) => r.prompt ?? '');
-/** Session statuses with Slack's repeats folded (the thread status line moves a session too). */
+/** Every status a session was set to, and the Web API method that set it. */
 const transitions = (slack: FakeSlack, channel: string, threadTs: string) =>
-  (slack.agentSession(channel, threadTs)?.history ?? [])
-    .map((transition) => transition.status)
-    .filter((status, i, all) => status !== all[i - 1]);
+  (slack.agentSession(channel, threadTs)?.history ?? []).map(({ status, via }) => `${status} via ${via}`);
 
-function useStack(env: Record<string, string>, slackOptions: Parameters<typeof FakeSlack.start>[0] = {}) {
-  const stack = {} as { slack: FakeSlack; agent: AgentServiceEmulator; bot: RunningBot; dir: TempDataDir };
-  beforeAll(async () => {
-    stack.dir = await freshDataDir();
-    stack.slack = await FakeSlack.start({
+function useStack(env: Record<string, string>, slackOptions: FakeSlackOptions = {}): SuiteBot {
+  return botPerSuite({
+    slack: {
       users: { U0ALICE: { name: 'alice' }, U0BOB: { name: 'bob' } },
       channels: {
         C0PUBLIC: { name: 'design-review' },
+        C0ROADMAP: { name: 'roadmap' },
         G0SECRET: { name: 'secret-plans', type: 'group', botIsMember: false },
+        G0PRIVATE: { name: 'private-plans', type: 'group' },
         D0ALICE: { type: 'im', user: ALICE },
       },
       ...slackOptions,
-    });
-    stack.agent = await AgentServiceEmulator.start();
-    stack.bot = await startBot({
-      slack: stack.slack,
-      agent: stack.agent,
-      store: { kind: 'embedded', dataDir: stack.dir.path },
-      env: { AGENT_TIMEOUT_MS: '2000', ...env },
-    });
+    },
+    env: { AGENT_TIMEOUT_MS: '2000', ...env },
   });
-  afterAll(async () => {
-    await stack.bot.stop();
-    await Promise.all([stack.slack.stop(), stack.agent.stop(), stack.dir.remove()]);
-  });
-  return stack;
 }
 
 const send = (bot: RunningBot, body: unknown) => postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body);
 const mentionIn = (channel: string, text: string, ts: string, threadTs?: string, user = ALICE) =>
   appMentionEvent({ channel, user, text: `<@U0BOT> ${text}`, ts, threadTs });
+
+/** Asks in a new conversation (a channel thread, or a Messages-tab thread) and waits for its answer; its session id. */
+async function answered(stack: SuiteBot, channel: string, text: string, root: string): Promise<string> {
+  const { slack, bot } = stack;
+  await send(
+    bot,
+    channel.startsWith('D')
+      ? messageEvent({ channel, channelType: 'im', user: ALICE, text, ts: root })
+      : mentionIn(channel, text, root),
+  );
+  const reply = await slack.waitForCall(
+    'chat.postMessage',
+    (c) => c.args.thread_ts === root && textOf(c).includes(text),
+  );
+  await waitFor(() => slack.agentSession(channel, root)?.status === 'active', 'active after the answer');
+  return /^echo\[(s-\d+)#/.exec(textOf(reply))?.[1] ?? '';
+}
 
 describe('an agent app: channel threads are agent sessions', () => {
   const stack = useStack({ SLACK_AGENT_VIEW: 'true' });
@@ -88,10 +93,38 @@ describe('an agent app: channel threads are agent sessions', () => {
 
     await send(bot, mentionIn(CHANNEL, 'reset', nextTs(), root));
     await waitFor(() => slack.agentSession(CHANNEL, root)?.status === 'closed', 'closed on reset');
-    expect(transitions(slack, CHANNEL, root)).toEqual(['processing', 'active', 'closed']);
+    expect(transitions(slack, CHANNEL, root)).toEqual([
+      'processing via agents.sessions.setStatus',
+      'active via agents.sessions.setStatus',
+      'closed via agents.sessions.setStatus',
+    ]);
   });
 
-  it('stop (the button, or the word) drops the answer in progress, says so, and the next message goes on in the same session', async () => {
+  it('closes every session of a channel when it is archived, and deletes them on the agent service', async () => {
+    const { slack, agent, bot } = stack;
+    const [first, second] = [nextTs(), nextTs()];
+    const sessions = [
+      await answered(stack, 'C0DOOMED', 'first topic', first),
+      await answered(stack, 'C0DOOMED', 'second topic', second),
+    ];
+    const archive = channelLifecycleEvent('channel_archive', { channel: 'C0DOOMED' });
+    slack.ingestEvent(archive);
+    await send(bot, archive);
+    for (const root of [first, second]) {
+      await slack.waitForAgentSessionStatus('C0DOOMED', root, 'closed');
+      expect(transitions(slack, 'C0DOOMED', root)).toEqual([
+        'processing via agents.sessions.setStatus',
+        'active via agents.sessions.setStatus',
+        'closed via agents.sessions.setStatus',
+      ]);
+    }
+    await waitFor(
+      () => !agent.sessionsOf(AGENT_ID).some((session) => sessions.includes(session.sessionId)),
+      'agent sessions deleted',
+    );
+  });
+
+  it('the stop button drops the answer in progress, says so, and the next message goes on in the same session', async () => {
     const { slack, agent, bot } = stack;
     const root = nextTs();
     await send(bot, mentionIn(CHANNEL, 'first question', root));
@@ -103,9 +136,8 @@ describe('an agent app: channel threads are agent sessions', () => {
     try {
       await send(bot, mentionIn(CHANNEL, 'a long job', nextTs(), root));
       await waitFor(() => prompts(agent).includes('a long job'), 'prompt sent');
-      expect(
-        (await send(bot, agentSessionStoppedEvent({ channel: CHANNEL, user: ALICE, threadTs: root }))).status,
-      ).toBe(200);
+      // Throws unless Slack would show the button: the session is processing.
+      expect((await send(bot, slack.pressStopButton(CHANNEL, root, ALICE))).status).toBe(200);
       const notice = await slack.waitForCall(
         'chat.postMessage',
         (c) => c.args.thread_ts === root && textOf(c).includes('Stopped'),
@@ -114,6 +146,7 @@ describe('an agent app: channel threads are agent sessions', () => {
         /dropped the answer I was waiting for\. The agent had already received that message and may have acted on it/,
       );
       await waitFor(() => slack.agentSession(CHANNEL, root)?.status === 'active', 'active again at once');
+      expect(slack.agentSession(CHANNEL, root)?.history.at(-1)?.via).toBe('agents.sessions.setStatus');
       await waitFor(
         () => agent.requestsFor('sendMessage').some((r) => r.prompt === 'a long job' && r.status === 200),
         'agent done',
@@ -129,6 +162,82 @@ describe('an agent app: channel threads are agent sessions', () => {
       (c) => c.args.thread_ts === root && textOf(c).includes('and now?'),
     );
     expect(textOf(next)).toMatch(/^echo\[s-\d+#3\]: and now\?$/);
+  });
+
+  it('the word stop in an agent session does what the button does', async () => {
+    const { slack, agent, bot } = stack;
+    const root = nextTs();
+    agent.setLatency(800, 'sendMessage');
+    try {
+      await send(bot, mentionIn(CHANNEL, 'another long job', root));
+      await waitFor(() => prompts(agent).includes('another long job'), 'prompt sent');
+      expect(slack.agentSession(CHANNEL, root)?.stopButtonVisible).toBe(true);
+      await send(bot, mentionIn(CHANNEL, 'stop', nextTs(), root));
+      const notice = await slack.waitForCall(
+        'chat.postMessage',
+        (c) => c.args.thread_ts === root && textOf(c).includes('Stopped'),
+      );
+      expect(textOf(notice)).toMatch(/^:octagonal_sign: Stopped: dropped the answer I was waiting for\./);
+      await waitFor(() => slack.agentSession(CHANNEL, root)?.status === 'active', 'active again at once');
+      await waitFor(
+        () =>
+          agent.requestsFor('sendMessage').some((r) => r.prompt === 'another long job' && r.status === 200),
+        'agent done',
+      );
+    } finally {
+      agent.setLatency(0, 'sendMessage');
+    }
+    await sleep(300);
+    expect(slack.threadMessages(CHANNEL, root).filter((m) => m.text.includes('another long job'))).toEqual(
+      [],
+    );
+    expect(transitions(slack, CHANNEL, root).at(-1)).toBe('active via agents.sessions.setStatus');
+    expect(slack.agentSession(CHANNEL, root)?.stopButtonVisible).toBe(false);
+  });
+
+  it("someone else's stop cancels only their queued message: the answer in progress stays, and so does processing", async () => {
+    const { slack, agent, bot } = stack;
+    const root = nextTs();
+    agent.setLatency(800, 'sendMessage');
+    try {
+      await send(bot, mentionIn(CHANNEL, 'alice long job', root));
+      await waitFor(() => prompts(agent).includes('alice long job'), 'prompt sent');
+      const bobs = nextTs();
+      await send(bot, mentionIn(CHANNEL, 'bob waits', bobs, root, 'U0BOB'));
+      await slack.waitForCall('reactions.add', (c) => c.args.timestamp === bobs);
+      await send(bot, slack.pressStopButton(CHANNEL, root, 'U0BOB'));
+      const notice = await slack.waitForCall(
+        'chat.postMessage',
+        (c) => c.args.thread_ts === root && textOf(c).includes('Stopped'),
+      );
+      expect(textOf(notice)).toBe(':octagonal_sign: Stopped: cancelled 1 queued message.');
+      // Alice's answer is still coming, so the session still shows it, stop button and all.
+      await sleep(200);
+      expect(slack.agentSession(CHANNEL, root)).toMatchObject({
+        status: 'processing',
+        stopButtonVisible: true,
+      });
+      await send(bot, slack.pressStopButton(CHANNEL, root, 'U0BOB'));
+      const nothing = await slack.waitForCall(
+        'chat.postMessage',
+        (c) => c.args.thread_ts === root && textOf(c).startsWith('Nothing of yours'),
+      );
+      expect(textOf(nothing)).toBe(
+        'Nothing of yours is waiting for the agent in this conversation, so there is nothing to stop.',
+      );
+      const answer = await slack.waitForCall(
+        'chat.postMessage',
+        (c) => c.args.thread_ts === root && textOf(c).includes('alice long job'),
+      );
+      expect(textOf(answer)).toMatch(/^echo\[s-\d+#1\]: alice long job$/);
+      // Processing until the answer was posted, active after it.
+      const history = slack.agentSession(CHANNEL, root)?.history ?? [];
+      expect(history.filter((h) => h.at < answer.at).map((h) => h.status)).toEqual(['processing']);
+    } finally {
+      agent.setLatency(0, 'sendMessage');
+    }
+    await waitFor(() => slack.agentSession(CHANNEL, root)?.status === 'active', 'active after the answer');
+    expect(prompts(agent)).not.toContain('bob waits');
   });
 
   it('sends the earlier messages of a thread with a first mention in it, labelled as context; later prompts carry only themselves', async () => {
@@ -174,6 +283,32 @@ describe('an agent app: channel threads are agent sessions', () => {
     expect(prompts(agent).at(-1)).toBe('and the risks?');
   });
 
+  it('in a thread longer than THREAD_CONTEXT_MESSAGES, sends its first message and the latest ones before the mention', async () => {
+    const { slack, agent, bot } = stack;
+    const root = slack.seedMessage(CHANNEL, { user: 'U0BOB', text: 'Release planning for 4.2' });
+    // 250 replies: more than one page of conversations.replies, which Slack returns oldest first.
+    for (let i = 1; i <= 250; i++)
+      slack.seedMessage(CHANNEL, { user: ALICE, text: `note ${i}`, threadTs: root });
+    const ts = nextTs();
+    slack.seedMessage(CHANNEL, { user: ALICE, text: '<@U0BOT> so, ship it?', ts, threadTs: root });
+    await send(bot, mentionIn(CHANNEL, 'so, ship it?', ts, root));
+    await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('so, ship it?'),
+    );
+    const notes = Array.from({ length: 19 }, (_, i) => `@alice: note ${232 + i}`);
+    expect(prompts(agent).at(-1)).toBe(
+      [
+        '[Context: the earlier messages of this Slack thread, oldest first]',
+        '@bob: Release planning for 4.2',
+        ...notes,
+        '[End of context. The message for you:]',
+        '',
+        'so, ship it?',
+      ].join('\n'),
+    );
+  });
+
   it('posts a Markdown table of the answer as a Slack table block', async () => {
     const { slack, agent, bot } = stack;
     agent.setReplyFn(() => 'Owners:\n\n| Area | Owner |\n|---|---|\n| API | Ada |\n| UI | Bob |');
@@ -188,6 +323,22 @@ describe('an agent app: channel threads are agent sessions', () => {
         ['API', 'Ada'],
         ['UI', 'Bob'],
       ]);
+    } finally {
+      agent.setReplyFn(({ sessionId, turn, prompt }) => `echo[${sessionId}#${turn}]: ${prompt}`);
+    }
+  });
+
+  it('aligns the columns of a table as the Markdown says, with a settings object for every column up to the last aligned one', async () => {
+    const { slack, agent, bot } = stack;
+    agent.setReplyFn(() => '| Item | Note | Cost |\n|---|---|--:|\n| Tea | hot | 3 |\n| Cake | - | 4 |');
+    const root = nextTs();
+    try {
+      await send(bot, mentionIn(CHANNEL, 'the bill?', root));
+      const reply = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+      const blocks = reply.args.blocks as { type: string; column_settings?: unknown }[];
+      expect(blocks.map((block) => block.type)).toEqual(['table', 'context_actions']);
+      expect(blocks[0]?.column_settings).toEqual([{}, {}, { align: 'right' }]);
+      expect(slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root)).toHaveLength(1);
     } finally {
       agent.setReplyFn(({ sessionId, turn, prompt }) => `echo[${sessionId}#${turn}]: ${prompt}`);
     }
@@ -230,25 +381,164 @@ describe('an agent app: channel threads are agent sessions', () => {
   });
 });
 
+describe('an agent app: an idle conversation closes its Slack session', () => {
+  const stack = useStack({ SLACK_AGENT_VIEW: 'true', SESSION_IDLE_TTL: '2s' });
+
+  it('closes the session of a conversation idle longer than SESSION_IDLE_TTL, in a channel and in the Messages tab', async () => {
+    const { slack, agent } = stack;
+    const [inChannel, inTab] = [nextTs(), nextTs()];
+    await answered(stack, CHANNEL, 'then silence', inChannel);
+    await answered(stack, 'D0ALICE', 'quiet now', inTab);
+    for (const [channel, root] of [
+      [CHANNEL, inChannel],
+      ['D0ALICE', inTab],
+    ] as const) {
+      await slack.waitForAgentSessionStatus(channel, root, 'closed', 8_000);
+      expect(transitions(slack, channel, root)).toEqual([
+        'processing via agents.sessions.setStatus',
+        'active via agents.sessions.setStatus',
+        'closed via agents.sessions.setStatus',
+      ]);
+    }
+    await waitFor(() => agent.sessionsOf(AGENT_ID).length === 0, 'agent sessions deleted', 8_000);
+  });
+});
+
+describe('thread context within its limits', () => {
+  // Installed before groups:history was in the manifest: private channels cannot be read back.
+  const stack = useStack(
+    { MAX_PROMPT_CHARS: '400' },
+    { scopes: DEFAULT_SCOPES.filter((scope) => scope !== 'groups:history') },
+  );
+  const mentionMidThread = async (channel: string, root: string, text: string) => {
+    const ts = nextTs();
+    stack.slack.seedMessage(channel, { user: ALICE, text: `<@U0BOT> ${text}`, ts, threadTs: root });
+    await send(stack.bot, mentionIn(channel, text, ts, root));
+    await stack.slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes(text),
+    );
+    return prompts(stack.agent).at(-1) ?? '';
+  };
+
+  it('keeps the first message, cut to fit, and the latest ones whole when MAX_PROMPT_CHARS is tight', async () => {
+    const { slack } = stack;
+    const opening = `Release plan for 4.2: ${'we freeze on Monday, test all week, and ship on Friday; '.repeat(4)}`;
+    const root = slack.seedMessage(CHANNEL, { user: 'U0BOB', text: opening });
+    for (let i = 1; i <= 12; i++)
+      slack.seedMessage(CHANNEL, { user: ALICE, text: `note ${i}`, threadTs: root });
+    const prompt = await mentionMidThread(CHANNEL, root, 'so, ship it?');
+    expect(prompt.length).toBeLessThanOrEqual(400);
+    const lines = prompt.split('\n');
+    expect(lines[0]).toBe('[Context: the earlier messages of this Slack thread, oldest first]');
+    expect(lines[1]).toMatch(/^@bob: Release plan for 4\.2: we freeze on Monday, .*…$/);
+    expect(lines[1]?.length).toBeLessThan(`@bob: ${opening}`.length);
+    const notes = lines.slice(2, -3);
+    expect(notes.length).toBeGreaterThanOrEqual(5);
+    // The latest ones before the mention, whole and in order.
+    expect(notes).toEqual(
+      Array.from({ length: notes.length }, (_, i) => `@alice: note ${13 - notes.length + i}`),
+    );
+    expect(lines.slice(-3)).toEqual(['[End of context. The message for you:]', '', 'so, ship it?']);
+  });
+
+  it('sends the message alone when the thread cannot be read', async () => {
+    const { slack, bot } = stack;
+    const root = slack.seedMessage('G0PRIVATE', { user: 'U0BOB', text: 'Shall we move the offsite?' });
+    slack.seedMessage('G0PRIVATE', { user: ALICE, text: 'Maybe to May', threadTs: root });
+    expect(await mentionMidThread('G0PRIVATE', root, 'what do you think?')).toBe('what do you think?');
+    const read = slack.callsOf('conversations.replies').find((c) => c.args.channel === 'G0PRIVATE');
+    expect(read).toBeDefined();
+    expect(bot.logs.text).toContain('could not read the thread for context; sending the message alone');
+  });
+});
+
+describe('thread context turned off', () => {
+  const stack = useStack({ THREAD_CONTEXT_MESSAGES: '0' });
+
+  it('sends a first mention mid-thread alone, without reading the thread', async () => {
+    const { slack, agent, bot } = stack;
+    const root = slack.seedMessage(CHANNEL, { user: 'U0BOB', text: 'We could ship on Monday' });
+    slack.seedMessage(CHANNEL, { user: ALICE, text: 'Or Tuesday?', threadTs: root });
+    const ts = nextTs();
+    slack.seedMessage(CHANNEL, { user: ALICE, text: '<@U0BOT> which day?', ts, threadTs: root });
+    await send(bot, mentionIn(CHANNEL, 'which day?', ts, root));
+    await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('which day?'),
+    );
+    expect(prompts(agent).at(-1)).toBe('which day?');
+    expect(slack.callsOf('conversations.replies')).toEqual([]);
+  });
+});
+
 describe('an agent app: the Messages tab tells which channel the person looks at', () => {
   const stack = useStack({ SLACK_AGENT_VIEW: 'true' });
 
-  it('passes a channel the bot can see once, on the next prompt after it changed; never one it cannot see', async () => {
+  const ask = async (text: string) => {
     const { slack, agent, bot } = stack;
-    const ask = async (text: string) => {
-      const ts = nextTs();
-      await send(bot, messageEvent({ channel: 'D0ALICE', channelType: 'im', user: ALICE, text, ts }));
-      await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === ts && textOf(c).includes(text));
-      return prompts(agent).at(-1);
-    };
-    await send(bot, appContextChangedEvent({ user: ALICE, channel: 'D0ALICE', viewing: 'C0PUBLIC' }));
+    const ts = nextTs();
+    await send(bot, messageEvent({ channel: 'D0ALICE', channelType: 'im', user: ALICE, text, ts }));
+    await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === ts && textOf(c).includes(text));
+    return prompts(agent).at(-1);
+  };
+
+  it('passes a channel the bot can see once, on the next prompt after it changed; never one it cannot see', async () => {
+    const { bot } = stack;
+    // As Slack documents the event: the viewer only in the envelope's authorizations, no user or channel.
+    await send(bot, appContextChangedEvent({ viewer: ALICE, viewing: 'C0PUBLIC' }));
     expect(await ask('summarise the discussion')).toBe(
       '[The person is looking at the Slack channel #design-review while writing this.]\n\nsummarise the discussion',
     );
     expect(await ask('anything else?')).toBe('anything else?');
     // A private channel the bot is not in: its name must not reach the agent.
-    await send(bot, appContextChangedEvent({ user: ALICE, channel: 'D0ALICE', viewing: 'G0SECRET' }));
+    await send(bot, appContextChangedEvent({ viewer: ALICE, viewing: 'G0SECRET' }));
     expect(await ask('what about here?')).toBe('what about here?');
+  });
+
+  it('takes the most relevant channel (entities come ordered by relevance); an empty context names none', async () => {
+    const { bot } = stack;
+    await send(
+      bot,
+      appContextChangedEvent({
+        viewer: ALICE,
+        entities: [
+          { type: 'slack#/types/canvas_id', value: 'F0CANVAS' },
+          { type: 'slack#/types/channel_id', value: 'C0ROADMAP' },
+          { type: 'slack#/types/channel_id', value: 'C0PUBLIC' },
+        ],
+      }),
+    );
+    expect(await ask('what is planned?')).toBe(
+      '[The person is looking at the Slack channel #roadmap while writing this.]\n\nwhat is planned?',
+    );
+    await send(bot, appContextChangedEvent({ viewer: ALICE }));
+    await send(bot, appContextChangedEvent({ viewer: ALICE, viewing: 'C0PUBLIC' }));
+    await send(bot, appContextChangedEvent({ viewer: ALICE }));
+    expect(await ask('and now?')).toBe('and now?');
+  });
+
+  it('also reads a user and channel on the event, which @slack/types declares though Slack documents neither', async () => {
+    const { bot } = stack;
+    await send(
+      bot,
+      appContextChangedEvent({
+        viewer: ALICE,
+        viewing: 'C0ROADMAP',
+        undocumented: { user: ALICE, channel: 'D0ALICE' },
+      }),
+    );
+    await send(
+      bot,
+      appContextChangedEvent({
+        viewer: ALICE,
+        viewing: 'C0PUBLIC',
+        undocumented: { user: ALICE, channel: 'D0ALICE' },
+      }),
+    );
+    expect(await ask('what changed?')).toBe(
+      '[The person is looking at the Slack channel #design-review while writing this.]\n\nwhat changed?',
+    );
   });
 });
 

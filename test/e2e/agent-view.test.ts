@@ -3,13 +3,7 @@ import { AGENT_STATUS } from '../../src/slack-out/indicators.js';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
 import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
-import {
-  agentSessionStoppedEvent,
-  appHomeOpenedEvent,
-  messageEvent,
-  nextTs,
-  postSignedEvent,
-} from '../helpers/slack-events.js';
+import { appHomeOpenedEvent, messageEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
 import { type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
@@ -157,13 +151,16 @@ describe('agent experience (Messages tab)', () => {
     // The conversation is an agent session: named once after its first prompt, processing while answered.
     const titles = slack.callsOf('agents.sessions.rename').filter((c) => c.args.thread_ts === first);
     expect(titles.map((c) => c.args.title)).toEqual(['Plan my week please']);
-    // (The thread status line moves the session too, as Slack's bridge does: repeated states are folded.)
+    // Each status through agents.sessions.setStatus: the thread's status line does not move the session.
     const transitions = () =>
-      (slack.agentSession(DM, first)?.history ?? [])
-        .map((transition) => transition.status)
-        .filter((status, i, all) => status !== all[i - 1]);
+      (slack.agentSession(DM, first)?.history ?? []).map(({ status, via }) => `${status} via ${via}`);
     await waitFor(() => transitions().length === 4, 'session set twice');
-    expect(transitions()).toEqual(['processing', 'active', 'processing', 'active']);
+    expect(transitions()).toEqual([
+      'processing via agents.sessions.setStatus',
+      'active via agents.sessions.setStatus',
+      'processing via agents.sessions.setStatus',
+      'active via agents.sessions.setStatus',
+    ]);
     const session = slack.agentSession(DM, first);
     expect(session).toMatchObject({ initiatorUserId: ALICE, title: 'Plan my week please', status: 'active' });
 
@@ -221,9 +218,8 @@ describe('agent experience (Messages tab)', () => {
       );
       await send(bot, dmMessage('queued one', nextTs(), root));
       await send(bot, dmMessage('queued two', nextTs(), root));
-      expect(
-        (await send(bot, agentSessionStoppedEvent({ channel: DM, user: ALICE, threadTs: root }))).status,
-      ).toBe(200);
+      // Throws unless Slack would show the button: the session is processing.
+      expect((await send(bot, slack.pressStopButton(DM, root, ALICE))).status).toBe(200);
       const notice = await slack.waitForCall(
         'chat.postMessage',
         (c) => c.args.thread_ts === root && /stop|cancel/i.test(textOf(c)),
@@ -242,6 +238,7 @@ describe('agent experience (Messages tab)', () => {
     expect(prompts).not.toContain('queued one');
     expect(prompts).not.toContain('queued two');
     await waitFor(() => statusCalls(slack, root).at(-1)?.args.status === '', 'status cleared');
+    expect(slack.agentSession(DM, root)).toMatchObject({ status: 'active', stopButtonVisible: false });
     // The answer in progress was dropped, not posted.
     expect(slack.callsOf('chat.postMessage').filter((c) => textOf(c).includes('a long question'))).toEqual(
       [],

@@ -1,7 +1,7 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import { botPerSuite } from '../helpers/bot-per-suite.js';
 import { shouldRunPostgresTests } from '../helpers/postgres.js';
 import {
   appMentionEvent,
@@ -378,42 +378,24 @@ forEachStore(runPostgres, (kind, prepare) =>
 );
 
 describe('idle expiry', () => {
-  let slack: FakeSlack;
-  let agent: AgentServiceEmulator;
-  let bot: RunningBot;
-  let dir: TempDataDir;
-  beforeAll(async () => {
-    dir = await freshDataDir();
-    slack = await FakeSlack.start();
-    agent = await AgentServiceEmulator.start();
-    bot = await startBot({
-      slack,
-      agent,
-      store: { kind: 'embedded', dataDir: dir.path },
-      env: { SESSION_IDLE_TTL: '2s' },
-    });
-  });
-  afterAll(async () => {
-    await bot.stop();
-    await Promise.all([slack.stop(), agent.stop(), dir.remove()]);
-  });
+  const stack = botPerSuite({ env: { SESSION_IDLE_TTL: '2s' } });
 
   it('deletes the session of a thread idle longer than SESSION_IDLE_TTL, and keeps an active one', async () => {
     const idleRoot = nextTs();
-    await mention(bot, { channel: 'C0IDLE', text: '<@U0BOT> then silence', ts: idleRoot });
+    await mention(stack.bot, { channel: 'C0IDLE', text: '<@U0BOT> then silence', ts: idleRoot });
     const idle = sessionIdIn(
-      textOf(await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === idleRoot)),
+      textOf(await stack.slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === idleRoot)),
     );
     const busyRoot = nextTs();
-    await mention(bot, { channel: 'C0IDLE', text: '<@U0BOT> keep talking', ts: busyRoot });
+    await mention(stack.bot, { channel: 'C0IDLE', text: '<@U0BOT> keep talking', ts: busyRoot });
     const busy = sessionIdIn(
-      textOf(await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === busyRoot)),
+      textOf(await stack.slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === busyRoot)),
     );
     for (let i = 0; i < 3; i++) {
       await sleep(900);
-      await mention(bot, { channel: 'C0IDLE', text: `<@U0BOT> still here ${i}`, threadTs: busyRoot });
+      await mention(stack.bot, { channel: 'C0IDLE', text: `<@U0BOT> still here ${i}`, threadTs: busyRoot });
     }
-    await waitFor(() => !liveSessions(agent).includes(idle), 'idle session deleted', 8_000);
-    expect(liveSessions(agent)).toContain(busy);
+    await waitFor(() => !liveSessions(stack.agent).includes(idle), 'idle session deleted', 8_000);
+    expect(liveSessions(stack.agent)).toContain(busy);
   });
 });

@@ -2,7 +2,9 @@ import { Agent, request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
+import { type FaultStack, readiness, startFaultStack } from '../faults/support.js';
 import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import { shouldRunPostgresTests } from '../helpers/postgres.js';
 import {
   appMentionEvent,
   channelLifecycleEvent,
@@ -17,6 +19,7 @@ import { metric, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/st
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const CHANNEL = 'C0OPS';
+const runPostgres = await shouldRunPostgresTests();
 
 interface Stack {
   slack: FakeSlack;
@@ -128,6 +131,62 @@ describe('metrics', () => {
     expect(await metric(bot, 'jobs_in_flight')).toBe(1);
     expect(await metric(bot, 'inbox_open_jobs{state="running"}')).toBe(1);
     expect(await metric(bot, 'inbox_open_jobs{state="pending"}')).toBe(1);
+  });
+});
+
+describe('the admin port (HTTP mode)', () => {
+  it('serves /metrics there and not on PORT, where Slack posts; the health endpoints answer on both', async () => {
+    const { bot } = await startStack();
+
+    const onPort = await fetch(`${bot.baseUrl}/metrics`);
+    expect(onPort.status).toBe(404);
+    expect(await onPort.text()).not.toContain('slack_events_received_total');
+    const onAdmin = await fetch(`${bot.adminUrl}/metrics`);
+    expect(onAdmin.status).toBe(200);
+    expect(onAdmin.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(await onAdmin.text()).toContain('# TYPE slack_events_received_total counter');
+
+    for (const url of [bot.baseUrl, bot.adminUrl]) {
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      const ready = await fetch(`${url}/readyz`);
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toMatchObject({ status: 'ready', store: 'ok' });
+    }
+  });
+});
+
+describe.runIf(runPostgres)('readiness on PostgreSQL', () => {
+  let faults: FaultStack | undefined;
+  afterEach(async () => {
+    await faults?.stop();
+    faults = undefined;
+  });
+
+  /** The readiness check's statement as PostgreSQL receives it: a simple query, 'Q', length, text, zero byte. */
+  const CHECK = Buffer.concat([Buffer.from('Q'), Buffer.alloc(4), Buffer.from('SELECT 1\0')]);
+  CHECK.writeInt32BE(CHECK.length - 1, 1);
+
+  it('is cached for about a second: probes on both ports within it cost the store one query', async () => {
+    faults = await startFaultStack();
+    const { bot, proxy } = faults;
+    // No answer of an earlier probe is left to reuse.
+    await sleep(1_100);
+    const before = proxy.countSent(CHECK);
+
+    const started = Date.now();
+    const statuses: number[] = [];
+    while (Date.now() - started < 600) {
+      statuses.push(...(await readiness(bot)));
+      await sleep(20);
+    }
+    expect(statuses.length).toBeGreaterThanOrEqual(10);
+    expect(new Set(statuses)).toEqual(new Set([200]));
+    expect(proxy.countSent(CHECK) - before).toBe(1);
+
+    // A second later the store is asked again.
+    await sleep(started + 1_100 - Date.now());
+    expect(await readiness(bot)).toEqual([200, 200]);
+    expect(proxy.countSent(CHECK) - before).toBe(2);
   });
 });
 

@@ -125,9 +125,9 @@ function checkTable(block: Json, pointer: string): number {
     }
     settings.forEach((setting, i) => {
       const settingPointer = `${pointer}/column_settings/${i}`;
-      // null skips a column.
-      if (setting === null) return;
-      if (!isRecord(setting)) invalid('must be an object or null', settingPointer);
+      // Each item is a settings object (all fields optional, so `{}` keeps a column's defaults); the
+      // documented schema has no other kind of item.
+      if (!isRecord(setting)) invalid('must be an object', settingPointer);
       if (setting.align !== undefined && !COLUMN_ALIGNMENTS.has(String(setting.align))) {
         invalid('align must be left, center or right', `${settingPointer}/align`);
       }

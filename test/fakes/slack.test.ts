@@ -9,7 +9,7 @@ import {
   blockActionsPayload,
   postSignedInteraction,
 } from '../helpers/slack-events.js';
-import { FakeSlack } from './slack.js';
+import { DEFAULT_SCOPES, FakeSlack } from './slack.js';
 
 describe('FakeSlack', () => {
   let slack: FakeSlack;
@@ -62,6 +62,32 @@ describe('FakeSlack', () => {
       data: { error: 'invalid_auth' },
     });
     expect(slack.calls.at(-1)?.tokenKind).toBe('invalid');
+  });
+
+  it('reads a conversation only with its history scope, and never a private one the bot is not in', async () => {
+    await slack.stop();
+    slack = await FakeSlack.start({
+      scopes: DEFAULT_SCOPES.filter((scope) => scope !== 'groups:history'),
+      channels: { G0HIDDEN: { type: 'group', botIsMember: false }, G0MINE: { type: 'group' } },
+    });
+    const client = webClient();
+    const root = slack.seedMessage('C1', { user: 'U0ALICE', text: 'public' });
+    await expect(client.conversations.replies({ channel: 'C1', ts: root })).resolves.toMatchObject({
+      ok: true,
+    });
+    const mine = slack.seedMessage('G0MINE', { user: 'U0ALICE', text: 'private' });
+    for (const read of [
+      client.conversations.replies({ channel: 'G0MINE', ts: mine }),
+      client.conversations.history({ channel: 'G0MINE' }),
+    ]) {
+      await expect(read).rejects.toMatchObject({
+        data: { error: 'missing_scope', needed: 'groups:history' },
+      });
+    }
+    const hidden = slack.seedMessage('G0HIDDEN', { user: 'U0ALICE', text: 'secret' });
+    await expect(client.conversations.replies({ channel: 'G0HIDDEN', ts: hidden })).rejects.toMatchObject({
+      data: { error: 'channel_not_found' },
+    });
   });
 
   it('rate limits with Retry-After, which WebClient waits out before retrying', async () => {
@@ -326,7 +352,7 @@ describe('FakeSlack agent sessions', () => {
     expect(slack.pressStopButton('C1', root, 'U0ALICE').event.streaming_message_ts).toEqual([]);
   });
 
-  it('moves the session with chat.stopStream session_status and the assistant.threads bridge', async () => {
+  it('moves the session with chat.stopStream session_status, and not with assistant.threads calls', async () => {
     const stream = await client.chat.startStream({
       channel: 'C1',
       thread_ts: root,
@@ -337,20 +363,32 @@ describe('FakeSlack agent sessions', () => {
     >[0]);
     await client.assistant.threads.setStatus({ channel_id: 'C1', thread_ts: root, status: 'is thinking…' });
     await client.assistant.threads.setStatus({ channel_id: 'C1', thread_ts: root, status: '' });
-    await client.assistant.threads.setTitle({ channel_id: 'C1', thread_ts: root, title: 'Bridged' });
+    await client.assistant.threads.setTitle({
+      channel_id: 'C1',
+      thread_ts: root,
+      title: 'Not a session title',
+    });
     const second = await client.chat.startStream({ channel: 'C1', thread_ts: root, markdown_text: 'Again' });
     await client.chat.stopStream({ channel: 'C1', ts: second.ts! });
 
     const session = slack.agentSession('C1', root);
+    // Slack documents no bridge from assistant.threads.* to agent sessions: only the thread's own state moves.
     expect(session?.history.map((h) => `${h.status} by ${h.via}`)).toEqual([
       'processing by chat.startStream',
       'suspended by chat.stopStream',
-      'processing by assistant.threads.setStatus',
-      'active by assistant.threads.setStatus',
       'processing by chat.startStream',
       'active by chat.stopStream',
     ]);
-    expect(session?.title).toBe('Bridged');
+    expect(session?.title).toBeUndefined();
+    expect(session?.titles).toEqual([]);
+    expect(slack.assistantThread('C1', root)).toMatchObject({ status: '', title: 'Not a session title' });
+    // Nor does a status line create a session.
+    await client.assistant.threads.setStatus({
+      channel_id: 'C1',
+      thread_ts: '8.000001',
+      status: 'is thinking…',
+    });
+    expect(slack.agentSession('C1', '8.000001')).toBeUndefined();
   });
 
   it('refuses a stopStream session_status Slack does not know, and leaves the stream open', async () => {
@@ -363,28 +401,6 @@ describe('FakeSlack agent sessions', () => {
       client.chat.appendStream({ channel: 'C1', ts: stream.ts!, markdown_text: '…' }),
     ).resolves.toMatchObject({ ok: true });
     expect(slack.agentSession('C1', root)?.status).toBe('processing');
-  });
-
-  it('times out processing to active, and a new processing restarts the clock', async () => {
-    await slack.stop();
-    slack = await FakeSlack.start({ agentSessionProcessingTimeoutMs: 100 });
-    client = clientFor(slack);
-    const set = (status: 'processing' | 'active') =>
-      client.agents.sessions.setStatus({ channel_id: 'C1', thread_ts: '5.000001', status });
-
-    await set('processing');
-    await new Promise((resolve) => setTimeout(resolve, 60));
-    await set('processing');
-    await new Promise((resolve) => setTimeout(resolve, 60));
-    // 120 ms after the first processing, but only 60 after the second.
-    expect(slack.agentSession('C1', '5.000001')?.status).toBe('processing');
-    await new Promise((resolve) => setTimeout(resolve, 60));
-
-    const session = slack.agentSession('C1', '5.000001');
-    expect(session?.status).toBe('active');
-    const [, second, timeout] = session?.history ?? [];
-    expect(timeout).toMatchObject({ status: 'active', via: 'timeout' });
-    expect((timeout?.at ?? 0) - (second?.at ?? 0)).toBe(100);
   });
 
   it('waits for a status reached by a later call', async () => {
@@ -457,7 +473,7 @@ describe('FakeSlack block checks', () => {
             { type: 'raw_number', value: 1.2, text: '1.2M' },
           ],
         ],
-        { column_settings: [null, { align: 'right', is_wrapped: true }] },
+        { column_settings: [{}, { align: 'right', is_wrapped: true }] },
       ),
       {
         type: 'context_actions',
@@ -511,9 +527,15 @@ describe('FakeSlack block checks', () => {
     ],
     [
       '21 column settings',
-      [table(rows(1), { column_settings: Array.from({ length: 21 }, () => null) })],
+      [table(rows(1), { column_settings: Array.from({ length: 21 }, () => ({})) })],
       'invalid_blocks',
       '/blocks/0/column_settings',
+    ],
+    [
+      'a column setting that is not an object',
+      [table(rows(1, 2), { column_settings: [null, { align: 'right' }] })],
+      'invalid_blocks',
+      '/blocks/0/column_settings/0',
     ],
     [
       'an unknown alignment',
@@ -887,18 +909,29 @@ describe('FakeSlack interactions', () => {
       clientOptions: { slackApiUrl: slack.apiUrl },
     });
     const events: unknown[] = [];
+    const authorizations: unknown[] = [];
     for (const type of ['app_context_changed', 'agent_session_stopped']) {
-      socket.on(type, async ({ ack, event }: { ack: () => Promise<void>; event: unknown }) => {
-        events.push(event);
-        await ack();
-      });
+      socket.on(
+        type,
+        async ({
+          ack,
+          event,
+          body,
+        }: {
+          ack: () => Promise<void>;
+          event: unknown;
+          body: { authorizations?: unknown };
+        }) => {
+          events.push(event);
+          if (type === 'app_context_changed') authorizations.push(body.authorizations);
+          await ack();
+        },
+      );
     }
     try {
       await socket.start();
-      await slack.sendSocketEvent(
-        appContextChangedEvent({ viewing: 'C0VIEWED', user: 'U0ALICE', channel: 'D0BOT' }),
-      );
-      await slack.sendSocketEvent(appContextChangedEvent());
+      await slack.sendSocketEvent(appContextChangedEvent({ viewer: 'U0ALICE', viewing: 'C0VIEWED' }));
+      await slack.sendSocketEvent(appContextChangedEvent({ viewer: 'U0ALICE' }));
       await client.agents.sessions.setStatus({
         channel_id: 'D0BOT',
         thread_ts: '9.000001',
@@ -910,19 +943,20 @@ describe('FakeSlack interactions', () => {
     }
 
     expect(events).toEqual([
+      // Slack's documented payload: no user, channel or event_ts on the event.
       {
         type: 'app_context_changed',
-        user: 'U0ALICE',
-        channel: 'D0BOT',
         context: { entities: [{ type: 'slack#/types/channel_id', value: 'C0VIEWED', team_id: 'T0TEAM' }] },
-        event_ts: expect.any(String),
       },
-      { type: 'app_context_changed', context: {}, event_ts: expect.any(String) },
+      { type: 'app_context_changed', context: {} },
       expect.objectContaining({
         type: 'agent_session_stopped',
         thread_ts: '9.000001',
         streaming_message_ts: [],
       }),
     ]);
+    // The viewer is the envelope's one authorization, a person's.
+    const viewer = { team_id: 'T0TEAM', user_id: 'U0ALICE', is_bot: false, is_enterprise_install: false };
+    expect(authorizations).toEqual([[expect.objectContaining(viewer)], [expect.objectContaining(viewer)]]);
   });
 });

@@ -39,7 +39,8 @@ export type SlackCallListener = (call: SlackApiCall, response: SlackApiResponse)
 export type SlackFailure =
   | { type: 'error'; error: string }
   | { type: 'rate_limited'; retryAfterSeconds: number }
-  | { type: 'http'; status: number }
+  /** `taken`: Slack acted on the call before answering with this status (a gateway timing out, say). */
+  | { type: 'http'; status: number; taken?: boolean }
   /**
    * The connection is cut without an answer, when the answer would have been sent (after any latency).
    * `taken`: Slack acted on the call first (a post is in the channel), as when the answer is lost on its way
@@ -88,8 +89,6 @@ export interface FakeSlackOptions {
    * button and agents.sessions.setStatus warns `missing_agent_session_stopped_event_subscription`.
    */
   agentSessionStoppedSubscribed?: boolean;
-  /** After this long in `processing`, Slack moves a session to `active` (documented: one hour). */
-  agentSessionProcessingTimeoutMs?: number;
   /** Every request (Web API, response URLs, mounts, WebSocket) this refuses is answered 403 and ignored. */
   acceptRequest?: (req: IncomingMessage) => boolean;
 }
@@ -158,7 +157,7 @@ export type AgentSessionStatus = 'active' | 'processing' | 'suspended' | 'closed
 export interface AgentSessionTransition {
   status: AgentSessionStatus;
   at: number;
-  /** What moved it: the Web API method, or `timeout` for Slack's one-hour `processing` limit. */
+  /** The Web API method that set it. */
   via: string;
 }
 
@@ -266,10 +265,9 @@ type StoredAgentSession = Omit<AgentSessionState, 'stopButtonVisible'>;
 
 const AGENT_SESSION_STATUSES: ReadonlySet<string> = new Set(['active', 'processing', 'suspended', 'closed']);
 const AGENT_SESSION_TITLE_MAX = 200;
-const ONE_HOUR_MS = 3_600_000;
 
 /** What an install from manifest.yml grants. */
-const DEFAULT_SCOPES = [
+export const DEFAULT_SCOPES = [
   'app_mentions:read',
   'assistant:write',
   'channels:history',
@@ -419,7 +417,6 @@ export class FakeSlack {
   private readonly agentSessions = new Map<string, StoredAgentSession>();
   private readonly responseContexts = new Map<string, ResponseUrlContext>();
   private agentSessionStoppedSubscribed: boolean;
-  private readonly agentSessionProcessingTimeoutMs: number;
   private readonly tickets = new Set<string>();
   private readonly sockets = new Set<SocketConnection>();
   private readonly pendingAcks = new Map<string, PendingAck>();
@@ -445,7 +442,6 @@ export class FakeSlack {
     this.latency = new Map(Object.entries(options.latencyMs ?? {}));
     this.socketPingIntervalMs = options.socketPingIntervalMs ?? 5000;
     this.agentSessionStoppedSubscribed = options.agentSessionStoppedSubscribed ?? true;
-    this.agentSessionProcessingTimeoutMs = options.agentSessionProcessingTimeoutMs ?? ONE_HOUR_MS;
     this.acceptRequest = options.acceptRequest ?? (() => true);
     this.users = new Map([
       [this.botUserId, { name: 'bot', realName: 'Bot', isBot: true }],
@@ -1105,6 +1101,7 @@ export class FakeSlack {
       const response = failure.taken ? this.handle(call) : { status: 0, headers: {}, body: '' };
       return { response, cut: true };
     }
+    if (failure?.type === 'http' && failure.taken) this.handle(call);
     return { response: failure ? failureResponse(failure) : this.handle(call), cut: false };
   }
 
@@ -1290,24 +1287,12 @@ export class FakeSlack {
 
   // ---------------------------------------------------------------- internals: agent sessions
 
-  /** The stored session with Slack's one-hour processing timeout applied. */
+  /**
+   * The stored session. Slack documents no expiry of `processing` (the app moves the session on), so none is
+   * emulated.
+   */
   private liveAgentSession(channel: string, threadTs: string): StoredAgentSession | undefined {
-    const session = this.agentSessions.get(`${channel}:${threadTs}`);
-    const last = session?.history.at(-1);
-    // Applied when looked at rather than on a timer: nothing observes the session in between.
-    if (
-      session?.status === 'processing' &&
-      last &&
-      Date.now() - last.at >= this.agentSessionProcessingTimeoutMs
-    ) {
-      session.status = 'active';
-      session.history.push({
-        status: 'active',
-        at: last.at + this.agentSessionProcessingTimeoutMs,
-        via: 'timeout',
-      });
-    }
-    return session;
+    return this.agentSessions.get(`${channel}:${threadTs}`);
   }
 
   /** Sets a session's status, creating the session first if the thread has none. */
@@ -1495,6 +1480,21 @@ export class FakeSlack {
         ...(id === this.botUserId ? { bot_id: this.botId } : {}),
       },
     };
+  }
+
+  /**
+   * Why the bot may not read a conversation's messages (conversations.history / replies), if it may not: a
+   * private conversation it is not in does not exist for it, and each kind of conversation needs its own
+   * history scope (docs: those methods' scopes and `missing_scope`).
+   */
+  private unreadable(id: string): ApiBody | undefined {
+    if (this.hiddenFromBot(id)) return fail('channel_not_found');
+    const type =
+      this.channelConfig.get(id)?.type ??
+      (id.startsWith('D') ? 'im' : id.startsWith('G') ? 'group' : 'channel');
+    const needed = `${{ channel: 'channels', group: 'groups', im: 'im', mpim: 'mpim' }[type]}:history`;
+    if (this.scopes.includes(needed)) return undefined;
+    return { ...fail('missing_scope'), needed, provided: this.scopes.join(',') };
   }
 
   /** A private channel the bot is not in: Slack answers as if it did not exist. */
@@ -1762,6 +1762,8 @@ export class FakeSlack {
     h.set('conversations.replies', (args) => {
       const channel = str(args, 'channel');
       if (!channel) return fail('channel_not_found');
+      const unreadable = this.unreadable(channel);
+      if (unreadable) return unreadable;
       const thread = this.thread(channel, str(args, 'ts') ?? '');
       if (thread.length === 0) return fail('thread_not_found');
       // The parent leads the first page whatever oldest/latest say, and counts towards limit.
@@ -1772,6 +1774,8 @@ export class FakeSlack {
     h.set('conversations.history', (args) => {
       const channel = str(args, 'channel');
       if (!channel) return fail('channel_not_found');
+      const unreadable = this.unreadable(channel);
+      if (unreadable) return unreadable;
       const topLevel = this.sortedMessages(channel)
         .filter((m) => m.thread_ts === undefined || m.thread_ts === m.ts || m.subtype === 'thread_broadcast')
         .reverse();
@@ -1795,14 +1799,7 @@ export class FakeSlack {
       if (typeof args.status !== 'string') return fail('invalid_arguments');
       state.status = args.status;
       state.loadingMessages = args.loading_messages;
-      // Slack's compatibility bridge: a non-empty status means processing, an empty one active.
-      const channel = str(args, 'channel_id') ?? '';
-      const threadTs = str(args, 'thread_ts') ?? '';
-      if (args.status !== '')
-        this.transitionAgentSession(channel, threadTs, 'processing', 'assistant.threads.setStatus');
-      else if (this.agentSessions.has(`${channel}:${threadTs}`)) {
-        this.transitionAgentSession(channel, threadTs, 'active', 'assistant.threads.setStatus');
-      }
+      // The thread's status line only: Slack documents no effect on an agent session (agents.sessions.* do that).
       return { ok: true };
     });
 
@@ -1822,9 +1819,6 @@ export class FakeSlack {
       const title = str(args, 'title');
       if (!title) return fail('invalid_arguments');
       state.title = title;
-      // The bridge applies the title to the thread's agent session.
-      const session = this.liveAgentSession(str(args, 'channel_id') ?? '', str(args, 'thread_ts') ?? '');
-      if (session) this.retitle(session, title, 'assistant.threads.setTitle');
       return { ok: true };
     });
 

@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentServiceEmulator } from '../fakes/agent-service.js';
-import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import { describe, expect, it } from 'vitest';
+import type { SlackApiCall } from '../fakes/slack.js';
+import { botPerSuite } from '../helpers/bot-per-suite.js';
 import {
   appMentionEvent,
   channelLifecycleEvent,
@@ -11,7 +10,7 @@ import {
   postSignedEvent,
   postSignedInteraction,
 } from '../helpers/slack-events.js';
-import { AGENT_ID, mention, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { AGENT_ID, mention, SIGNING_SECRET } from '../helpers/stack.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 /**
@@ -22,59 +21,46 @@ import { sleep, waitFor } from '../helpers/wait.js';
 const CHANNEL = 'C0SHARED';
 const OUTSIDER_TEAM = 'T0OTHERORG';
 
-let slack: FakeSlack;
-let agent: AgentServiceEmulator;
-let bot: RunningBot;
-let dir: TempDataDir;
-
-beforeAll(async () => {
-  dir = await freshDataDir();
-  slack = await FakeSlack.start({ users: { U0ALICE: { name: 'alice' }, U0BOB: { name: 'bob' } } });
-  agent = await AgentServiceEmulator.start();
-  bot = await startBot({
-    slack,
-    agent,
-    store: { kind: 'embedded', dataDir: dir.path },
-    env: { ALLOWED_TEAM_IDS: 'T0TEAM', SESSION_DELETE_RETRY_MS: '100' },
-  });
-});
-afterAll(async () => {
-  await bot.stop();
-  await Promise.all([slack.stop(), agent.stop(), dir.remove()]);
+const stack = botPerSuite({
+  slack: { users: { U0ALICE: { name: 'alice' }, U0BOB: { name: 'bob' } } },
+  env: { ALLOWED_TEAM_IDS: 'T0TEAM', SESSION_DELETE_RETRY_MS: '100' },
 });
 
 const textOf = (call: SlackApiCall) => String(call.args.text);
-const send = (body: unknown) => postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body);
-const promptsSent = () => agent.requestsFor('sendMessage').map((r) => r.prompt);
-const liveSessions = () => agent.sessionsOf(AGENT_ID).map((s) => s.uuid);
+const send = (body: unknown) => postSignedEvent(stack.bot.eventsUrl, SIGNING_SECRET, body);
+const promptsSent = () => stack.agent.requestsFor('sendMessage').map((r) => r.prompt);
+const liveSessions = () => stack.agent.sessionsOf(AGENT_ID).map((s) => s.uuid);
 const threadMessage = (user: string, text: string, threadTs: string, ts = nextTs()) =>
   messageEvent({ channel: CHANNEL, channelType: 'channel', user, text, ts, threadTs });
 
 describe("someone else's thread", () => {
   it("Bob's stop cancels none of Alice's waiting messages and his reset is refused naming her; hers work", async () => {
-    agent.setLatency(800, 'sendMessage');
+    stack.agent.setLatency(800, 'sendMessage');
     const root = nextTs();
-    await mention(bot, { channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> long task', ts: root });
+    await mention(stack.bot, { channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> long task', ts: root });
     await waitFor(() => promptsSent().includes('long task'), 'Alice’s first prompt sent');
-    const session = agent.requestsFor('sendMessage').at(-1)?.sessionId ?? '';
+    const session = stack.agent.requestsFor('sendMessage').at(-1)?.sessionId ?? '';
     const queued = [nextTs(), nextTs()];
     for (const [i, ts] of queued.entries()) await send(threadMessage('U0ALICE', `queued ${i}`, root, ts));
     for (const ts of queued)
-      await slack.waitForCall('reactions.add', (c) => c.args.timestamp === ts && c.args.name !== 'eyes');
+      await stack.slack.waitForCall(
+        'reactions.add',
+        (c) => c.args.timestamp === ts && c.args.name !== 'eyes',
+      );
 
-    await mention(bot, { channel: CHANNEL, user: 'U0BOB', text: '<@U0BOT> stop', threadTs: root });
-    const stopNotice = await slack.waitForCall(
+    await mention(stack.bot, { channel: CHANNEL, user: 'U0BOB', text: '<@U0BOT> stop', threadTs: root });
+    const stopNotice = await stack.slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === root && /stop/i.test(textOf(c)),
     );
     expect(textOf(stopNotice)).toBe(
       'Nothing of yours is waiting for the agent in this conversation, so there is nothing to stop.',
     );
-    await mention(bot, { channel: CHANNEL, user: 'U0BOB', text: '<@U0BOT> reset', threadTs: root });
+    await mention(stack.bot, { channel: CHANNEL, user: 'U0BOB', text: '<@U0BOT> reset', threadTs: root });
     // Whatever the bot does next: a note to Bob, or a reset of Alice's conversation.
     const refusal = await waitFor(
       () =>
-        slack.calls.find(
+        stack.slack.calls.find(
           (c) =>
             (c.method === 'chat.postEphemeral' && c.args.user === 'U0BOB') ||
             (c.method === 'chat.postMessage' && c.args.thread_ts === root && /reset/i.test(textOf(c))),
@@ -88,28 +74,82 @@ describe("someone else's thread", () => {
     );
 
     // Alice's three messages are all answered, in her one session, which Bob did not end.
-    const answers = await slack.waitForCalls(
+    const answers = await stack.slack.waitForCalls(
       'chat.postMessage',
       3,
       (c) => c.args.thread_ts === root && textOf(c).startsWith('echo'),
       8_000,
     );
-    agent.setLatency(0, 'sendMessage');
+    stack.agent.setLatency(0, 'sendMessage');
     expect(answers.map(textOf)).toEqual([
       `echo[${session}#1]: long task`,
       `echo[${session}#2]: queued 0`,
       `echo[${session}#3]: queued 1`,
     ]);
     expect(liveSessions()).toContain(session);
-    expect(agent.requestsFor('deleteSession')).toHaveLength(0);
+    expect(stack.agent.requestsFor('deleteSession')).toHaveLength(0);
 
     // Alice's own reset ends it.
-    await mention(bot, { channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> reset', threadTs: root });
-    await slack.waitForCall(
+    await mention(stack.bot, { channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> reset', threadTs: root });
+    await stack.slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === root && textOf(c).includes('Conversation reset'),
     );
     await waitFor(() => !liveSessions().includes(session), 'Alice’s session deleted');
+  });
+});
+
+describe('a thread whose conversation has not started yet', () => {
+  it("refuses Bob's reset naming Alice, whose first message is still being answered; hers all go on", async () => {
+    // Alice's first message is being worked on but its agent session is not created yet.
+    stack.agent.setLatency(1_500, 'createSession');
+    try {
+      const sessionsBefore = stack.agent.requestsFor('createSession').length;
+      const root = nextTs();
+      await mention(stack.bot, { channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> first', ts: root });
+      await waitFor(
+        () => stack.agent.requestsFor('createSession').length > sessionsBefore,
+        'Alice’s session being created',
+      );
+      const queued = nextTs();
+      await send(threadMessage('U0ALICE', 'second', root, queued));
+      await stack.slack.waitForCall(
+        'reactions.add',
+        (c) => c.args.timestamp === queued && c.args.name === 'hourglass_flowing_sand',
+      );
+
+      await mention(stack.bot, { channel: CHANNEL, user: 'U0BOB', text: '<@U0BOT> reset', threadTs: root });
+      // Whatever the bot does next: a note to Bob, or a reset in the thread.
+      const answer = await waitFor(
+        () =>
+          stack.slack.calls.find(
+            (c) =>
+              (c.method === 'chat.postEphemeral' && c.args.user === 'U0BOB' && c.args.thread_ts === root) ||
+              (c.method === 'chat.postMessage' && c.args.thread_ts === root && /reset/i.test(textOf(c))),
+          ),
+        'an answer to Bob’s reset',
+      );
+      expect(answer.method).toBe('chat.postEphemeral');
+      expect(textOf(answer)).toBe(
+        'Only <@U0ALICE>, who started this conversation with the agent, can reset it. You can start your own by mentioning me in a new thread.',
+      );
+
+      const answers = await stack.slack.waitForCalls(
+        'chat.postMessage',
+        2,
+        (c) => c.args.thread_ts === root && textOf(c).startsWith('echo'),
+        8_000,
+      );
+      const session = /^echo\[(s-\d+)#/.exec(textOf(answers[0] as SlackApiCall))?.[1] ?? '';
+      expect(answers.map(textOf)).toEqual([`echo[${session}#1]: first`, `echo[${session}#2]: second`]);
+      await sleep(300);
+      expect(liveSessions()).toContain(session);
+      expect(stack.slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root)).toHaveLength(
+        2,
+      );
+    } finally {
+      stack.agent.setLatency(0, 'createSession');
+    }
   });
 });
 
@@ -125,9 +165,9 @@ describe('ALLOWED_TEAM_IDS in a Slack Connect channel', () => {
 
   it('refuses a mention or thread reply from a person of another organisation, telling them privately', async () => {
     const root = nextTs();
-    await mention(bot, { channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> our thread', ts: root });
-    await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
-    const before = agent.requests.length;
+    await mention(stack.bot, { channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> our thread', ts: root });
+    await stack.slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+    const before = stack.agent.requests.length;
 
     const cases: [string, ReturnType<typeof appMentionEvent>, Record<string, string>][] = [
       [
@@ -153,29 +193,32 @@ describe('ALLOWED_TEAM_IDS in a Slack Connect channel', () => {
     ];
     for (const [label, body, fields] of cases) {
       expect(body.team_id).toBe('T0TEAM');
-      const notes = slack.callsOf('chat.postEphemeral').length;
+      const notes = stack.slack.callsOf('chat.postEphemeral').length;
       await send(fromOutsider(body, fields));
       // Whatever comes first: a private note, or a call to the agent.
       await waitFor(
-        () => slack.callsOf('chat.postEphemeral').length > notes || agent.requests.length > before,
+        () =>
+          stack.slack.callsOf('chat.postEphemeral').length > notes || stack.agent.requests.length > before,
         label,
       );
-      expect(agent.requests.slice(before), label).toEqual([]);
-      const note = slack.callsOf('chat.postEphemeral').at(-1) as SlackApiCall;
+      expect(stack.agent.requests.slice(before), label).toEqual([]);
+      const note = stack.slack.callsOf('chat.postEphemeral').at(-1) as SlackApiCall;
       expect(note.args.user, label).toBe('U0MALLORY');
       expect(textOf(note), label).toBe(
         "Sorry, you're not on the list of people who can use the agent here, so I did not pass your message on. Ask an admin for access.",
       );
     }
     await sleep(300);
-    expect(agent.requests.slice(before)).toEqual([]);
-    expect(slack.callsOf('chat.postMessage').filter((c) => textOf(c).includes('let me in'))).toEqual([]);
+    expect(stack.agent.requests.slice(before)).toEqual([]);
+    expect(stack.slack.callsOf('chat.postMessage').filter((c) => textOf(c).includes('let me in'))).toEqual(
+      [],
+    );
   });
 
   it('refuses the reset shortcut from a person of another organisation', async () => {
     const root = nextTs();
-    await mention(bot, { channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> keep this', ts: root });
-    const first = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+    await mention(stack.bot, { channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> keep this', ts: root });
+    const first = await stack.slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
     const session = /^echo\[(s-\d+)#/.exec(textOf(first))?.[1] ?? '';
     const responseId = `outsider-${nextTs()}`;
     const payload = messageShortcutPayload({
@@ -184,11 +227,11 @@ describe('ALLOWED_TEAM_IDS in a Slack Connect channel', () => {
       user: 'U0ALICE', // even with a colleague's id: the sender's workspace decides
       messageTs: root,
       threadTs: root,
-      responseUrl: slack.responseUrl(responseId),
+      responseUrl: stack.slack.responseUrl(responseId),
     });
     (payload.user as { team_id: string }).team_id = OUTSIDER_TEAM;
-    await postSignedInteraction(bot.eventsUrl, SIGNING_SECRET, payload);
-    const answer = await slack.waitForCall('response_url', (c) => c.args.responseId === responseId);
+    await postSignedInteraction(stack.bot.eventsUrl, SIGNING_SECRET, payload);
+    const answer = await stack.slack.waitForCall('response_url', (c) => c.args.responseId === responseId);
     expect(textOf(answer)).toMatch(/not on the list of people/);
     await sleep(300);
     expect(liveSessions()).toContain(session);
@@ -198,38 +241,38 @@ describe('ALLOWED_TEAM_IDS in a Slack Connect channel', () => {
 describe('session ids from the agent service', () => {
   it('a create answering ".." is a readable failure, and nothing is ever addressed with it', async () => {
     const channel = 'C0DOTS';
-    const from = agent.requests.length;
+    const from = stack.agent.requests.length;
     // A real conversation in the channel, whose deletion below shows the archive was handled.
     const realRoot = nextTs();
-    await mention(bot, { channel, user: 'U0ALICE', text: '<@U0BOT> hello', ts: realRoot });
+    await mention(stack.bot, { channel, user: 'U0ALICE', text: '<@U0BOT> hello', ts: realRoot });
     const real = /^echo\[(s-\d+)#/.exec(
-      textOf(await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === realRoot)),
+      textOf(await stack.slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === realRoot)),
     )?.[1];
     const firstAnswers: string[] = [];
     for (const bad of ['..', '.']) {
       // A service that hands out the id and then answers in it as if it were one.
-      agent.injectFailure('createSession', {
+      stack.agent.injectFailure('createSession', {
         type: 'http',
         status: 200,
         body: { status: true, message: 'Session created', data: { session_id: bad } },
       });
-      agent.injectFailure('sendMessage', {
+      stack.agent.injectFailure('sendMessage', {
         type: 'http',
         status: 200,
         body: { status: true, data: { status: 200, message: 'ok', data: 'hello from a broken service' } },
       });
       const root = nextTs();
-      await mention(bot, { channel, user: 'U0ALICE', text: '<@U0BOT> hello', ts: root });
+      await mention(stack.bot, { channel, user: 'U0ALICE', text: '<@U0BOT> hello', ts: root });
       firstAnswers.push(
-        textOf(await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root)),
+        textOf(await stack.slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root)),
       );
-      agent.clearFailures();
+      stack.agent.clearFailures();
     }
     // Archiving the channel deletes every session the bot holds there: only the real one.
     await send(channelLifecycleEvent('channel_archive', { channel }));
     await waitFor(() => !liveSessions().includes(real ?? ''), 'the real session deleted');
     await sleep(500);
-    const seen = agent.requests.slice(from);
+    const seen = stack.agent.requests.slice(from);
     expect(seen.filter((r) => r.method === 'DELETE').map((r) => r.path)).toEqual([
       `/v1/session/${AGENT_ID}/${real}`,
     ]);

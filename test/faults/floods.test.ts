@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentServiceEmulator } from '../fakes/agent-service.js';
-import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { FakeSlack, SlackApiCall } from '../fakes/slack.js';
+import { botPerSuite, type SuiteBot } from '../helpers/bot-per-suite.js';
 import {
   messageShortcutPayload,
   nextTs,
@@ -9,7 +8,7 @@ import {
   postSignedInteraction,
   slashCommandFields,
 } from '../helpers/slack-events.js';
-import { AGENT_ID, mention, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { AGENT_ID, mention, SIGNING_SECRET } from '../helpers/stack.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 /**
@@ -19,32 +18,8 @@ import { sleep, waitFor } from '../helpers/wait.js';
 
 const CHANNEL = 'C0FLOOD';
 
-interface Stack {
-  slack: FakeSlack;
-  agent: AgentServiceEmulator;
-  bot: RunningBot;
-  dir: TempDataDir;
-}
-
-function useStack(env: Record<string, string> = {}): Stack {
-  const stack = {} as Stack;
-  beforeAll(async () => {
-    stack.dir = await freshDataDir();
-    stack.slack = await FakeSlack.start({ users: { U0ALICE: { name: 'alice' }, U0BOB: { name: 'bob' } } });
-    stack.agent = await AgentServiceEmulator.start();
-    stack.bot = await startBot({
-      slack: stack.slack,
-      agent: stack.agent,
-      store: { kind: 'embedded', dataDir: stack.dir.path },
-      env,
-    });
-  });
-  afterAll(async () => {
-    await stack.bot.stop();
-    await Promise.all([stack.slack.stop(), stack.agent.stop(), stack.dir.remove()]);
-  });
-  return stack;
-}
+const useStack = (env: Record<string, string> = {}): SuiteBot =>
+  botPerSuite({ slack: { users: { U0ALICE: { name: 'alice' }, U0BOB: { name: 'bob' } } }, env });
 
 const textOf = (call: SlackApiCall) => String(call.args.text);
 const postsIn = (slack: FakeSlack, threadTs: string) =>
@@ -80,7 +55,7 @@ async function settledPosts(slack: FakeSlack, threadTs: string, after: number): 
 }
 
 /** Starts a thread and waits for the agent's first answer in it. */
-async function startThread(stack: Stack, user = 'U0ALICE'): Promise<string> {
+async function startThread(stack: SuiteBot, user = 'U0ALICE'): Promise<string> {
   const root = nextTs();
   await mention(stack.bot, { channel: CHANNEL, user, text: '<@U0BOT> hello', ts: root });
   await stack.slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
@@ -104,6 +79,9 @@ describe('one message, one reply, one command: bounded', () => {
           'Labelled: <!here|here> <!channel|channel> <!everyone|everyone>',
           'Groups: <!subteam^S0DEVS|@devs> and <!subteam^S0OPS>',
           'Plain: @here @channel @everyone, shouting @HERE',
+          'Emphasised: _@channel_ and *@here*; the old private-channel form <!group> and <!group|group>',
+          // A table: its cells are posted in a table block, emphasis markers dropped.
+          '| Who | What |\n|---|---|\n| <!here> | __@everyone__ |\n| _@channel_ | @**here** |',
           'Ask <@U0BOB> about it.',
         ].join('\n\n');
       return `echo[${sessionId}#${turn}]: ${prompt}`;
@@ -196,15 +174,28 @@ describe('one message, one reply, one command: bounded', () => {
       (c) => c.args.thread_ts === root && blockTextOf(c).includes('Attention'),
     );
     for (const posted of [textOf(reply), blockTextOf(reply), JSON.stringify(reply.args)]) {
-      for (const token of ['<!here', '<!channel', '<!everyone', '<!subteam', '&lt;!'])
+      for (const token of ['<!here', '<!channel', '<!everyone', '<!subteam', '<!group', '&lt;!'])
         expect(posted).not.toContain(token);
       // A bare @here (not part of a word or an email address) is what Slack would turn into a ping.
       expect(posted).not.toMatch(/(^|[^\w@])@(here|channel|everyone)\b/i);
+      // Emphasis is no word: `_@here_` pings as well.
+      expect(posted).not.toMatch(/(?<![\p{L}\p{N}@])@(here|channel|everyone)(?![\p{L}\p{N}])/iu);
     }
     // The words are still there to read, and the group shows by its name.
     expect(blockTextOf(reply)).toContain('Attention @\u200Bhere and @\u200Bchannel, also @\u200Beveryone!');
     expect(blockTextOf(reply)).toContain('Groups: @\u200Bdevs and @\u200Bgroup');
     expect(blockTextOf(reply)).toContain('shouting @\u200BHERE');
+    expect(blockTextOf(reply)).toContain('Emphasised: _@\u200Bchannel_ and *@\u200Bhere*');
+    expect(blockTextOf(reply)).toContain('form @\u200Bgroup and @\u200Bgroup');
+    // The table's cells as Slack shows them, each inert.
+    const table = ((reply.args.blocks ?? []) as { type?: string; rows?: { text?: string }[][] }[]).find(
+      (block) => block.type === 'table',
+    );
+    expect(table?.rows?.map((row) => row.map((cell) => cell.text))).toEqual([
+      ['Who', 'What'],
+      ['@\u200Bhere', '@\u200Beveryone'],
+      ['_@\u200Bchannel_', '@\u200Bhere'],
+    ]);
     // Anyone in the thread could mention Bob too: the agent may.
     expect(blockTextOf(reply)).toContain('Ask <@U0BOB> about it.');
   });

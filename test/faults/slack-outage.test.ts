@@ -65,6 +65,34 @@ describe.runIf(runPostgres)('Slack refusing the answer', () => {
     ]);
   });
 
+  it('records the thread as active when a kept answer is posted late (idle expiry and /agent sessions count it)', async () => {
+    const bot = await fakes.startBot(ENV);
+    const root = await ask(bot.eventsUrl, 'first');
+    await waitFor(() => threadTexts(root).length > 1, 'the first answer', 10_000);
+    await finished(root);
+    const lastActive = async () => {
+      const db = await openDatabase({ kind: 'postgres', databaseUrl: fakes.database.url, poolSize: 1 });
+      try {
+        const [row] = await db.query<{ at: Date }>('SELECT max(last_active_at) AS at FROM session_activity');
+        return row?.at ? new Date(row.at).getTime() : 0;
+      } finally {
+        await db.close();
+      }
+    };
+    const before = await lastActive();
+    await sleep(50);
+
+    // Slack refuses the second answer once: it is kept and posted on the next attempt.
+    fakes.slack.failNext('chat.postMessage', { type: 'http', status: 503 }, 1, isAnswerPost);
+    await fakes.ask(bot.eventsUrl, CHANNEL, 'second', { root });
+    await waitFor(() => threadTexts(root).some((t) => t.includes('second')), 'the second answer', 30_000);
+    await waitFor(
+      async () => (await lastActive()) > before,
+      'activity recorded for the second answer',
+      5_000,
+    );
+  });
+
   it("waits out a long 429's Retry-After each time before posting again, then posts once", async () => {
     const bot = await fakes.startBot(ENV);
     fakes.slack.failFor(
@@ -88,7 +116,7 @@ describe.runIf(runPostgres)('Slack refusing the answer', () => {
   it('says once that Slack refused the answer when it does so for longer than REPLY_RETRY_WINDOW', async () => {
     const bot = await fakes.startBot({ ...ENV, REPLY_RETRY_WINDOW: '3s' });
     fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
-    // The notice itself is refused once too: refused (not lost on the way), it is posted again.
+    // The notice itself is refused once too: a 503 says it was not taken in, so it is posted again.
     fakes.slack.failNext('chat.postMessage', { type: 'http', status: 503 }, 1, (args) =>
       SLACK_REFUSED.test(String(args.text)),
     );
@@ -105,6 +133,36 @@ describe.runIf(runPostgres)('Slack refusing the answer', () => {
     expect(texts).toHaveLength(2);
     expect(texts[1]).toMatch(SLACK_REFUSED);
     expect(prompts()).toEqual(['never taken']);
+  });
+
+  it('does not say Slack refused an answer that its author stopped while the last post was under way', async () => {
+    const bot = await fakes.startBot({ ...ENV, REPLY_RETRY_WINDOW: '1s' });
+    fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
+    // Slack takes its time to refuse: the author's stop comes while the post that gives up is under way.
+    fakes.slack.setLatency('chat.postMessage', 2_000);
+    const root = await ask(bot.eventsUrl, 'stopped meanwhile');
+    // The second try is the last (REPLY_RETRY_WINDOW has passed when it fails).
+    await fakes.slack.waitForCalls(
+      'chat.postMessage',
+      2,
+      (c) => c.args.thread_ts === root && isAnswerPost(c.args),
+      20_000,
+    );
+    await fakes.ask(bot.eventsUrl, CHANNEL, 'stop', { root });
+
+    await waitFor(
+      () => threadTexts(root).some((t) => t.startsWith(':octagonal_sign: Stopped')),
+      'the stop notice',
+      10_000,
+    );
+    await finished(root);
+    await sleep(2_500);
+    expect(threadTexts(root)).toEqual([
+      '<@U0BOT> stopped meanwhile',
+      '<@U0BOT> stop',
+      ':octagonal_sign: Stopped: dropped the answer I was waiting for. The agent had already received that message and may have acted on it; the next message here continues the conversation.',
+    ]);
+    expect(answerPosts(root)).toHaveLength(2);
   });
 
   it('keeps the answer across a restart: the bot killed while the post waits is replaced, and the new one posts it', async () => {

@@ -1,7 +1,21 @@
+import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { shouldRunPostgresTests } from '../helpers/postgres.js';
+import {
+  blockActionsPayload,
+  messageShortcutPayload,
+  postSignedInteraction,
+} from '../helpers/slack-events.js';
+import { SIGNING_SECRET } from '../helpers/stack.js';
 import { sleep, waitFor } from '../helpers/wait.js';
-import { botPostsIn, type FaultStack, failWrites, mentionIn, startFaultStack } from './support.js';
+import {
+  botPostsIn,
+  type FaultStack,
+  failWrites,
+  mentionIn,
+  perTestFakes,
+  startFaultStack,
+} from './support.js';
 
 const runPostgres = await shouldRunPostgresTests();
 
@@ -55,6 +69,101 @@ describe.runIf(runPostgres)('a store write that fails', () => {
     expect(promptsOf(stack)).toEqual(['first', 'second']);
     const open = await stack.sql(`SELECT id FROM inbox WHERE state IN ('pending', 'running')`);
     expect(open).toEqual([]);
+  });
+
+  it('keeps showing that a message is being worked on while its job waits to be retried after a store error', async () => {
+    const { slack, agent } = stack;
+    // The session is created slowly, so the message shows it is being worked on before the store fails.
+    agent.setLatency(1_500, 'createSession');
+    const sessionWriteFails = await failWrites(stack, 'session', {
+      on: 'INSERT',
+      table: 'thread_sessions',
+      when: 'true',
+      times: 1,
+    });
+    const message = mentionIn(stack, CHANNEL, 'hello');
+    expect((await message.deliver()).status).toBe(200);
+
+    await waitFor(() => botPostsIn(slack, CHANNEL, message.ts).length > 0, 'the answer', 15_000);
+    await slack.waitForCall(
+      'reactions.remove',
+      (c) => c.args.timestamp === message.ts && c.args.name === 'eyes',
+    );
+    // The first mapping refused, the retry's stored.
+    expect(await sessionWriteFails.attempts()).toBe(2);
+    // The session whose mapping could not be stored was deleted; the retry answered in a new one.
+    expect(botPostsIn(slack, CHANNEL, message.ts).map((post) => post.text)).toEqual(['echo[s-2#1]: hello']);
+    expect(promptsOf(stack)).toEqual(['hello']);
+    const posted = slack.callsOf('chat.postMessage').find((c) => c.args.thread_ts === message.ts);
+    const removals = slack
+      .callsOf('reactions.remove')
+      .filter((c) => c.args.timestamp === message.ts && c.args.name === 'eyes');
+    expect(
+      removals.every((c) => c.at >= (posted?.at ?? Number.POSITIVE_INFINITY)),
+      'the working reaction stays until the answer is posted',
+    ).toBe(true);
+  });
+
+  it('answers a reset once, in the thread or privately, when its job runs again because marking it done failed', async () => {
+    const { slack } = stack;
+    const RESET = ':broom: Conversation reset. The next message starts a fresh conversation with the agent.';
+    const threads: string[] = [];
+    for (const text of ['reset by mention', 'reset by shortcut']) {
+      const root = mentionIn(stack, CHANNEL, text);
+      expect((await root.deliver()).status).toBe(200);
+      await waitFor(() => botPostsIn(slack, CHANNEL, root.ts).length > 0, 'the first answer');
+      threads.push(root.ts);
+    }
+    const [byMention = '', byShortcut = ''] = threads;
+    // Every attempt to mark a reset done fails until the test lifts the fault: longer than the bot retries.
+    const finishFails = await failWrites(stack, 'finish_reset', {
+      on: 'UPDATE',
+      table: 'inbox',
+      when: `NEW.state = 'done' AND OLD.state = 'running' AND NEW.kind = 'reset'`,
+      times: 1_000,
+    });
+
+    const reset = mentionIn(stack, CHANNEL, 'reset', { threadTs: byMention });
+    expect((await reset.deliver()).status).toBe(200);
+    const responseId = `reset-${byShortcut}`;
+    const shortcut = await postSignedInteraction(
+      stack.bot.eventsUrl,
+      SIGNING_SECRET,
+      messageShortcutPayload({
+        callbackId: 'reset_conversation',
+        channel: CHANNEL,
+        user: 'U0ALICE',
+        messageTs: byShortcut,
+        threadTs: byShortcut,
+        responseUrl: slack.responseUrl(responseId),
+      }),
+    );
+    expect(shortcut.status).toBe(200);
+    await waitFor(
+      () => stack.bot.logs.text.split('could not record how a job ended').length > 2,
+      'the bot giving up on recording both resets done',
+      30_000,
+    );
+    await finishFails.remove();
+
+    // Both resets ran again once their leases lapsed; now they are done.
+    await waitFor(
+      async () =>
+        (await stack.sql(`SELECT id FROM inbox WHERE kind = 'reset' AND state = 'done' AND attempts > 1`))
+          .length === 2,
+      'both resets run again and done',
+      10_000,
+    );
+    await sleep(500);
+    expect(botPostsIn(slack, CHANNEL, byMention).map((post) => post.text)).toEqual([
+      'echo[s-1#1]: reset by mention',
+      RESET,
+    ]);
+    const answers = slack.callsOf('response_url').filter((c) => c.args.responseId === responseId);
+    expect(answers.map((c) => c.args.text)).toEqual([RESET]);
+    expect(botPostsIn(slack, CHANNEL, byShortcut).map((post) => post.text)).toEqual([
+      'echo[s-2#1]: reset by shortcut',
+    ]);
   });
 
   /** A thread with an answer in progress and three messages waiting behind it. */
@@ -150,5 +259,79 @@ describe.runIf(runPostgres)('a store write that fails', () => {
       'echo[s-2#1]: fresh start',
     ]);
     expect(promptsOf(stack)).toEqual(['long task', 'fresh start']);
+  });
+});
+
+/** A lost answer's Send again button, pressed while the store refuses to record the message once more. */
+describe.runIf(runPostgres)('Send again, when the store fails to record it', () => {
+  const fakes = perTestFakes();
+  const ENV = { AGENT_TIMEOUT_MS: '1000', JOB_LEASE_MS: '1000', SLACK_AGENT_VIEW: 'false' };
+  let admin: pg.Client | undefined;
+  afterEach(async () => {
+    await admin?.end();
+    admin = undefined;
+  });
+
+  it('works on the next press after a press the store could not record', async () => {
+    const { slack, agent } = fakes;
+    // An answer lost with the process that was waiting for it: the thread gets a Send again button.
+    agent.setLatency(900, 'sendMessage');
+    const victim = await fakes.spawnBot(ENV);
+    const root = await fakes.ask(victim.eventsUrl, CHANNEL, 'deploy the docs');
+    await waitFor(() => fakes.prompts().includes('deploy the docs'), 'the prompt at the agent');
+    victim.child.kill('SIGKILL');
+    await victim.exited;
+    agent.setLatency(0, 'sendMessage');
+    const survivor = await fakes.startBot(ENV);
+    await waitFor(
+      () => botPostsIn(slack, CHANNEL, root).some((post) => post.text.includes('answer was lost')),
+      'the "answer lost" notice',
+      15_000,
+    );
+    const notice = botPostsIn(slack, CHANNEL, root).find((post) => post.text.includes('answer was lost'));
+
+    const client = new pg.Client({ connectionString: fakes.database.url });
+    admin = client;
+    await client.connect();
+    const recordFails = await failWrites(
+      { sql: async (text, params) => (await client.query(text, params)).rows },
+      'send_again',
+      { on: 'INSERT', table: 'inbox', when: `NEW.payload LIKE '%"resend":true%'`, times: 1 },
+    );
+    const press = async () => {
+      const id = `again-${Date.now()}-${Math.random()}`;
+      await postSignedInteraction(
+        survivor.eventsUrl,
+        SIGNING_SECRET,
+        blockActionsPayload({
+          user: 'U0ALICE',
+          channel: CHANNEL,
+          message: notice ?? { ts: '' },
+          actionId: 'send_again',
+          responseUrl: slack.responseUrl(id),
+        }),
+      );
+      return id;
+    };
+    const first = await press();
+    const failed = await slack.waitForCall('response_url', (c) => c.args.responseId === first);
+    expect(failed.args.text).toBe(
+      ':warning: I could not send that message again right now. Please try again shortly.',
+    );
+    expect(await recordFails.attempts()).toBe(1);
+
+    const second = await press();
+    // Whatever comes first: a private note to the second press, or the answer in the thread.
+    const outcome = await waitFor(
+      () =>
+        slack.callsOf('response_url').find((c) => c.args.responseId === second)?.args.text ??
+        botPostsIn(slack, CHANNEL, root).find((post) => post.text.endsWith(': deploy the docs'))?.text,
+      'an answer to the second press',
+      10_000,
+    );
+    expect(outcome).toBe('echo[s-1#2]: deploy the docs');
+    await sleep(300);
+    expect(slack.callsOf('response_url').filter((c) => c.args.responseId === second)).toEqual([]);
+    expect(fakes.prompts()).toEqual(['deploy the docs', 'deploy the docs']);
   });
 });

@@ -62,13 +62,14 @@ describe.runIf(runPostgres)('a post whose outcome is unknown', () => {
     expect(answerPosts(root)).toHaveLength(2);
   });
 
-  it('does not post a notice again when Slack took it but the connection was reset before its answer', async () => {
+  it.each([
+    ['the connection was reset before its answer', { type: 'reset', taken: true }],
+    ['a gateway answered 504', { type: 'http', status: 504, taken: true }],
+  ] as const)('does not post a notice again when Slack took it but %s', async (_, failure) => {
     const bot = await fakes.startBot({ ...ENV, REPLY_RETRY_WINDOW: '2s' });
-    // The answer is refused until the bot gives up on it; its notice saying so is taken, then the line drops.
+    // The answer is refused until the bot gives up on it; its notice saying so is taken, then fails.
     fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
-    fakes.slack.failNext('chat.postMessage', { type: 'reset', taken: true }, 1, (args) =>
-      SLACK_REFUSED.test(String(args.text)),
-    );
+    fakes.slack.failNext('chat.postMessage', failure, 1, (args) => SLACK_REFUSED.test(String(args.text)));
     const root = await ask(bot.eventsUrl, 'refused');
 
     await finished(root);

@@ -149,6 +149,8 @@ export interface EventEnvelopeOptions {
   eventId?: string;
   /** Seconds since epoch; defaults to now. */
   eventTime?: number;
+  /** Whose authorization the event is delivered for (default: the bot's). */
+  authorization?: { userId: string; isBot: boolean };
 }
 
 export interface SlackEventEnvelope<E> {
@@ -188,8 +190,8 @@ export function eventEnvelope<E>(event: E, options: EventEnvelopeOptions = {}): 
       {
         enterprise_id: null,
         team_id: teamId,
-        user_id: botUserId,
-        is_bot: true,
+        user_id: options.authorization?.userId ?? botUserId,
+        is_bot: options.authorization?.isBot ?? true,
         is_enterprise_install: false,
       },
     ],
@@ -432,23 +434,27 @@ export type AppContextEntity =
     };
 
 export interface AppContextChangedOptions {
+  /** The person whose view changed: Slack names them only in the envelope's `authorizations` (is_bot false). */
+  viewer: string;
   /** Shorthand for one channel entity: the conversation the user is viewing. */
   viewing?: string;
   /** Full control; used as given after `viewing`'s entity. None at all gives `context: {}`. */
   entities?: AppContextEntity[];
-  /** The person and the app DM; Slack's docs example has neither, @slack/types declares both. */
-  user?: string;
-  channel?: string;
+  /**
+   * Not in Slack's documented payload (@slack/types declares them): only for showing the bot tolerates them.
+   */
+  undocumented?: { user?: string; channel?: string; eventTs?: string };
   teamId?: string;
   eventId?: string;
 }
 
 /**
- * What the user views changed while the agent was visible
+ * What the user views changed while the agent was visible, as Slack documents it: the event is only `type` and
+ * `context` (`{}` when nothing is in view); the viewer is the envelope's authorization with `is_bot: false`
  * (https://docs.slack.dev/reference/events/app_context_changed; needs features.agent_view).
  */
 export function appContextChangedEvent(
-  options: AppContextChangedOptions = {},
+  options: AppContextChangedOptions,
 ): SlackEventEnvelope<Record<string, unknown>> {
   const teamId = options.teamId ?? DEFAULT_TEAM_ID;
   const entities: AppContextEntity[] = [
@@ -458,11 +464,16 @@ export function appContextChangedEvent(
     ...(options.entities ?? []),
   ];
   const event: Record<string, unknown> = { type: 'app_context_changed' };
-  if (options.user !== undefined) event.user = options.user;
-  if (options.channel !== undefined) event.channel = options.channel;
+  const { user, channel, eventTs } = options.undocumented ?? {};
+  if (user !== undefined) event.user = user;
+  if (channel !== undefined) event.channel = channel;
   event.context = entities.length > 0 ? { entities } : {};
-  event.event_ts = nextTs();
-  return eventEnvelope(event, { teamId, eventId: options.eventId });
+  if (eventTs !== undefined) event.event_ts = eventTs;
+  return eventEnvelope(event, {
+    teamId,
+    eventId: options.eventId,
+    authorization: { userId: options.viewer, isBot: false },
+  });
 }
 
 /** `app_uninstalled` / `tokens_revoked`: the workspace is gone for this app. */

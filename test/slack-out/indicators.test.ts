@@ -153,4 +153,32 @@ describe('indicators of a job that goes on later or elsewhere', () => {
     await sleep(250);
     expect(calls()).toHaveLength(count);
   });
+
+  it('stop setting an agent thread status again once the job is no longer this process’s, before it ends', async () => {
+    // Short intervals stand in for the real 90 s refresh and SLOW_NOTICE_MS.
+    const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 250, 0, 100);
+    const threadTs = '1700000000.000400';
+    let wanted = true;
+    const working = indicators.showWorking(
+      {
+        ...target(threadTs),
+        channelId: 'D0AGENT',
+        agentSession: { initiator: 'U0ALICE', messagesTab: true },
+      },
+      { stillWanted: async () => wanted },
+    );
+    await sleep(150);
+    // Another replica took the job over (this one stalled): it answers and clears the status itself.
+    wanted = false;
+    const lostAt = Date.now();
+    await sleep(350);
+    await working.end('leave');
+    const later = [
+      ...slack.callsOf('assistant.threads.setStatus'),
+      ...slack.callsOf('agents.sessions.setStatus'),
+    ]
+      // A call already under way when the job was lost may still arrive.
+      .filter((c) => c.args.thread_ts === threadTs && c.at > lostAt + 30);
+    expect(later.map((c) => c.args.status)).toEqual([]);
+  });
 });

@@ -19,9 +19,9 @@ import type { AgentViewConversations } from '../agent-view.js';
 import { MAX_OPEN_PER_THREAD } from './events.js';
 
 export interface ActionOptions {
-  inbox: Inbox;
-  claims: MessageClaims;
-  replies: SlackReplies;
+  inbox: Pick<Inbox, 'admit' | 'requestOf'>;
+  claims: Pick<MessageClaims, 'claim'>;
+  replies: Pick<SlackReplies, 'respond' | 'updateMessage'>;
   access: AccessPolicy;
   agentViewConversations: AgentViewConversations;
   userRateLimit: number;
@@ -36,7 +36,7 @@ export interface ActionOptions {
 export function registerActions(app: App, options: ActionOptions): void {
   const { logger } = options;
 
-  app.action<BlockAction>(FEEDBACK_ACTION_ID, async ({ ack, body, action, respond }) => {
+  app.action<BlockAction>(FEEDBACK_ACTION_ID, async ({ ack, body, action }) => {
     await ack();
     const feedback = parseFeedback('value' in action ? (action.value as string | undefined) : undefined);
     const messageTs = body.container.message_ts as string | undefined;
@@ -65,20 +65,15 @@ export function registerActions(app: App, options: ActionOptions): void {
           'feedback on an answer',
         );
       }
-      await respond({
-        response_type: 'ephemeral',
-        replace_original: false,
-        text: 'Thanks for the feedback!',
-      });
+      await options.replies.respond(body.response_url, 'Thanks for the feedback!');
     } catch (error) {
       logger.warn({ err: error }, 'could not record feedback on an answer');
     }
   });
 
-  app.action<BlockAction<ButtonAction>>(SEND_AGAIN_ACTION_ID, async ({ ack, body, action, respond }) => {
+  app.action<BlockAction<ButtonAction>>(SEND_AGAIN_ACTION_ID, async ({ ack, body, action }) => {
     await ack();
-    const say = (text: string) =>
-      respond({ response_type: 'ephemeral', replace_original: false, text }).catch(() => {});
+    const say = (text: string) => options.replies.respond(body.response_url, text);
     const noticeTs = body.container.message_ts as string | undefined;
     const teamId = body.team?.id ?? body.user.team_id ?? '';
     const userId = body.user.id;
@@ -105,11 +100,6 @@ export function registerActions(app: App, options: ActionOptions): void {
         await say(refusalText(decision === 'channel-not-allowed' ? decision : 'user-not-allowed'));
         return;
       }
-      const noticeRef = { teamId, channelId: channel, ts: noticeTs };
-      if (!(await options.claims.claim(noticeRef, 'send-again'))) {
-        await say('That message was already sent again.');
-        return;
-      }
       const [, , threadTs = original.ts] = request.threadKey.split(':');
       const replyThreadTs = threadTs === DM_MAIN_THREAD ? undefined : threadTs;
       const messagesTab =
@@ -130,6 +120,8 @@ export function registerActions(app: App, options: ActionOptions): void {
         resend: true,
         traceparent: options.tracing.traceparent(),
       };
+      // Once per notice: its job's key is the notice's, so the inbox itself refuses a second press, and a
+      // press the store could not record leaves nothing behind that would refuse the next one.
       const { outcome } = await options.inbox.admit(
         {
           threadKey: request.threadKey,
@@ -140,8 +132,11 @@ export function registerActions(app: App, options: ActionOptions): void {
         },
         { maxOpenPerThread: MAX_OPEN_PER_THREAD, userPerMinute: options.userRateLimit },
       );
+      if (outcome === 'duplicate') {
+        await say('That message was already sent again.');
+        return;
+      }
       if (outcome === 'rate-limited' || outcome === 'thread-full') {
-        await options.claims.release(noticeRef, 'send-again');
         await say(
           outcome === 'rate-limited'
             ? rateLimitedText(options.userRateLimit)

@@ -1,4 +1,4 @@
-import type { App, RespondFn } from '@slack/bolt';
+import type { App } from '@slack/bolt';
 import type { AgentClient } from '../../agent/client.js';
 import {
   RESET_FAILED_TEXT,
@@ -34,9 +34,9 @@ export interface CommandOptions {
   userRateLimit: number;
   /** In a Messages-tab conversation a top-level DM message starts its own thread, so it is reset as one. */
   agentViewConversations: AgentViewConversations;
-  /** Closes the agent sessions of conversations a reset ended. */
-  replies: Pick<SlackReplies, 'closeSessions'>;
   tracing: Pick<Tracing, 'traceparent'>;
+  /** Answers privately through the request's response_url. */
+  replies: Pick<SlackReplies, 'respond'>;
   logger: Logger;
 }
 
@@ -65,10 +65,10 @@ export function registerCommands(app: App, options: CommandOptions): void {
     return undefined;
   };
 
-  app.command(options.command, async ({ command, ack, respond }) => {
+  app.command(options.command, async ({ command, ack }) => {
     // Acknowledged first: Slack gives up after 3 s, and the work talks to the store and the agent service.
     await ack();
-    const ephemeral = (text: string) => respond({ response_type: 'ephemeral', text });
+    const ephemeral = (text: string) => options.replies.respond(command.response_url, text);
     try {
       const refused = await refusal({
         teamId: command.team_id,
@@ -117,7 +117,7 @@ export function registerCommands(app: App, options: CommandOptions): void {
     }
   });
 
-  app.shortcut(RESET_SHORTCUT_CALLBACK_ID, async ({ shortcut, ack, respond }) => {
+  app.shortcut(RESET_SHORTCUT_CALLBACK_ID, async ({ shortcut, ack }) => {
     if (shortcut.type !== 'message_action') {
       await ack();
       return;
@@ -126,7 +126,7 @@ export function registerCommands(app: App, options: CommandOptions): void {
     const channelId = shortcut.channel.id;
     const teamId = shortcut.team?.id ?? shortcut.user.team_id ?? '';
     const userId = shortcut.user.id;
-    const answer = (text: string) => respond({ response_type: 'ephemeral', text }).catch(() => {});
+    const answer = (text: string) => options.replies.respond(shortcut.response_url, text);
     try {
       const refused = await refusal({ teamId, userTeamId: shortcut.user.team_id, channelId, userId });
       if (refused) {
@@ -220,5 +220,3 @@ function slackDate(value: string): string {
   if (Number.isNaN(millis)) return value;
   return `<!date^${Math.floor(millis / 1000)}^{date_short_pretty} {time}|${new Date(millis).toISOString()}>`;
 }
-
-export type { RespondFn };

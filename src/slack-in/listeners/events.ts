@@ -22,6 +22,7 @@ import type { ReplyTarget, SlackReplies } from '../../slack-out/replies.js';
 import type { AccessPolicy } from '../access.js';
 import type { AgentViewConversations } from '../agent-view.js';
 import {
+  authorizedPerson,
   controlWordOf,
   type EventEnvelope,
   editOf,
@@ -197,20 +198,22 @@ export class EventIntake {
           await claims.release(greetingRef, 'greeting');
       });
     },
-    // The agent experience: which channel the person is looking at while in the Messages tab.
-    app_context_changed: async ({ event, team_id: teamId }) => {
+    // The agent experience: which channel the person is looking at while in the Messages tab. Slack's event is
+    // only `context`; the viewer is the envelope's person (a `user` or `channel` on the event, which
+    // @slack/types declares, is read too).
+    app_context_changed: async (envelope) => {
+      const { event, team_id: teamId } = envelope;
       if (this.options.agentViewConversations.mode === 'off') {
         this.ignore(event.type, 'agent-view-off');
         return;
       }
-      await this.options.viewing.record(
-        {
-          teamId,
-          dmChannel: typeof event.channel === 'string' ? event.channel : undefined,
-          userId: typeof event.user === 'string' ? event.user : undefined,
-        },
-        viewedChannelOf(event.context),
-      );
+      const userId = typeof event.user === 'string' ? event.user : authorizedPerson(envelope);
+      const dmChannel = typeof event.channel === 'string' ? event.channel : undefined;
+      if (!userId && !dmChannel) {
+        this.ignore(event.type, 'no-viewer');
+        return;
+      }
+      await this.options.viewing.record({ teamId, dmChannel, userId }, viewedChannelOf(event.context));
     },
     // Stop pressed in Slack's UI on an agent conversation: the same as mentioning the bot with `stop` there.
     agent_session_stopped: async ({ event, team_id: teamId, event_id: eventId }, after) => {
@@ -301,7 +304,13 @@ export class EventIntake {
     }
     if (command === 'reset') {
       const decided = await this.options.resets.request(
-        { thread, replyThreadTs, agentSession, traceparent: this.options.tracing.traceparent() },
+        {
+          thread,
+          ts: message.ts,
+          replyThreadTs,
+          agentSession,
+          traceparent: this.options.tracing.traceparent(),
+        },
         message.ts,
         message.user,
       );
@@ -350,8 +359,9 @@ export class EventIntake {
   }
 
   /**
-   * `stop` from a person: their waiting messages are cancelled and the answer being computed for their
-   * message is dropped (the agent service cannot cancel it). Once per request; the notice after the ack.
+   * `stop` from a person (the word, or Slack's stop button): their waiting messages are cancelled and the
+   * answer being computed for their message is dropped (the agent service cannot cancel it); nobody else's.
+   * Once per request; the notice after the ack.
    */
   private async stop(
     thread: ThreadKey,
@@ -361,15 +371,17 @@ export class EventIntake {
     agentSession: boolean,
     after: AfterAck[],
   ): Promise<void> {
-    const { first, cancelled, stoppedRunning } = await this.options.inbox.stop(
+    const { first, cancelled, stoppedRunning, othersGoOn } = await this.options.inbox.stop(
       threadKeyString(thread),
       userId,
       request,
     );
     if (!first) return;
     after.push(async () => {
-      // Slack does not change the session on a stop: it is ready for the next message (the stop button goes).
-      if (agentSession && target.threadTs) {
+      // Slack leaves the status to the app on a stop (docs: agent_session_stopped). With nothing left to do the
+      // session is ready for the next message (the button goes); while someone else's message is still being
+      // answered it stays `processing`, which that job ends itself (setting it here could land after that end).
+      if (agentSession && target.threadTs && !othersGoOn) {
         await this.options.replies.setSessionStatus(target.channel, target.threadTs, 'active');
       }
       // Cancelled messages were waiting, so each shows the "queued" indicator.
