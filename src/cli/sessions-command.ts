@@ -42,6 +42,8 @@ export async function runSessionsCommand(
   const { write } = deps;
   const rows: Row[] = [];
   const refusals: string[] = [];
+  /** Agents nothing is pruned of (an agent id may itself contain ':', so it is not read back from a refusal). */
+  const refused = new Set<string>();
   for (const agentId of deps.agents) {
     const records = await deps.agent.listSessions(agentId);
     const mapped = await deps.store.mappingsOf(agentId);
@@ -52,11 +54,13 @@ export async function runSessionsCommand(
     if (mapped.length === 0 && records.length > 0) {
       // An empty store (a new DATA_DIR, a wrong DATABASE_URL) or an agent other clients share would make
       // every listed session look orphaned.
+      refused.add(agentId);
       refusals.push(
         `${agentId}: this store maps no session of this agent, so every one of its ${records.length} sessions would look orphaned ` +
           "(is DATA_DIR or DATABASE_URL the bot's store? do other clients use this agent?). Nothing will be pruned for this agent.",
       );
     } else if (!anyMatch && records.length > 0) {
+      refused.add(agentId);
       refusals.push(
         `${agentId}: none of the ${records.length} listed session ids matches the ${mapped.length} this bot recorded; ` +
           'the service may list sessions under other ids, so orphans cannot be told apart. Nothing will be pruned for this agent.',
@@ -81,7 +85,6 @@ export async function runSessionsCommand(
     return 0;
   }
 
-  const refused = new Set(refusals.map((refusal) => refusal.slice(0, refusal.indexOf(':'))));
   const now = (deps.now ?? (() => new Date()))().getTime();
   const orphans = rows.filter((row) => {
     if (row.mapping || refused.has(row.agentId)) return false;

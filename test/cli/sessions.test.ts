@@ -4,23 +4,25 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AgentClient } from '../../src/agent/client.js';
-import { runSessionsCommand } from '../../src/cli/sessions-command.js';
+import { parseSessionsArgs, runSessionsCommand } from '../../src/cli/sessions-command.js';
 import { SessionStore, type ThreadSession } from '../../src/sessions/store.js';
 import { type Database, openDatabase } from '../../src/store/database.js';
 import { createSessionKeyv } from '../../src/store/keyv.js';
 import { migrate } from '../../src/store/schema.js';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import { emptyWorkdir, entryPoint, TSX } from '../helpers/entry-point.js';
 
-/** tsx's loader and the entry point by absolute path, so the command can run from any working directory. */
-const TSX = import.meta.resolve('tsx');
-const CLI = path.resolve('src/cli/sessions.ts');
+const CLI = entryPoint('src/cli/sessions.ts');
 
-/** Runs the real entry point in a child process without blocking this process's servers. */
+/**
+ * Runs the real entry point in a child process without blocking this process's servers, by default in an
+ * empty directory (no `.env`).
+ */
 function run_(
   args: string[],
   env: Record<string, string>,
-  cwd = process.cwd(),
+  cwd = emptyWorkdir(),
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', TSX, CLI, ...args], {
@@ -139,6 +141,19 @@ describe('npm run sessions (orphan prune)', () => {
     expect(agent.sessionsOf('agent-main')).toHaveLength(2);
   });
 
+  it('refuses to prune an agent whose id has a colon in it just the same', async () => {
+    agent.addSession('team:agent');
+    agent.addSession('team:agent');
+    const code = await runSessionsCommand(
+      { agent: client, store, agents: ['team:agent'], write: (line) => output.push(line) },
+      { action: 'prune', apply: 2, minAgeMs: 0 },
+    );
+    expect(code).toBe(2);
+    expect(output[0]).toMatch(/^warning: team:agent: this store maps no session of this agent/);
+    expect(agent.requestsFor('deleteSession')).toHaveLength(0);
+    expect(agent.sessionsOf('team:agent')).toHaveLength(2);
+  });
+
   it('refuses to prune when listed ids cannot be matched to recorded ones', async () => {
     agent.addSession('agent-main');
     await mapped('some-other-id-scheme', '1.1');
@@ -147,14 +162,23 @@ describe('npm run sessions (orphan prune)', () => {
     expect(agent.requestsFor('deleteSession')).toHaveLength(0);
   });
 
+  it('reads --apply=N as the count to confirm, a bare --apply as a request for it, and refuses anything else', () => {
+    expect(parseSessionsArgs(['prune', '--apply=2'])).toMatchObject({ action: 'prune', apply: 2 });
+    expect(parseSessionsArgs(['prune', '--apply'])).toMatchObject({ action: 'prune', apply: true });
+    expect(parseSessionsArgs(['prune'])).toMatchObject({ action: 'prune', apply: false });
+    expect(() => parseSessionsArgs(['prune', '--apply=all'])).toThrow();
+  });
+
   it('runs as a command: usage errors and configuration errors are one clear line', () => {
-    const usage = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/sessions.ts', 'explode'], {
+    const usage = spawnSync(process.execPath, ['--import', TSX, CLI, 'explode'], {
+      cwd: emptyWorkdir(),
       encoding: 'utf8',
       env: { PATH: process.env.PATH },
     });
     expect(usage.status).toBe(2);
     expect(usage.stderr).toMatch(/^Usage: npm run sessions -- <list\|prune>/);
-    const config = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/sessions.ts', 'list'], {
+    const config = spawnSync(process.execPath, ['--import', TSX, CLI, 'list'], {
+      cwd: emptyWorkdir(),
       encoding: 'utf8',
       env: { PATH: process.env.PATH },
     });

@@ -103,6 +103,15 @@ describe('npm run demo from elsewhere', () => {
     expect(image.status).toBe(403);
     const stream = { host: page, 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'cors' };
     expect((await send('GET', '/ui/stream', stream)).status).toBe(403);
+    // A WebSocket from another site (Socket Mode's endpoint) is refused before its ticket is even looked at.
+    const upgrade = await send('GET', '/link/?ticket=forged', {
+      ...evil,
+      connection: 'Upgrade',
+      upgrade: 'websocket',
+      'sec-websocket-version': '13',
+      'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+    });
+    expect(upgrade.status).toBe(403);
     expect(await generalTexts()).not.toEqual(expect.arrayContaining([expect.stringMatching(/csrf/)]));
     // Nor does it reach the agent service through the traffic proxy (which passes on whatever key it is sent).
     const proxy = demo.ports.trafficProxy;
@@ -154,7 +163,7 @@ describe('npm run demo from elsewhere', () => {
     expect(await generalTexts()).not.toContain('with the test token');
   });
 
-  it('listens on 127.0.0.1 only: page, bot, agent emulator and traffic proxy', async () => {
+  it('listens on 127.0.0.1 only: page, bot, its admin port, agent emulator and traffic proxy', async () => {
     // 127.0.0.2 reaches this machine as any other address does (Linux routes 127/8 to loopback): a server
     // on every interface answers there, one on 127.0.0.1 does not. The control proves the first half.
     const control = await listenEverywhere();
@@ -164,7 +173,7 @@ describe('npm run demo from elsewhere', () => {
       control.close();
     }
     const ports = Object.entries(demo.ports);
-    expect(ports.map(([name]) => name).sort()).toEqual(['bot', 'emulator', 'page', 'trafficProxy']);
+    expect(ports.map(([name]) => name).sort()).toEqual(['admin', 'bot', 'emulator', 'page', 'trafficProxy']);
     for (const [name, listening] of ports) {
       expect({ name, loopback: await connects('127.0.0.1', listening) }).toEqual({ name, loopback: true });
       expect({ name, elsewhere: await connects('127.0.0.2', listening) }).toEqual({ name, elsewhere: false });

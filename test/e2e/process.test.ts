@@ -3,11 +3,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
 import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import { withEveryVariable } from '../helpers/entry-point.js';
 import { freePort } from '../helpers/free-port.js';
 import { appMentionEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
 import { BOT_TOKEN, SIGNING_SECRET } from '../helpers/stack.js';
 
-/** The bot as users run it: `npm start` in a child process, configured only through the environment. */
+/**
+ * The bot as users run it: `npm start` in a child process, configured only through the environment. npm runs
+ * it in the project's root, where a developer's `.env` may be: every variable the bot reads is set (empty
+ * ones are unset to the bot), so that file fills in none.
+ */
 describe('npm start', () => {
   let slack: FakeSlack;
   let agent: AgentServiceEmulator;
@@ -22,7 +27,7 @@ describe('npm start', () => {
     dataDir = await freshDataDir();
     port = await freePort();
     child = spawn('npm', ['start', '--silent'], {
-      env: {
+      env: withEveryVariable({
         PATH: process.env.PATH,
         HOME: process.env.HOME,
         SLACK_BOT_TOKEN: BOT_TOKEN,
@@ -34,7 +39,7 @@ describe('npm start', () => {
         AGENT_ID: 'agent-main',
         DATA_DIR: dataDir.path,
         LOG_LEVEL: 'trace',
-      },
+      }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout?.on('data', (chunk: Buffer) => {

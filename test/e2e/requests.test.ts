@@ -1,7 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentServiceEmulator } from '../fakes/agent-service.js';
-import { FakeSlack } from '../fakes/slack.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import { describe, expect, it } from 'vitest';
+import { botPerSuite } from '../helpers/bot-per-suite.js';
 import {
   appMentionEvent,
   eventEnvelope,
@@ -11,7 +9,7 @@ import {
   postSignedForm,
   postSignedInteraction,
 } from '../helpers/slack-events.js';
-import { type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { SIGNING_SECRET } from '../helpers/stack.js';
 
 /**
  * Every request Slack (or anyone) sends to /slack/events gets an HTTP answer well within Slack's 3 s: 200 when it
@@ -19,21 +17,7 @@ import { type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
  * on a public port, hold a connection until the client gives up.
  */
 describe('every request to /slack/events is answered', () => {
-  let slack: FakeSlack;
-  let agent: AgentServiceEmulator;
-  let bot: RunningBot;
-  let dir: TempDataDir;
-
-  beforeAll(async () => {
-    dir = await freshDataDir();
-    slack = await FakeSlack.start();
-    agent = await AgentServiceEmulator.start();
-    bot = await startBot({ slack, agent, store: { kind: 'embedded', dataDir: dir.path } });
-  });
-  afterAll(async () => {
-    await bot.stop();
-    await Promise.all([slack.stop(), agent.stop(), dir.remove()]);
-  });
+  const stack = botPerSuite();
 
   const within3s = (result: { status: number; ms: number }) => {
     expect(result.ms).toBeLessThan(3_000);
@@ -42,16 +26,19 @@ describe('every request to /slack/events is answered', () => {
 
   it('an event_callback without an event: acknowledged and ignored', async () => {
     const { event: _event, ...envelope } = eventEnvelope({ type: 'app_mention' });
-    expect(within3s(await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, envelope))).toBe(200);
+    expect(within3s(await postSignedEvent(stack.bot.eventsUrl, SIGNING_SECRET, envelope))).toBe(200);
   });
 
   it('an envelope of an unknown type: acknowledged and ignored', async () => {
     const body = { type: 'something_new', team_id: 'T0TEAM', token: 'x' };
-    expect(within3s(await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body))).toBe(200);
+    expect(within3s(await postSignedEvent(stack.bot.eventsUrl, SIGNING_SECRET, body))).toBe(200);
   });
 
   it('a form without a payload: acknowledged and ignored', async () => {
-    const result = await postSignedForm(bot.eventsUrl, SIGNING_SECRET, { team_id: 'T0TEAM', text: 'hello' });
+    const result = await postSignedForm(stack.bot.eventsUrl, SIGNING_SECRET, {
+      team_id: 'T0TEAM',
+      text: 'hello',
+    });
     expect(within3s(result)).toBe(200);
   });
 
@@ -63,10 +50,10 @@ describe('every request to /slack/events is answered', () => {
       channel: { id: 'C0REQ' },
       container: { type: 'message', message_ts: nextTs(), channel_id: 'C0REQ' },
       actions: [{ type: 'button', action_id: 'not_ours', block_id: 'b', value: 'x', action_ts: nextTs() }],
-      response_url: slack.responseUrl('unhandled-click'),
+      response_url: stack.slack.responseUrl('unhandled-click'),
       trigger_id: 'trigger',
     };
-    expect(within3s(await postSignedInteraction(bot.eventsUrl, SIGNING_SECRET, click))).toBe(200);
+    expect(within3s(await postSignedInteraction(stack.bot.eventsUrl, SIGNING_SECRET, click))).toBe(200);
   });
 
   it('a message shortcut that is not ours: acknowledged and ignored', async () => {
@@ -75,28 +62,28 @@ describe('every request to /slack/events is answered', () => {
       channel: 'C0REQ',
       user: 'U0ALICE',
       messageTs: nextTs(),
-      responseUrl: slack.responseUrl('other-shortcut'),
+      responseUrl: stack.slack.responseUrl('other-shortcut'),
     });
-    expect(within3s(await postSignedInteraction(bot.eventsUrl, SIGNING_SECRET, shortcut))).toBe(200);
+    expect(within3s(await postSignedInteraction(stack.bot.eventsUrl, SIGNING_SECRET, shortcut))).toBe(200);
   });
 
   it('signed bodies that are not an object: refused with 400', async () => {
     for (const rawBody of ['null', '[]', '42', '"text"']) {
-      const result = await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, undefined, { rawBody });
+      const result = await postSignedEvent(stack.bot.eventsUrl, SIGNING_SECRET, undefined, { rawBody });
       expect(within3s(result)).toBe(400);
     }
-    const form = await postSignedForm(bot.eventsUrl, SIGNING_SECRET, { payload: 'null' });
+    const form = await postSignedForm(stack.bot.eventsUrl, SIGNING_SECRET, { payload: 'null' });
     expect(within3s(form)).toBe(400);
   });
 
   it('keeps answering real events after all of the above', async () => {
     const root = nextTs();
     const result = await postSignedEvent(
-      bot.eventsUrl,
+      stack.bot.eventsUrl,
       SIGNING_SECRET,
       appMentionEvent({ channel: 'C0REQ', user: 'U0ALICE', text: '<@U0BOT> still here?', ts: root }),
     );
     expect(within3s(result)).toBe(200);
-    await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+    await stack.slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
   });
 });

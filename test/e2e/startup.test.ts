@@ -6,14 +6,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
 import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import { emptyWorkdir, entryPoint, TSX } from '../helpers/entry-point.js';
 import { freePort } from '../helpers/free-port.js';
 import { nextTs } from '../helpers/slack-events.js';
 import { AGENT_ID, BOT_TOKEN, mention, SIGNING_SECRET, startBot } from '../helpers/stack.js';
 import { waitFor } from '../helpers/wait.js';
-
-/** tsx's loader by absolute URL, so the bot can run from any working directory (where its `.env` is). */
-const TSX = import.meta.resolve('tsx');
-const MAIN = path.resolve('src/main.ts');
 
 interface Run {
   child: ChildProcess;
@@ -21,9 +18,12 @@ interface Run {
   exited: Promise<number | null>;
 }
 
-/** The bot as `npm start` runs it, but from source, with exactly this environment and working directory. */
-function runBot(env: Record<string, string>, cwd = process.cwd()): Run {
-  const child = spawn(process.execPath, ['--import', TSX, MAIN], {
+/**
+ * The bot as `npm start` runs it, but from source, with exactly this environment and working directory (by
+ * default an empty one: no `.env`).
+ */
+function runBot(env: Record<string, string>, cwd = emptyWorkdir()): Run {
+  const child = spawn(process.execPath, ['--import', TSX, entryPoint('src/main.ts')], {
     env: { PATH: process.env.PATH ?? '', ...env },
     cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -116,7 +116,8 @@ describe('start-up with the real services', () => {
       const run = runBot({ PORT: realPort ?? '' }, workdir);
       running.push(run);
       await ready(env);
-      expect(run.output()).toContain('slack-agent-bridge is running');
+      // Readiness answers as soon as the port is open, a moment before the start-up line is logged.
+      await waitFor(() => run.output().includes('slack-agent-bridge is running'), 'the start-up line');
     } finally {
       await rm(workdir, { recursive: true, force: true });
     }

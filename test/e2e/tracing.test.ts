@@ -6,7 +6,7 @@ import { FakeSlack } from '../fakes/slack.js';
 import { type BotProcess, spawnBot } from '../helpers/bot-process.js';
 import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import { appMentionEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
-import { SIGNING_SECRET } from '../helpers/stack.js';
+import { SIGNING_SECRET, startBot } from '../helpers/stack.js';
 import { waitFor } from '../helpers/wait.js';
 
 interface ExportedSpan {
@@ -147,5 +147,36 @@ describe('traces (OpenTelemetry over OTLP/HTTP)', () => {
 
     // Ids, never what people wrote.
     expect(JSON.stringify(receiver.spans)).not.toContain(secretWords);
+  });
+});
+
+describe('without OTEL_EXPORTER_OTLP_ENDPOINT', () => {
+  it('sends the agent service no trace context', async () => {
+    const [slack, agent, dir] = await Promise.all([
+      FakeSlack.start(),
+      AgentServiceEmulator.start(),
+      freshDataDir(),
+    ]);
+    const bot = await startBot({ slack, agent, store: { kind: 'embedded', dataDir: dir.path } });
+    try {
+      const root = nextTs();
+      await postSignedEvent(
+        bot.eventsUrl,
+        SIGNING_SECRET,
+        appMentionEvent({ channel: 'C0NOTRACE', user: 'U0ALICE', text: '<@U0BOT> hello', ts: root }),
+      );
+      await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+
+      const operations = agent.requests.map((request) => request.operation);
+      expect(operations).toEqual(expect.arrayContaining(['listSessions', 'createSession', 'sendMessage']));
+      for (const request of agent.requests) {
+        expect(request.headers).toHaveProperty('private_key');
+        expect(request.headers).not.toHaveProperty('traceparent');
+        expect(request.headers).not.toHaveProperty('tracestate');
+      }
+    } finally {
+      await bot.stop();
+      await Promise.all([slack.stop(), agent.stop(), dir.remove()]);
+    }
   });
 });

@@ -7,6 +7,7 @@ import { FakeSlack } from './slack.js';
 
 const slackPort = Number(process.env.FAKE_SLACK_PORT ?? 4100);
 const agentPort = Number(process.env.FAKE_AGENT_PORT ?? 4200);
+const botPort = Number(process.env.PORT ?? 3000);
 
 const slack = await FakeSlack.start({ port: slackPort });
 const agent = await AgentServiceEmulator.start({ port: agentPort, latencyMs: 300 });
@@ -22,15 +23,17 @@ slack.onCall((call) => {
     process.stdout.write(`slack: ${call.method} ${JSON.stringify(call.args)}\n`);
 });
 
-process.stdout.write(`Fakes are running. Start the bot in another terminal with:
+// npm start also reads .env: what is set here wins over it. Empty is unset, so a .env's app token (Socket Mode)
+// and database (the embedded store under DATA_DIR instead) stay out of it.
+process.stdout.write(`Fakes are running. Start the bot in another terminal with (these settings win over a .env):
 
-  SLACK_BOT_TOKEN=${slack.botToken} SLACK_SIGNING_SECRET=local-signing-secret \\
+  SLACK_BOT_TOKEN=${slack.botToken} SLACK_SIGNING_SECRET=local-signing-secret SLACK_APP_TOKEN= \\
   SLACK_API_URL=${slack.apiUrl} AGENT_BASE_URL=${agent.baseUrl} \\
-  AGENT_API_KEY=${agent.apiKey} AGENT_ID=demo-agent npm start
+  AGENT_API_KEY=${agent.apiKey} AGENT_ID=demo-agent DATABASE_URL= PORT=${botPort} npm start
 
 then send it a signed mention with:
 
-  SLACK_SIGNING_SECRET=local-signing-secret npm run --silent fakes:mention -- "hello agent"
+  SLACK_SIGNING_SECRET=local-signing-secret PORT=${botPort} npm run --silent fakes:mention -- "hello agent"
 
 `);
 

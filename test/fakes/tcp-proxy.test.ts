@@ -43,6 +43,23 @@ describe.runIf(runPostgres)('TcpProxy in front of PostgreSQL', () => {
     await waitFor(() => proxy.connectionCount === 0, 'the proxy to see the connection close', 2_000);
   });
 
+  it('counts what clients sent on: a statement once per time it was sent, across connections', async () => {
+    const { client: first } = await connect();
+    const { client: second } = await connect();
+    // A simple query as PostgreSQL receives it: 'Q', its length, the text and a zero byte.
+    const text = 'SELECT 7 AS counted';
+    const message = Buffer.concat([Buffer.from('Q'), Buffer.alloc(4), Buffer.from(`${text}\0`)]);
+    message.writeInt32BE(message.length - 1, 1);
+    expect(proxy.countSent(message)).toBe(0);
+
+    await first.query(text);
+    await second.query(text);
+    await second.query(text);
+    await first.query('SELECT 8');
+
+    expect(proxy.countSent(message)).toBe(3);
+  });
+
   it('cut() fails the open connection at once, and a new client works afterwards', async () => {
     const { client, errors } = await connect();
     await client.query('SELECT 1');

@@ -1,4 +1,5 @@
 import { type AddressInfo, createConnection, createServer, type Server, type Socket } from 'node:net';
+import { Transform } from 'node:stream';
 
 /** Where the proxy forwards to: `{ host, port }`, or a URL such as `postgres://user@127.0.0.1:5432/db`. */
 export type ProxyTarget = { host: string; port: number } | string;
@@ -13,6 +14,9 @@ export interface TcpProxyOptions {
 interface Link {
   client: Socket;
   upstream?: Socket;
+  /** The client's bytes pass through here to the target, and are recorded in `sent`. */
+  toUpstream?: Transform;
+  sent: Buffer[];
   /** Whether client bytes are being piped to the target, and the target's bytes to the client. */
   up: boolean;
   down: boolean;
@@ -42,6 +46,8 @@ export class TcpProxy {
   private readonly links = new Set<Link>();
   /** Client sockets left open and silent by `strand()`, closed by `stop()`. */
   private readonly stranded = new Set<Socket>();
+  /** What each connection's client sent on to the target, in order, for `countSent`. */
+  private readonly sent: Buffer[][] = [];
   private mode: Mode = 'forwarding';
 
   private constructor(target: ProxyTarget) {
@@ -72,6 +78,19 @@ export class TcpProxy {
     url.hostname = '127.0.0.1';
     url.port = String(this.port);
     return url.toString();
+  }
+
+  /**
+   * How many times clients sent `bytes` on to the target (e.g. one PostgreSQL statement), counted in each
+   * connection's byte stream, so a sequence split across TCP segments is found too.
+   */
+  countSent(bytes: Buffer): number {
+    let count = 0;
+    for (const chunks of this.sent) {
+      const stream = Buffer.concat(chunks);
+      for (let at = stream.indexOf(bytes); at !== -1; at = stream.indexOf(bytes, at + bytes.length)) count++;
+    }
+    return count;
   }
 
   /** Client connections currently open through the proxy, including ones held by a blackhole. */
@@ -168,8 +187,9 @@ export class TcpProxy {
       client.resetAndDestroy();
       return;
     }
-    const link: Link = { client, up: false, down: false };
+    const link: Link = { client, up: false, down: false, sent: [] };
     this.links.add(link);
+    this.sent.push(link.sent);
     client.on('close', () => {
       this.links.delete(link);
       this.stranded.delete(client);
@@ -189,18 +209,26 @@ export class TcpProxy {
     if (up && !link.upstream) {
       const upstream = createConnection({ host: this.target.host, port: this.target.port });
       link.upstream = upstream;
+      const sent = link.sent;
+      link.toUpstream = new Transform({
+        transform(chunk: Buffer, _encoding, callback) {
+          sent.push(chunk);
+          callback(null, chunk);
+        },
+      });
+      link.toUpstream.pipe(upstream);
       upstream.on('error', () => {});
       // The target going away ends the client's connection too, as a direct connection would.
       upstream.on('close', () => link.client.destroy());
     }
-    const { client, upstream } = link;
-    if (!upstream) {
+    const { client, upstream, toUpstream } = link;
+    if (!upstream || !toUpstream) {
       client.pause();
       return;
     }
-    if (up && !link.up) client.pipe(upstream);
+    if (up && !link.up) client.pipe(toUpstream);
     if (!up && link.up) {
-      client.unpipe(upstream);
+      client.unpipe(toUpstream);
       client.pause();
     }
     if (down && !link.down) upstream.pipe(client);

@@ -1,0 +1,227 @@
+import { spawn } from 'node:child_process';
+import { cp, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from './helpers/free-port.js';
+import { waitFor } from './helpers/wait.js';
+
+/**
+ * `npm start` and `npm run sessions` read `.env` from their working directory, and a developer who followed
+ * the README has one in the project's root, with their own Slack app token and database. The tests that start
+ * those processes must not pick it up: a Socket Mode token would take the bot off HTTP, a DATABASE_URL would
+ * migrate the developer's database, and every variable it sets would be missing from "every missing
+ * variable". This runs those tests in a copy of the project that has such a `.env` in its root.
+ */
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+
+/** Each test file that starts the bot or the sessions command in a child process, and one of its tests. */
+const PROBES: Record<string, string> = {
+  'test/e2e/startup.test.ts':
+    'lists every missing or invalid variable in one run, one line each, and exits 1 without a stack trace',
+  'test/config.test.ts': 'prints one line naming the variable and exits non-zero, without a stack trace',
+  'test/cli/sessions.test.ts': 'runs as a command: usage errors and configuration errors are one clear line',
+  'test/e2e/process.test.ts': 'answers a signed mention, logs no secret, and exits cleanly on SIGTERM',
+  'test/faults/public-port.test.ts': 'refuses a body declared over 512 KiB with 413 before any of it is sent',
+};
+
+/** `.env.example` as a developer fills it in: their tokens and key, and their database uncommented. */
+function developersDotEnv(example: string): string {
+  const values: Record<string, string> = {
+    SLACK_BOT_TOKEN: 'xoxb-the-developers-own-token',
+    SLACK_APP_TOKEN: 'xapp-the-developers-own-token',
+    SLACK_SIGNING_SECRET: 'the-developers-signing-secret',
+    AGENT_BASE_URL: 'https://agents.example.com/v1',
+    AGENT_API_KEY: 'the-developers-agent-key',
+    AGENT_ID: 'the-developers-agent',
+    // Nothing listens on port 9: a bot that uses this database does not start.
+    DATABASE_URL: 'postgres://developer:secret@127.0.0.1:9/their_own_database',
+  };
+  const filled = example.replace(/^#?\s*([A-Z][A-Z0-9_]*)=.*$/gm, (line, name: string) =>
+    name in values ? `${name}=${values[name]}` : line,
+  );
+  for (const name of Object.keys(values)) expect(filled).toContain(`\n${name}=${values[name]}\n`);
+  return filled;
+}
+
+interface Run {
+  code: number | null;
+  output: string;
+}
+
+/** A command in its own process group (npm, a shell and node go together), with its output so far. */
+interface Started {
+  output: () => string;
+  stop: () => void;
+}
+
+function run(command: string, args: string[], cwd: string, env: Record<string, string>): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd, env: { PATH: process.env.PATH ?? '', ...env } });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.on('close', (code) => resolve({ code, output }));
+  });
+}
+
+function start(command: string, args: string[], cwd: string, env: Record<string, string>): Started {
+  const child = spawn(command, args, {
+    cwd,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    detached: true,
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  return {
+    output: () => output,
+    stop: () => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    },
+  };
+}
+
+/** waitFor, failing with what the commands printed by then. */
+async function waitShowing<T>(
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  what: string,
+  timeoutMs: number,
+  ...commands: Started[]
+): Promise<T> {
+  try {
+    return await waitFor(check, what, timeoutMs);
+  } catch (error) {
+    const printed = commands.map((command) => command.output().slice(-3000)).join('\n---\n');
+    throw new Error(`${error instanceof Error ? error.message : String(error)}; printed:\n${printed}`);
+  }
+}
+
+describe("a developer's .env in the project's root", () => {
+  let copy: string;
+  const started: Started[] = [];
+  afterEach(() => {
+    for (const command of started.splice(0)) command.stop();
+  });
+
+  beforeAll(async () => {
+    copy = await mkdtemp(path.join(tmpdir(), 'bridge-with-dotenv-'));
+    for (const entry of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'vitest.config.ts', 'src']) {
+      await cp(path.join(ROOT, entry), path.join(copy, entry), { recursive: true });
+    }
+    await cp(path.join(ROOT, 'test'), path.join(copy, 'test'), {
+      recursive: true,
+      filter: (source) => source !== path.join(ROOT, 'test/.tmp'),
+    });
+    await symlink(path.join(ROOT, 'node_modules'), path.join(copy, 'node_modules'));
+    // The prepared embedded store the tests copy (test/global-setup.ts made it for this run).
+    await symlink(path.join(ROOT, 'test/.tmp'), path.join(copy, 'test/.tmp'));
+    await writeFile(
+      path.join(copy, '.env'),
+      developersDotEnv(await readFile(path.join(ROOT, '.env.example'), 'utf8')),
+    );
+  });
+  afterAll(async () => {
+    if (copy) await rm(copy, { recursive: true, force: true });
+  });
+
+  it('is what the bot reads when started there', async () => {
+    const bot = await run(process.execPath, ['--import', 'tsx', 'src/main.ts'], copy, { PORT: 'eighty' });
+    expect(bot.code).toBe(1);
+    // Every other required variable comes from the .env.
+    expect(bot.output.trim().split('\n')).toEqual([
+      'Configuration error: PORT must be a whole number from 1 to 65535 (got "eighty")',
+    ]);
+  });
+
+  it('changes nothing in the tests that start the bot or the sessions command', async () => {
+    const files = Object.keys(PROBES);
+    const names = Object.values(PROBES).map((name) => name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+    const report = path.join(copy, 'report.json');
+    const env: Record<string, string> = { HOME: process.env.HOME ?? '' };
+    if (process.env.TEST_DATABASE_URL) env.TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
+    const vitest = await run(
+      process.execPath,
+      [
+        path.join(copy, 'node_modules/vitest/vitest.mjs'),
+        'run',
+        ...files,
+        '--testNamePattern',
+        names.join('|'),
+        '--maxWorkers',
+        '2',
+        '--reporter=default',
+        '--reporter=json',
+        `--outputFile.json=${report}`,
+      ],
+      copy,
+      env,
+    );
+    const results = JSON.parse(await readFile(report, 'utf8')) as {
+      testResults: { name: string; assertionResults: { title: string; status: string }[] }[];
+    };
+    const outcomes = Object.fromEntries(
+      results.testResults.flatMap((file) =>
+        file.assertionResults
+          .filter((test) => test.status !== 'skipped' && test.status !== 'pending')
+          .map((test) => [`${path.relative(copy, file.name)}: ${test.title}`, test.status]),
+      ),
+    );
+    expect(outcomes, vitest.output).toEqual(
+      Object.fromEntries(Object.entries(PROBES).map(([file, name]) => [`${file}: ${name}`, 'passed'])),
+    );
+    expect(vitest.code, vitest.output).toBe(0);
+  }, 180_000);
+
+  it('changes nothing in the bot started as `npm run fakes` says, which answers the mention it says to send', async () => {
+    const port = String(await freePort());
+    const fakes = start('npm', ['run', '--silent', 'fakes'], copy, {
+      FAKE_SLACK_PORT: String(await freePort()),
+      FAKE_AGENT_PORT: String(await freePort()),
+      PORT: port,
+    });
+    started.push(fakes);
+    const printed = await waitShowing(
+      () =>
+        /with[^\n]*:\n\n([\s\S]*?npm start)\n[\s\S]*\n {2}(.*fakes:mention.*)\n/.exec(fakes.output()) ??
+        undefined,
+      "the fakes' instructions",
+      20_000,
+      fakes,
+    );
+    const [, startLine = '', mentionLine = ''] = printed;
+    expect(startLine).toContain(`PORT=${port}`);
+
+    // Typed in a terminal in the project's root (the admin port moved off 9090, which may be taken here).
+    const bot = start('sh', ['-c', startLine], copy, { ADMIN_PORT: String(await freePort()) });
+    started.push(bot);
+    await waitShowing(
+      async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.ok,
+      'the bot to be ready',
+      60_000,
+      bot,
+    );
+    const sent = await run('sh', ['-c', mentionLine], copy, { HOME: process.env.HOME ?? '' });
+    expect(sent.output).toMatch(/-> 200 in/);
+    await waitShowing(
+      () => /^slack: chat\.postMessage .*"channel":"C0LOCAL"/m.test(fakes.output()),
+      'the answer posted to the fake Slack',
+      20_000,
+      fakes,
+      bot,
+    );
+  }, 120_000);
+});
