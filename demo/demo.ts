@@ -33,7 +33,7 @@ export interface RunningDemo {
   url: string;
   usingEmulator: boolean;
   /** Every port the demo listens on (all on 127.0.0.1), by what listens there. */
-  ports: Record<'page' | 'bot' | 'trafficProxy', number> & { emulator?: number };
+  ports: Record<'page' | 'bot' | 'admin' | 'trafficProxy', number> & { emulator?: number };
   stop(): Promise<void>;
 }
 
@@ -204,6 +204,7 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
       ports: {
         page: slack.port,
         bot: botPort,
+        admin: adminPort,
         trafficProxy: Number(new URL(traffic.baseUrl).port),
         ...(emulatorPort === undefined ? {} : { emulator: emulatorPort }),
       },

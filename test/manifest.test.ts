@@ -136,3 +136,31 @@ describe('manifest.http.yml', () => {
     }).toEqual(socket);
   });
 });
+
+describe('manifest.classic.yml in HTTP mode', () => {
+  const url = 'https://your-host.example.com/slack/events';
+  // As its header says: socket_mode_enabled false, and the three commented URLs uncommented.
+  const text = readFileSync('manifest.classic.yml', 'utf8');
+  const uncommented = text
+    .replace(/^(\s*)# ((?:request_)?url: )/gm, '$1$2')
+    .replace(/^(\s*)socket_mode_enabled: true$/m, '$1socket_mode_enabled: false');
+  const http = parse(uncommented) as Manifest;
+
+  it('has the three URLs Slack needs, each nothing but the URL', () => {
+    expect(text.match(/^\s*# (?:request_)?url: /gm)).toHaveLength(3);
+    expect(http.settings.event_subscriptions.request_url).toBe(url);
+    expect(http.settings.interactivity?.request_url).toBe(url);
+    expect(http.features.slash_commands?.map((command) => command.url)).toEqual([url]);
+    expect(http.settings.socket_mode_enabled).toBe(false);
+  });
+
+  it("validates against Slack's manifest schema", () => {
+    const ajv = new Ajv({ strict: false, allErrors: true });
+    addFormats.default(ajv);
+    const schemaPath = path.resolve('test', 'fixtures', 'slack', 'manifest.schema.1.0.0.json');
+    const validate = ajv.compile(JSON.parse(readFileSync(schemaPath, 'utf8')) as object);
+    const valid = validate(http);
+    expect(validate.errors ?? []).toEqual([]);
+    expect(valid).toBe(true);
+  });
+});
