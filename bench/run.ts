@@ -63,6 +63,12 @@ interface Scenario extends Load {
   threadsInAll?: number;
   /** Not run on the relay. */
   botOnly?: boolean;
+  /**
+   * Its threads are opened before it is measured (each first message answered, at its rate): every measured
+   * event then continues a conversation. A thread's first message also creates an agent session, which the
+   * relay never does; new threads are measured by the scenarios made of them.
+   */
+  openedFirst?: boolean;
 }
 
 /**
@@ -85,10 +91,11 @@ const ALL_SCENARIOS: Scenario[] = [
   // of the events is delivered twice, as Slack does when it thinks an acknowledgement was lost.
   {
     key: 'steady',
-    name: `${steady.rate}/s for ${steady.messages / steady.rate} s, ${steady.threads} threads, agent 200 ms`,
+    name: `${steady.rate}/s for ${steady.messages / steady.rate} s, ${steady.threads} threads under way, agent 200 ms`,
     ...steady,
     retryEvery: 20,
     agentLatencyMs: 200,
+    openedFirst: true,
   },
   {
     key: 'burst',
@@ -199,8 +206,8 @@ let tokenCounter = 0;
 let userCounter = 0;
 
 /** Signed app_mention events with a unique token each, built before the load starts. */
-function buildEvents(load: Load, channelPrefix: string): PreparedEvent[] {
-  const roots: string[] = [];
+/** `roots`: the threads' root messages, filled in as each thread's first message is made (given: continued). */
+function buildEvents(load: Load, channelPrefix: string, roots: string[]): PreparedEvent[] {
   const events: PreparedEvent[] = [];
   for (let i = 0; i < load.messages; i++) {
     const thread = i % load.threads;
@@ -344,7 +351,7 @@ class Subject {
   }
 
   /** Sends a load and waits for its answers (or gives up on them: what is missing then is lost). */
-  async run(load: Load, channelPrefix: string) {
+  async run(load: Load, channelPrefix: string, roots: string[] = []) {
     this.agent.setLatency(load.agentLatencyMs, 'sendMessage');
     this.replies.clear();
     this.promptAt.clear();
@@ -353,8 +360,9 @@ class Subject {
     this.agentCalls.clear();
     // The fake's own record of every call would only grow: the listeners above keep what is needed.
     this.slack.clearCalls();
-    const events = buildEvents(load, channelPrefix);
-    this.threadsSeen += load.threads;
+    const opened = roots.length;
+    const events = buildEvents(load, channelPrefix, roots);
+    this.threadsSeen += roots.length - opened;
     const offered = await offer(this.url, events, load.rate, load.retryEvery);
     const deadline = performance.now() + load.agentLatencyMs + LOST_AFTER_MS;
     while (performance.now() < deadline && events.some(({ token }) => !this.replies.has(token)))
@@ -429,6 +437,12 @@ class Subject {
 const live = new Set<Subject>();
 
 async function measure(subject: Subject, scenario: Scenario): Promise<Row> {
+  const roots: string[] = [];
+  if (scenario.openedFirst) {
+    await subject.run({ ...scenario, messages: scenario.threads, retryEvery: 0 }, 'C', roots);
+    await subject.drained();
+    await sleep(1_000); // trailing work (working indicators) out of the way
+  }
   const workBefore = await databaseWork(subject.databaseName);
   const metricsBefore = await subject.metrics();
   const before = {
@@ -442,7 +456,7 @@ async function measure(subject: Subject, scenario: Scenario): Promise<Row> {
   const fresh = Math.max(0, (scenario.threadsInAll ?? 0) - subject.threadsSeen);
   const load =
     scenario.threadsInAll === undefined ? scenario : { ...scenario, messages: fresh, threads: fresh };
-  const { sentAt, acks, firstAck, deliveries, unacknowledged } = await subject.run(load, 'C');
+  const { sentAt, acks, firstAck, deliveries, unacknowledged } = await subject.run(load, 'C', roots);
   const seconds = (performance.now() - started) / 1000;
 
   const added: number[] = [];
