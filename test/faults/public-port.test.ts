@@ -103,11 +103,10 @@ describe('the public port against clients that are not Slack', () => {
     // Half send their body with the headers; half send headers only, and are refused all the same: the
     // refusal never waits for a body. (What arrives after it is drained and dropped by Node, so that the
     // client reads its 401 rather than a reset.)
-    clients.forEach((client, i) =>
-      client.socket.write(
-        i % 2 === 0 ? Buffer.concat([Buffer.from(head(500 * KIB, false)), body]) : head(500 * KIB, false),
-      ),
-    );
+    for (const [i, client] of clients.entries()) {
+      const request = head(500 * KIB, false);
+      client.socket.write(i % 2 === 0 ? Buffer.concat([Buffer.from(request), body]) : request);
+    }
     const started = Date.now();
     const closed = await Promise.all(clients.map((client) => client.closedAt));
     expect(Math.max(...closed) - started).toBeLessThan(3_000);
