@@ -518,27 +518,19 @@ describe('an agent app: the Messages tab tells which channel the person looks at
     expect(await ask('and now?')).toBe('and now?');
   });
 
-  it('also reads a user and channel on the event, which @slack/types declares though Slack documents neither', async () => {
+  it('with no person authorized, reads the user or the DM channel on the event (@slack/types declares them; Slack documents neither)', async () => {
     const { bot } = stack;
-    await send(
-      bot,
-      appContextChangedEvent({
-        viewer: ALICE,
-        viewing: 'C0ROADMAP',
-        undocumented: { user: ALICE, channel: 'D0ALICE' },
-      }),
-    );
-    await send(
-      bot,
-      appContextChangedEvent({
-        viewer: ALICE,
-        viewing: 'C0PUBLIC',
-        undocumented: { user: ALICE, channel: 'D0ALICE' },
-      }),
-    );
+    await send(bot, appContextChangedEvent({ viewing: 'C0PUBLIC', undocumented: { user: ALICE } }));
     expect(await ask('what changed?')).toBe(
       '[The person is looking at the Slack channel #design-review while writing this.]\n\nwhat changed?',
     );
+    await send(bot, appContextChangedEvent({ viewing: 'C0ROADMAP', undocumented: { channel: 'D0ALICE' } }));
+    expect(await ask('and here?')).toBe(
+      '[The person is looking at the Slack channel #roadmap while writing this.]\n\nand here?',
+    );
+    // Naming nobody, it is ignored.
+    await send(bot, appContextChangedEvent({ viewing: 'C0PUBLIC' }));
+    expect(await ask('still?')).toBe('still?');
   });
 });
 

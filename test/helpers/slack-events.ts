@@ -434,8 +434,11 @@ export type AppContextEntity =
     };
 
 export interface AppContextChangedOptions {
-  /** The person whose view changed: Slack names them only in the envelope's `authorizations` (is_bot false). */
-  viewer: string;
+  /**
+   * The person whose view changed: Slack names them only in the envelope's `authorizations` (is_bot false).
+   * Without one, the event is delivered for the bot alone.
+   */
+  viewer?: string;
   /** Shorthand for one channel entity: the conversation the user is viewing. */
   viewing?: string;
   /** Full control; used as given after `viewing`'s entity. None at all gives `context: {}`. */
@@ -472,7 +475,7 @@ export function appContextChangedEvent(
   return eventEnvelope(event, {
     teamId,
     eventId: options.eventId,
-    authorization: { userId: options.viewer, isBot: false },
+    ...(options.viewer !== undefined ? { authorization: { userId: options.viewer, isBot: false } } : {}),
   });
 }
 
