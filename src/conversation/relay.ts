@@ -289,7 +289,6 @@ export class Relay {
         botUserId: this.options.botUserId,
         resolveUserName: this.options.resolveUserName,
         maxChars: this.options.maxPromptChars,
-        threadTs: message.thread.threadTs,
       });
     }
     if (message.agentThread) sent = await this.withViewedChannel(message, sent);
@@ -469,16 +468,17 @@ export class Relay {
       channelId: request.thread.channelId,
       threadTs: request.thread.threadTs,
     };
+    // Listed again on a rerun: a crash may have come between recording the words and retiring the session.
+    const ending = await sessions.list(thread);
     const recordedNow = job.agentReply === undefined && !request.silent;
     let text = job.agentReply;
     if (recordedNow) {
-      text = threadResetText((await sessions.list(thread)).length);
+      text = threadResetText(ending.length);
       await inbox.storeReply(job, text, true);
     } else {
       await this.assertWanted(job);
     }
-    // Again on a rerun: a crash may have come between recording the words and retiring the session.
-    await sessions.retireWhere(thread, 'reset');
+    await sessions.retire(ending, 'reset');
     // The conversation is over; the next message in the thread starts a new one (and a new session).
     if (request.agentSession) await replies.closeSessions([request.thread]);
     if (text === undefined) return { kind: 'done' };

@@ -1,4 +1,4 @@
-import type { ThreadMessage } from '../slack-out/replies.js';
+import type { EarlierMessages, ThreadMessage } from '../slack-out/replies.js';
 import type { UserNameResolver } from '../slack-out/user-names.js';
 import { MAX_RESOLVED_MENTIONS, promptFromSlackText } from './prompt.js';
 
@@ -15,8 +15,8 @@ const CUT = '…';
  */
 export async function withThreadContext(
   prompt: string,
-  earlier: readonly ThreadMessage[],
-  options: { botUserId: string; resolveUserName: UserNameResolver; maxChars: number; threadTs: string },
+  earlier: EarlierMessages,
+  options: { botUserId: string; resolveUserName: UserNameResolver; maxChars: number },
 ): Promise<string> {
   const resolve = budgeted(options.resolveUserName, MAX_RESOLVED_MENTIONS);
   const lineOf = async (message: ThreadMessage): Promise<string | undefined> => {
@@ -31,13 +31,11 @@ export async function withThreadContext(
     return `${author}: ${text}`;
   };
   let room = options.maxChars - prompt.length - CONTEXT_HEADING.length - CONTEXT_END.length - 4;
-  const [head, ...rest] = earlier;
-  const opening = head?.ts === options.threadTs ? await lineOf(head) : undefined;
-  const later = opening === undefined ? earlier : rest;
+  const opening = earlier.first && (await lineOf(earlier.first));
   // Each line costs its length and a newline.
   const reserved = opening === undefined ? 0 : Math.min(opening.length + 1, Math.floor(room / 2));
   const latest: string[] = [];
-  for (const message of [...later].reverse()) {
+  for (const message of [...earlier.latest].reverse()) {
     const line = await lineOf(message);
     if (line === undefined) continue;
     if (line.length + 1 > room - reserved) break;

@@ -77,7 +77,8 @@ export class SessionManager {
     return expired;
   }
 
-  private async retire(sessions: readonly ThreadSession[], reason: DeletionReason): Promise<void> {
+  /** Ends these conversations (listed by the caller). */
+  async retire(sessions: readonly ThreadSession[], reason: DeletionReason): Promise<void> {
     if (sessions.length === 0) return;
     // Deletion first, then the mapping: a crash in between leaves a deletion to finish, never an orphan.
     await this.deleter.schedule(sessions.map(({ agentId, sessionId }) => ({ agentId, sessionId, reason })));

@@ -25,6 +25,13 @@ export interface ThreadMessage {
   text: string;
 }
 
+/** The earlier messages of a thread worth giving as context: its first (what it is about) and the latest. */
+export interface EarlierMessages {
+  first?: ThreadMessage;
+  /** Oldest first, without the first. */
+  latest: ThreadMessage[];
+}
+
 /** Marks a message a job posted, so a job resumed after a crash or an unknown outcome never posts it twice. */
 export interface JobMark {
   /** The job's identity (its Slack message). */
@@ -174,8 +181,8 @@ export class SlackReplies {
   }
 
   /**
-   * Up to `limit` messages of a thread before `beforeTs`, oldest first, without the bot's own: the thread's
-   * first message and the last ones read (what "this" most likely means). Slack pages a thread oldest first
+   * Up to `limit` messages of a thread before `beforeTs`, without the bot's own: the thread's first message
+   * and the last ones read, oldest first (what "this" most likely means). Slack pages a thread oldest first
    * and has no newest-first order, so it is read from its start, up to CONTEXT_PAGES pages (1,000 messages):
    * when more than that came before `beforeTs`, the last ones read are from the middle of the thread, not
    * those just before the mention. Empty when the thread cannot be read (the bot is not in the channel, a
@@ -186,7 +193,7 @@ export class SlackReplies {
     threadTs: string,
     beforeTs: string,
     limit: number,
-  ): Promise<ThreadMessage[]> {
+  ): Promise<EarlierMessages> {
     const relevant = (message: ThreadReply) =>
       Number(message.ts) < Number(beforeTs) && message.user !== this.botUserId;
     let first: ThreadReply | undefined;
@@ -211,15 +218,17 @@ export class SlackReplies {
       }
     } catch (error) {
       this.logger.warn({ err: error }, 'could not read the thread for context; sending the message alone');
-      return [];
+      return { latest: [] };
     }
-    const kept = first ? [first, ...lastOf(latest, limit - 1)] : latest;
-    return kept.map((message) => ({
+    const read = (message: ThreadReply): ThreadMessage => ({
       ts: message.ts ?? '',
       userId: message.bot_id ? undefined : message.user,
       botName: message.bot_profile?.name,
       text: message.text ?? '',
-    }));
+    });
+    return first
+      ? { first: read(first), latest: lastOf(latest, limit - 1).map(read) }
+      : { latest: latest.map(read) };
   }
 
   /** A channel's name, when the bot can see the channel (conversations.info answers); else undefined. */
