@@ -33,6 +33,22 @@ const liveSessions = () => stack.agent.sessionsOf(AGENT_ID).map((s) => s.uuid);
 const threadMessage = (user: string, text: string, threadTs: string, ts = nextTs()) =>
   messageEvent({ channel: CHANNEL, channelType: 'channel', user, text, ts, threadTs });
 
+const ONLY_ALICE_MAY_RESET =
+  'Only <@U0ALICE>, who started this conversation with the agent, can reset it. You can start your own by mentioning me in a new thread.';
+
+/** Whatever the bot does first after Bob asks to reset the thread: a private note to him, or a reset there. */
+function answerToBobsReset(root: string): Promise<SlackApiCall> {
+  return waitFor(
+    () =>
+      stack.slack.calls.find(
+        (c) =>
+          (c.method === 'chat.postEphemeral' && c.args.user === 'U0BOB' && c.args.thread_ts === root) ||
+          (c.method === 'chat.postMessage' && c.args.thread_ts === root && /reset/i.test(textOf(c))),
+      ),
+    'an answer to Bob’s reset',
+  );
+}
+
 describe("someone else's thread", () => {
   it("Bob's stop cancels none of Alice's waiting messages and his reset is refused naming her; hers work", async () => {
     stack.agent.setLatency(800, 'sendMessage');
@@ -57,21 +73,9 @@ describe("someone else's thread", () => {
       'Nothing of yours is waiting for the agent in this conversation, so there is nothing to stop.',
     );
     await mention(stack.bot, { channel: CHANNEL, user: 'U0BOB', text: '<@U0BOT> reset', threadTs: root });
-    // Whatever the bot does next: a note to Bob, or a reset of Alice's conversation.
-    const refusal = await waitFor(
-      () =>
-        stack.slack.calls.find(
-          (c) =>
-            (c.method === 'chat.postEphemeral' && c.args.user === 'U0BOB') ||
-            (c.method === 'chat.postMessage' && c.args.thread_ts === root && /reset/i.test(textOf(c))),
-        ),
-      'an answer to Bob’s reset',
-    );
+    const refusal = await answerToBobsReset(root);
     expect(refusal.method).toBe('chat.postEphemeral');
-    expect(refusal.args.thread_ts).toBe(root);
-    expect(textOf(refusal)).toBe(
-      'Only <@U0ALICE>, who started this conversation with the agent, can reset it. You can start your own by mentioning me in a new thread.',
-    );
+    expect(textOf(refusal)).toBe(ONLY_ALICE_MAY_RESET);
 
     // Alice's three messages are all answered, in her one session, which Bob did not end.
     const answers = await stack.slack.waitForCalls(
@@ -119,20 +123,9 @@ describe('a thread whose conversation has not started yet', () => {
       );
 
       await mention(stack.bot, { channel: CHANNEL, user: 'U0BOB', text: '<@U0BOT> reset', threadTs: root });
-      // Whatever the bot does next: a note to Bob, or a reset in the thread.
-      const answer = await waitFor(
-        () =>
-          stack.slack.calls.find(
-            (c) =>
-              (c.method === 'chat.postEphemeral' && c.args.user === 'U0BOB' && c.args.thread_ts === root) ||
-              (c.method === 'chat.postMessage' && c.args.thread_ts === root && /reset/i.test(textOf(c))),
-          ),
-        'an answer to Bob’s reset',
-      );
+      const answer = await answerToBobsReset(root);
       expect(answer.method).toBe('chat.postEphemeral');
-      expect(textOf(answer)).toBe(
-        'Only <@U0ALICE>, who started this conversation with the agent, can reset it. You can start your own by mentioning me in a new thread.',
-      );
+      expect(textOf(answer)).toBe(ONLY_ALICE_MAY_RESET);
 
       const answers = await stack.slack.waitForCalls(
         'chat.postMessage',

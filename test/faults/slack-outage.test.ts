@@ -71,13 +71,11 @@ describe.runIf(runPostgres)('Slack refusing the answer', () => {
     await waitFor(() => threadTexts(root).length > 1, 'the first answer', 10_000);
     await finished(root);
     const lastActive = async () => {
-      const db = await openDatabase({ kind: 'postgres', databaseUrl: fakes.database.url, poolSize: 1 });
-      try {
-        const [row] = await db.query<{ at: Date }>('SELECT max(last_active_at) AS at FROM session_activity');
-        return row?.at ? new Date(row.at).getTime() : 0;
-      } finally {
-        await db.close();
-      }
+      const [row] = await queryOnce<{ at: Date | null }>(
+        fakes.database.url,
+        'SELECT max(last_active_at) AS at FROM session_activity',
+      );
+      return row?.at ? new Date(row.at).getTime() : 0;
     };
     const before = await lastActive();
     await sleep(50);
@@ -190,13 +188,18 @@ describe.runIf(runPostgres)('Slack refusing the answer', () => {
 
 /** Whether the one job is put back to wait for Slack (deferred in the store, not in a process). */
 async function waitingForSlack(databaseUrl: string): Promise<boolean> {
+  const rows = await queryOnce<{ waiting: boolean }>(
+    databaseUrl,
+    `SELECT state = 'pending' AND slack_failing_since IS NOT NULL AS waiting FROM inbox WHERE kind = 'message'`,
+  );
+  return rows[0]?.waiting === true;
+}
+
+/** One statement on the bot's database, on a connection of its own (the tests poll with it). */
+async function queryOnce<Row extends object>(databaseUrl: string, sql: string): Promise<Row[]> {
   const db = await openDatabase({ kind: 'postgres', databaseUrl, poolSize: 1 });
   try {
-    const rows = await db.query<{ waiting: boolean }>(
-      `SELECT state = 'pending' AND slack_failing_since IS NOT NULL AS waiting
-       FROM inbox WHERE kind = 'message'`,
-    );
-    return rows[0]?.waiting === true;
+    return await db.query<Row>(sql);
   } finally {
     await db.close();
   }
