@@ -59,13 +59,26 @@ export interface Placement {
   replyThreadTs?: string;
 }
 
+/**
+ * The one list of message subtypes that are a person talking: plain messages have none; a file shared with
+ * words (`file_share`), a thread reply also sent to the channel ("Also send to #channel": `thread_broadcast`,
+ * on both its `app_mention` and its `message` delivery) and a `/me` message (`me_message`) are still the
+ * person's words. Every other subtype is Slack's own record (joins, topics, edits, deletions, replies) or a
+ * bot's post, and never a prompt.
+ */
+const PERSON_SUBTYPES: ReadonlySet<string> = new Set(['file_share', 'thread_broadcast', 'me_message']);
+
+export function isPersonSubtype(subtype: string | undefined): boolean {
+  return subtype === undefined || PERSON_SUBTYPES.has(subtype);
+}
+
 export function fromMention(
   event: AppMentionEvent,
   teamId: string,
   botUserId: string,
 ): HumanMessage | undefined {
   // Other bots mentioning us would make bots talk to each other forever.
-  if (event.bot_id || !event.user || (event.subtype && event.subtype !== 'file_share')) return undefined;
+  if (event.bot_id || !event.user || !isPersonSubtype(event.subtype)) return undefined;
   return {
     teamId,
     channel: event.channel,
@@ -85,11 +98,7 @@ export function fromMessage(
   teamId: string,
   botUserId: string,
 ): HumanMessage | undefined {
-  // Plain messages, file shares and thread broadcasts are people talking; every other subtype
-  // (joins, deletions, topic changes, bot messages, ...) is not.
-  if (event.subtype !== undefined && event.subtype !== 'file_share' && event.subtype !== 'thread_broadcast') {
-    return undefined;
-  }
+  if (!isPersonSubtype(event.subtype)) return undefined;
   // Any bot, whatever the subtype (bots can broadcast and share files too): bots never talk to the agent.
   if (('bot_id' in event && event.bot_id) || ('bot_profile' in event && event.bot_profile)) return undefined;
   if (!('user' in event) || !event.user || event.user === botUserId) return undefined;
@@ -102,7 +111,7 @@ export function fromMessage(
     user: event.user,
     text,
     ts: event.ts,
-    threadTs: event.thread_ts,
+    threadTs: 'thread_ts' in event ? event.thread_ts : undefined,
     hasFiles: (files?.length ?? 0) > 0,
     mentionsBot: text.includes(`<@${botUserId}`),
     userTeam: senderTeam(event),
@@ -174,6 +183,21 @@ export function editOf(event: AllMessageEvents, teamId: string, botUserId: strin
     threadTs: 'thread_ts' in edited ? edited.thread_ts : undefined,
     text: textOf(edited),
   };
+}
+
+export interface MessageDeletion {
+  teamId: string;
+  channel: string;
+  /** The deleted message's ts. */
+  ts: string;
+}
+
+/** A message removed from a conversation (`message_deleted`: Slack names it by `deleted_ts`, nothing more is sure). */
+export function deletionOf(event: AllMessageEvents, teamId: string): MessageDeletion | undefined {
+  if (event.subtype !== 'message_deleted') return undefined;
+  const deletedTs: unknown = event.deleted_ts;
+  if (typeof deletedTs !== 'string' || deletedTs === '') return undefined;
+  return { teamId, channel: event.channel, ts: deletedTs };
 }
 
 /** The sender's workspace: `user_team` in Slack Connect channels, else the message's `team`. */

@@ -2,6 +2,7 @@ import type { types } from '@slack/bolt';
 import { describe, expect, it } from 'vitest';
 import {
   controlWordOf,
+  deletionOf,
   editOf,
   fromMention,
   fromMessage,
@@ -53,6 +54,42 @@ describe('Slack events as the bot reads them', () => {
       hasFiles: true,
     });
     expect(fromMessage(message({ subtype: 'file_share', bot_id: 'B1' }), 'T1', BOT)).toBeUndefined();
+  });
+
+  it("admits the same subtypes of a person's message on both paths, and no other", () => {
+    // A reply sent with "Also send to #channel" arrives as thread_broadcast on its app_mention delivery too.
+    for (const subtype of ['thread_broadcast', 'file_share', 'me_message']) {
+      expect(fromMention(mention({ subtype, thread_ts: '1.0' }), 'T1', BOT)).toMatchObject({
+        user: 'U1',
+        threadTs: '1.0',
+      });
+      expect(fromMessage(message({ subtype, thread_ts: '1.0' }), 'T1', BOT)).toMatchObject({
+        threadTs: '1.0',
+      });
+    }
+    for (const subtype of [
+      'bot_message',
+      'message_changed',
+      'message_deleted',
+      'message_replied',
+      'channel_join',
+    ]) {
+      expect(fromMention(mention({ subtype }), 'T1', BOT)).toBeUndefined();
+      expect(fromMessage(message({ subtype }), 'T1', BOT)).toBeUndefined();
+    }
+    expect(fromMention(mention({ subtype: 'thread_broadcast', bot_id: 'B1' }), 'T1', BOT)).toBeUndefined();
+  });
+
+  it('reads which message a message_deleted removed', () => {
+    expect(
+      deletionOf(message({ subtype: 'message_deleted', hidden: true, deleted_ts: '1.0' }), 'T1'),
+    ).toEqual({
+      teamId: 'T1',
+      channel: 'C1',
+      ts: '1.0',
+    });
+    expect(deletionOf(message({ subtype: 'message_deleted' }), 'T1')).toBeUndefined();
+    expect(deletionOf(message({ subtype: 'message_changed', deleted_ts: '1.0' }), 'T1')).toBeUndefined();
   });
 
   it("reads the sender's own workspace: user_team in Slack Connect, else the message's team", () => {
