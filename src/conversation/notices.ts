@@ -62,6 +62,9 @@ export const FILES_ONLY_NOTICE =
 export const EDIT_NOT_RESENT_NOTICE =
   'I had already sent the original version of that message to the agent; edits are not re-sent. Send a new message to correct it.';
 
+export const DELETED_BEFORE_SENT_NOTICE =
+  'You deleted your message before I passed it on, so I did not send it to the agent.';
+
 export function promptTooLongNotice(length: number, limit: number): string {
   return `:warning: That message is ${length.toLocaleString('en-US')} characters long; I can pass on at most ${limit.toLocaleString('en-US')}. Please shorten it or split it into several messages.`;
 }

@@ -409,6 +409,22 @@ export class Inbox {
     });
   }
 
+  /** Cancels one message that has not started (its Slack message was deleted); returns its payload if it did. */
+  async cancelWaitingMessage(dedupeKey: string): Promise<unknown> {
+    const [row] = await this.db.query<{ payload: string }>(
+      `WITH waiting AS (
+         SELECT id, payload FROM inbox
+         WHERE dedupe_key = $1 AND kind = 'message' AND sent_at IS NULL
+           AND (state = 'pending' OR (state = 'running' AND lease_until < now()))
+         FOR UPDATE)
+       UPDATE inbox SET state = 'cancelled', finished_at = now(), payload = '{}', owner = NULL, lease_until = NULL
+       FROM waiting WHERE inbox.id = waiting.id
+       RETURNING waiting.payload`,
+      [dedupeKey],
+    );
+    return row ? (JSON.parse(row.payload) as unknown) : undefined;
+  }
+
   /** Who asked for a job and in which thread, while the inbox remembers it (see `prune`). */
   async requestOf(dedupeKey: string): Promise<{ threadKey: string; userId?: string } | undefined> {
     const [row] = await this.db.query<{ thread_key: string; user_id: string | null }>(

@@ -233,6 +233,21 @@ function inboxContract(name: string, open: () => Promise<Database>) {
         await db.close();
       }
     });
+
+    it('cancels one waiting message whose Slack message was deleted, never one already started', async () => {
+      const { db, a } = await fresh();
+      try {
+        await a.admit(message('T:C1:1', '1'), NO_LIMITS);
+        await a.admit(message('T:C1:1', '2'), NO_LIMITS);
+        await a.claim(1);
+        expect(await a.cancelWaitingMessage('T:C1:1:1')).toBeUndefined();
+        expect(await a.cancelWaitingMessage('T:C1:1:2')).toEqual({ text: 'prompt 2' });
+        expect(await a.cancelWaitingMessage('T:C1:1:2')).toBeUndefined();
+        expect(await a.counts()).toEqual({ pending: 0, running: 1 });
+      } finally {
+        await db.close();
+      }
+    });
   });
 }
 

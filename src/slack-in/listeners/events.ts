@@ -2,6 +2,7 @@ import type { types } from '@slack/bolt';
 import type { Config } from '../../config.js';
 import { type InboundMessage, indicatorOf, jobKey } from '../../conversation/jobs.js';
 import {
+  DELETED_BEFORE_SENT_NOTICE,
   EDIT_NOT_RESENT_NOTICE,
   queueFullNotice,
   rateLimitedText,
@@ -24,11 +25,13 @@ import type { AgentViewConversations } from '../agent-view.js';
 import {
   authorizedPerson,
   controlWordOf,
+  deletionOf,
   type EventEnvelope,
   editOf,
   fromMention,
   fromMessage,
   type HumanMessage,
+  type MessageDeletion,
   type MessageEdit,
   placementOf,
   senderTeam,
@@ -141,6 +144,11 @@ export class EventIntake {
       const edit = editOf(messageEvent, teamId, this.options.botUserId);
       if (edit) {
         await this.acceptEdit(edit, after);
+        return;
+      }
+      const deletion = deletionOf(messageEvent, teamId);
+      if (deletion) {
+        await this.acceptDeletion(deletion, after);
         return;
       }
       const message = fromMessage(messageEvent, teamId, this.options.botUserId);
@@ -415,6 +423,26 @@ export class EventIntake {
         { channel: edit.channel, threadTs: replyThreadTs },
         edit.user,
         EDIT_NOT_RESENT_NOTICE,
+      ),
+    );
+  }
+
+  /** A message deleted while it still waited is not sent; its author is told so, privately. */
+  private async acceptDeletion(deletion: MessageDeletion, after: AfterAck[]): Promise<void> {
+    const dedupeKey = jobKey(deletion.teamId, deletion.channel, deletion.ts, 'message');
+    const cancelled = (await this.options.inbox.cancelWaitingMessage(dedupeKey)) as
+      | InboundMessage
+      | undefined;
+    if (!cancelled) {
+      this.ignore('message', 'deleted-not-waiting');
+      return;
+    }
+    // Its "queued" reaction went with the message; a later delivery of this event finds nothing to cancel.
+    after.push(() =>
+      this.options.replies.ephemeral(
+        { channel: deletion.channel, threadTs: cancelled.replyThreadTs },
+        cancelled.userId,
+        DELETED_BEFORE_SENT_NOTICE,
       ),
     );
   }
