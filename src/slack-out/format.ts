@@ -1,12 +1,8 @@
 import type { types } from '@slack/bolt';
 import { neutraliseBroadcasts } from './broadcasts.js';
-import { fitsTableBlock, monospaceTable, piecesOf, tableBlock } from './tables.js';
+import { MAX_TEXT_PER_MESSAGE, MessagePacker } from './message-packer.js';
+import { fitsTableBlock, monospaceTable, piecesOf } from './tables.js';
 
-/**
- * Slack rejects a message whose markdown blocks add up to more than 12,000 characters; stay below
- * with room for the fence lines that splitting a code block adds.
- */
-export const MAX_MARKDOWN_PER_MESSAGE = 11_500;
 /** Notification/fallback text; Slack shows the blocks, this only feeds notifications and old clients. */
 const FALLBACK_TEXT_CHARS = 3_000;
 /**
@@ -26,12 +22,13 @@ export interface SlackReplyPart {
 /**
  * Renders the agent's Markdown reply as one or more Slack messages using Slack's `markdown` block, which Slack
  * renders itself (bold, italics, links, lists, headings, code), and a `table` block for each Markdown table
- * (Slack allows one per message; a table past its limits becomes a monospace block). Long replies are split
- * between paragraphs or code blocks, never inside a code block's fence pair.
+ * (Slack allows one per message; a table past its limits becomes a monospace block). `maxChars` is one budget
+ * for all the text of a message, Markdown and table cells together. Long replies are split between
+ * paragraphs or code blocks, never inside a code block's fence pair, and never inside a table.
  */
 export function formatAgentReply(
   markdown: string,
-  maxChars = MAX_MARKDOWN_PER_MESSAGE,
+  maxChars = MAX_TEXT_PER_MESSAGE,
   maxReplyChars = MAX_REPLY_CHARS,
 ): SlackReplyPart[] {
   const trimmed = markdown.replace(/\r\n/g, '\n').trim();
@@ -39,40 +36,19 @@ export function formatAgentReply(
     trimmed === ''
       ? '_(the agent sent an empty reply)_'
       : capped(neutraliseBroadcasts(trimmed), maxReplyChars);
-  const parts: SlackReplyPart[] = [];
-  let blocks: types.KnownBlock[] = [];
-  let source: string[] = [];
-  let markdownChars = 0;
-  let hasTable = false;
-  const flush = () => {
-    if (blocks.length === 0) return;
-    const whole = source.join('\n\n');
-    parts.push({ text: plainText(fallbackText(whole)), blocks, markdown: whole });
-    blocks = [];
-    source = [];
-    markdownChars = 0;
-    hasTable = false;
-  };
+  const packer = new MessagePacker(maxChars);
   for (const piece of piecesOf(body)) {
-    if (piece.kind === 'table' && fitsTableBlock(piece.table)) {
-      if (hasTable) flush();
-      blocks.push(tableBlock(piece.table));
-      source.push(piece.table.source);
-      hasTable = true;
+    if (piece.kind === 'table' && fitsTableBlock(piece.table) && packer.fitsAlone(piece.table)) {
+      packer.addTable(piece.table);
       continue;
     }
     const text = piece.kind === 'table' ? monospaceTable(piece.table) : piece.markdown;
-    for (const chunk of splitMarkdown(text, maxChars)) {
-      if (markdownChars > 0 && markdownChars + chunk.length + 2 > maxChars) flush();
-      const last = blocks.at(-1);
-      if (last?.type === 'markdown') last.text = `${last.text}\n\n${chunk}`;
-      else blocks.push({ type: 'markdown', text: chunk });
-      markdownChars += chunk.length + 2;
-      source.push(chunk);
-    }
+    for (const chunk of markdownPieces(text, maxChars)) packer.addMarkdown(chunk);
   }
-  flush();
-  return parts;
+  return packer.finish().map(({ blocks, source }) => {
+    const whole = source.join('\n\n');
+    return { text: plainText(fallbackText(whole)), blocks, markdown: whole };
+  });
 }
 
 /** The reply cut at `maxChars` (at a line break when one is near), with a line saying so. */
@@ -105,18 +81,11 @@ interface Segment {
   fence?: string;
 }
 
+/** Markdown as chunks of at most `maxChars`, each as many whole paragraphs and code blocks as fit. */
 export function splitMarkdown(markdown: string, maxChars: number): string[] {
-  const pieces: string[] = [];
-  for (const segment of segmentsOf(markdown)) {
-    if (segment.text.length <= maxChars) pieces.push(segment.text);
-    else
-      pieces.push(
-        ...(segment.fence ? splitCodeBlock(segment, maxChars) : splitProse(segment.text, maxChars)),
-      );
-  }
   const chunks: string[] = [];
   let current = '';
-  for (const piece of pieces) {
+  for (const piece of markdownPieces(markdown, maxChars)) {
     const joined = current === '' ? piece : `${current}\n\n${piece}`;
     if (joined.length <= maxChars) {
       current = joined;
@@ -127,6 +96,22 @@ export function splitMarkdown(markdown: string, maxChars: number): string[] {
   }
   if (current !== '') chunks.push(current);
   return chunks;
+}
+
+/**
+ * Markdown as its paragraphs and code blocks, in order, each of at most `maxChars`: a longer one is split
+ * between lines (a code block re-opened with its fence in each piece), a longer line between words.
+ */
+function markdownPieces(markdown: string, maxChars: number): string[] {
+  const pieces: string[] = [];
+  for (const segment of segmentsOf(markdown)) {
+    if (segment.text.length <= maxChars) pieces.push(segment.text);
+    else
+      pieces.push(
+        ...(segment.fence ? splitCodeBlock(segment, maxChars) : splitProse(segment.text, maxChars)),
+      );
+  }
+  return pieces;
 }
 
 /** Paragraphs (blank-line separated) and whole fenced code blocks. */

@@ -124,7 +124,8 @@ export class SlackReplies {
     const metadata = { event_type: JOB_METADATA_EVENT, event_payload: { job: mark.job, part: mark.part } };
     const base = { channel: target.channel, thread_ts: target.threadTs, metadata, unfurl_links: false };
     try {
-      return (await this.postClient.chat.postMessage({ ...base, text: part.text, blocks: part.blocks })).ts;
+      return (await this.postClient.chat.postMessage({ ...base, text: part.text, ...blocksArg(part.blocks) }))
+        .ts;
     } catch (error) {
       const failure = classify(error);
       if (!BLOCK_ERRORS.has(failure.code) || part.blocks.length === 0) throw failure;
@@ -331,7 +332,7 @@ export class SlackReplies {
   /** Replaces a message's content (e.g. a notice whose button was used). Best effort. */
   async updateMessage(channel: string, ts: string, text: string, blocks: KnownBlock[] = []): Promise<void> {
     try {
-      await this.client.chat.update({ channel, ts, text, blocks });
+      await this.client.chat.update({ channel, ts, text, ...blocksArg(blocks) });
     } catch (error) {
       this.logger.warn({ err: error }, 'could not update a message');
     }
@@ -449,6 +450,14 @@ export class SlackReplies {
       this.logger.warn({ err: error }, 'could not set the suggested prompts');
     }
   }
+}
+
+/**
+ * The `blocks` argument of a message: none for a text-only one. Slack's pages do not say what an empty array
+ * means (chat.update does not say it clears the blocks), and Slack may refuse it: it is never sent.
+ */
+function blocksArg(blocks: readonly KnownBlock[]): { blocks?: KnownBlock[] } {
+  return blocks.length > 0 ? { blocks: [...blocks] } : {};
 }
 
 /** Turns a WebClient failure into a SlackPostError. */

@@ -80,24 +80,30 @@ export function piecesOf(markdown: string): ReplyPiece[] {
 
 /** Whether the table fits one Slack `table` block. */
 export function fitsTableBlock(table: MarkdownTable): boolean {
-  const chars = table.rows.flat().reduce((sum, cell) => sum + displayText(cell).length, 0);
   return (
     table.rows.length <= TABLE_LIMITS.rows &&
     (table.rows[0]?.length ?? 0) <= TABLE_LIMITS.columns &&
-    chars <= TABLE_LIMITS.chars
+    tableChars(table) <= TABLE_LIMITS.chars
   );
+}
+
+/** The characters the table's block shows: the text of every cell, as `tableBlock` writes it. */
+export function tableChars(table: MarkdownTable): number {
+  return table.rows.flat().reduce((sum, cell) => sum + cellText(cell).length, 0);
 }
 
 /** The table as a Slack `table` block, each cell as text. */
 export function tableBlock(table: MarkdownTable): types.KnownBlock {
-  // One settings object per column up to the last aligned one (`{}`: Slack's defaults); Slack applies its
-  // defaults to the columns after the list (docs: table block, column_settings).
+  // One settings object per column up to the last aligned one; Slack applies its defaults to the columns
+  // after the list (docs: table block, column_settings). A column without alignment before an aligned one
+  // spells Slack's default out (`left`) rather than sending `{}` (not in the documented schema) or `null`
+  // (shown on the page to skip a column, but not in @slack/types): taken under every reading.
   const aligned = table.align.findLastIndex((align) => align !== undefined) + 1;
   const block = {
     type: 'table',
-    rows: table.rows.map((row) => row.map((cell) => ({ type: 'raw_text', text: displayText(cell) || ' ' }))),
+    rows: table.rows.map((row) => row.map((cell) => ({ type: 'raw_text', text: cellText(cell) }))),
     ...(aligned > 0
-      ? { column_settings: table.align.slice(0, aligned).map((align) => (align ? { align } : {})) }
+      ? { column_settings: table.align.slice(0, aligned).map((align) => ({ align: align ?? 'left' })) }
       : {}),
   };
   // `table` is newer than the block types @slack/types 2 lists.
@@ -145,6 +151,11 @@ function alignmentOf(delimiter: string): 'left' | 'center' | 'right' | undefined
   if (cell.endsWith(':')) return 'right';
   if (cell.startsWith(':')) return 'left';
   return undefined;
+}
+
+/** A cell's text in the block: Slack needs at least one character. */
+function cellText(cell: string): string {
+  return displayText(cell) || ' ';
 }
 
 /**

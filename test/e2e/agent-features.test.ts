@@ -328,7 +328,7 @@ describe('an agent app: channel threads are agent sessions', () => {
     }
   });
 
-  it('aligns the columns of a table as the Markdown says, with a settings object for every column up to the last aligned one', async () => {
+  it("aligns the columns of a table as the Markdown says, with a settings object for every column up to the last aligned one (Slack's default spelled out)", async () => {
     const { slack, agent, bot } = stack;
     agent.setReplyFn(() => '| Item | Note | Cost |\n|---|---|--:|\n| Tea | hot | 3 |\n| Cake | - | 4 |');
     const root = nextTs();
@@ -337,7 +337,7 @@ describe('an agent app: channel threads are agent sessions', () => {
       const reply = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
       const blocks = reply.args.blocks as { type: string; column_settings?: unknown }[];
       expect(blocks.map((block) => block.type)).toEqual(['table', 'context_actions']);
-      expect(blocks[0]?.column_settings).toEqual([{}, {}, { align: 'right' }]);
+      expect(blocks[0]?.column_settings).toEqual([{ align: 'left' }, { align: 'left' }, { align: 'right' }]);
       expect(slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root)).toHaveLength(1);
     } finally {
       agent.setReplyFn(({ sessionId, turn, prompt }) => `echo[${sessionId}#${turn}]: ${prompt}`);

@@ -583,6 +583,84 @@ describe('replies', () => {
     expect(delivered.replace(/\s+/g, ' ').trim()).toBe(markdown.replace(/\s+/g, ' ').trim());
   });
 
+  it('delivers a long answer with a table as Markdown and a real table, every message taken by Slack', async () => {
+    const { slack, agent, bot } = stack;
+    const paragraph = (i: number) => `Point ${i} of R&D: ${'the <budget> holds & grows. '.repeat(12)}`.trim();
+    const before = Array.from({ length: 24 }, (_, i) => paragraph(i));
+    const after = Array.from({ length: 10 }, (_, i) => paragraph(100 + i));
+    const header = ['Team', 'Owner', 'Plan for the quarter'];
+    const body = Array.from({ length: 40 }, (_, i) => [
+      `Team ${i}`,
+      `Person ${i}`,
+      `Ship part ${i} & ${'review it carefully, '.repeat(5).trim()}`,
+    ]);
+    const table = [header, header.map(() => '---'), ...body]
+      .map((row) => `| ${row.join(' | ')} |`)
+      .join('\n');
+    const markdown = [...before, table, ...after].join('\n\n');
+    agent.setReplyFn(() => markdown);
+    const ask = '<@U0BOT> the plan, in full';
+    // The question is in the channel, as in Slack, so the thread holds what was posted in it.
+    const root = slack.seedMessage(CHANNEL, { user: 'U0ALICE', text: ask, ts: nextTs() });
+    const refusals: unknown[] = [];
+    const stopListening = slack.onCall((call, response) => {
+      const answer = response.body as { ok?: boolean; error?: unknown };
+      if (call.method === 'chat.postMessage' && call.args.thread_ts === root && answer.ok === false) {
+        refusals.push(answer.error);
+      }
+    });
+    try {
+      await mention(bot, { channel: CHANNEL, text: ask, ts: root });
+      await waitFor(
+        () =>
+          slack.reactionsOn(CHANNEL, root).length === 0 &&
+          slack.threadMessages(CHANNEL, root).some((m) => JSON.stringify(m).includes('Point 109')) &&
+          !slack.threadMessages(CHANNEL, root).some((m) => m.text.includes('taking a while')),
+        'answer delivered',
+      );
+    } finally {
+      stopListening();
+      agent.setReplyFn(({ sessionId, turn, prompt }) => `echo[${sessionId}#${turn}]: ${prompt}`);
+    }
+    // Slack took every post of the answer: none was refused and sent again as plain text.
+    expect(refusals).toEqual([]);
+    const shown = slack.threadMessages(CHANNEL, root).filter((m) => m.bot_id !== undefined);
+    expect(shown.length).toBeGreaterThan(1);
+    type Block = { type: string; text?: string; rows?: { text: string }[][] };
+    const blocks = shown.flatMap((m) => (m.blocks ?? []) as Block[]);
+    expect(shown.every((m) => (m.blocks ?? []).length > 0)).toBe(true);
+    // The table is one table block with every cell; the prose is in markdown blocks, unescaped.
+    const tables = blocks.filter((b) => b.type === 'table');
+    expect(tables).toHaveLength(1);
+    expect(tables[0]?.rows?.map((row) => row.map((cell) => cell.text))).toEqual([header, ...body]);
+    expect(blocks.map((b) => b.type).filter((type) => type !== 'markdown' && type !== 'table')).toEqual([
+      'context_actions',
+    ]);
+    const prose = blocks
+      .filter((b) => b.type === 'markdown')
+      .map((b) => b.text)
+      .join('\n\n');
+    expect(prose).not.toContain('&amp;');
+    expect(prose).not.toContain('| Team');
+    // Everything arrives, in order: the prose before the table, the table, the prose after it.
+    const order = blocks.flatMap((b) =>
+      b.type === 'table' ? ['[table]'] : b.type === 'markdown' ? (b.text ?? '').split('\n\n') : [],
+    );
+    expect(order).toEqual([...before, '[table]', ...after]);
+  });
+
+  it('shows a plain notice in the thread: help for a bare mention, taken by Slack at the first post', async () => {
+    const { slack, bot } = stack;
+    const root = slack.seedMessage(CHANNEL, { user: 'U0ALICE', text: '<@U0BOT>', ts: nextTs() });
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT>', ts: root });
+    const help = await waitFor(
+      () => slack.threadMessages(CHANNEL, root).find((m) => m.text.includes('Mention me with a question')),
+      'help shown in the thread',
+    );
+    expect(help.blocks).toBeUndefined();
+    expect(postsIn(slack, CHANNEL, root)).toHaveLength(1);
+  });
+
   it('shows it is working at once, says so when the agent is slow, and clears both with the answer', async () => {
     const { slack, agent, bot } = stack;
     agent.setLatency(900, 'sendMessage');

@@ -6,14 +6,20 @@
  * Sources: https://docs.slack.dev/reference/block-kit/blocks/table-block,
  * https://docs.slack.dev/reference/block-kit/blocks/context-actions-block,
  * https://docs.slack.dev/reference/block-kit/block-elements/feedback-buttons-element,
- * https://docs.slack.dev/reference/block-kit/blocks/markdown-block.
+ * https://docs.slack.dev/reference/block-kit/blocks/markdown-block; the error codes are those of
+ * chat.postMessage (slack-ruby/slack-api-ref, docs.slack.dev/methods/chat.postMessage.json, f4837c0c).
+ * The message-wide text budget is what Slack enforces rather than documents:
+ * https://github.com/slackapi/bolt-js/issues/2509 and https://github.com/slackapi/bolt-js/issues/2867.
  */
 
 /** Why Slack would refuse a message's blocks: the API error and a detail line in Slack's own format. */
 export interface BlockViolation {
-  error: 'invalid_blocks' | 'invalid_attachments';
-  /** As Slack puts it in `response_metadata.messages`: `[ERROR] <what> [json-pointer:<where>]`. */
-  message: string;
+  error: 'invalid_blocks' | 'invalid_attachments' | 'msg_blocks_too_long';
+  /**
+   * As Slack puts it in `response_metadata.messages`: `[ERROR] <what> [json-pointer:<where>]`. None for
+   * `msg_blocks_too_long`, which Slack answers without saying what was too long (bolt-js#2867).
+   */
+  message?: string;
 }
 
 const MAX_BLOCK_ID = 255;
@@ -27,8 +33,15 @@ const CONTEXT_ACTIONS_MAX_ELEMENTS = 5;
 const FEEDBACK_TEXT_MAX = 75;
 const FEEDBACK_VALUE_MAX = 2000;
 const ACCESSIBILITY_LABEL_MAX = 75;
-/** Cumulative over all markdown blocks of one payload. */
-const MARKDOWN_MAX_CHARS = 12_000;
+/**
+ * The text of all blocks of one message together. The markdown block page states 12,000 across the markdown
+ * blocks of a payload; Slack applies a budget of about that size to the text of every block type together and
+ * answers `msg_blocks_too_long` (bolt-js#2509: markdown, section, header and divider blocks refused at ~13,200
+ * characters in all; #2867: rich_text, section and header blocks refused with 11,341 characters of text, as
+ * Slack also charges for the block containers). The fake charges 12,000 of text and nothing for containers:
+ * strict on the documented figure, and a sender must keep its own margin below it for the containers.
+ */
+const MESSAGE_TEXT_MAX_CHARS = 12_000;
 const COLUMN_ALIGNMENTS = new Set(['left', 'center', 'right']);
 
 type Json = Record<string, unknown>;
@@ -45,6 +58,23 @@ class Violation extends Error {
   ) {
     super(`[ERROR] ${what} [json-pointer:${pointer}]`);
   }
+}
+
+/**
+ * Characters of what a person reads in a block: every string under a `text` key at any depth. That covers
+ * markdown block text, text objects (section text and fields, header, context elements, button labels),
+ * rich_text elements and table cells (raw_text, and raw_number's shown text). Ids, values, URLs and
+ * settings are not shown as text and do not count.
+ */
+function shownChars(value: unknown): number {
+  if (Array.isArray(value)) return value.reduce((sum: number, item) => sum + shownChars(item), 0);
+  if (!isRecord(value)) return 0;
+  let sum = 0;
+  for (const [key, child] of Object.entries(value)) {
+    if (key === 'text' && typeof child === 'string') sum += child.length;
+    else sum += shownChars(child);
+  }
+  return sum;
 }
 
 function invalid(what: string, pointer: string): never {
@@ -125,9 +155,14 @@ function checkTable(block: Json, pointer: string): number {
     }
     settings.forEach((setting, i) => {
       const settingPointer = `${pointer}/column_settings/${i}`;
-      // Each item is a settings object (all fields optional, so `{}` keeps a column's defaults); the
-      // documented schema has no other kind of item.
-      if (!isRecord(setting)) invalid('must be an object', settingPointer);
+      // `null` skips a column (it keeps the defaults), as the table block page shows. Otherwise an item is a
+      // settings object that sets something: the page never shows `{}`, so the fake refuses it (a sender
+      // wanting the defaults can skip the column with null or spell the default out, `align: 'left'`).
+      if (setting === null) return;
+      if (!isRecord(setting)) invalid('must be an object or null', settingPointer);
+      if (setting.align === undefined && setting.is_wrapped === undefined) {
+        invalid('a column setting must set align or is_wrapped (null skips a column)', settingPointer);
+      }
       if (setting.align !== undefined && !COLUMN_ALIGNMENTS.has(String(setting.align))) {
         invalid('align must be left, center or right', `${settingPointer}/align`);
       }
@@ -185,7 +220,6 @@ function checkContextActions(block: Json, pointer: string): void {
 interface Tally {
   tables: number;
   tableChars: number;
-  markdownChars: number;
 }
 
 function checkBlock(block: unknown, pointer: string, tally: Tally): void {
@@ -218,14 +252,8 @@ function checkBlock(block: unknown, pointer: string, tally: Tally): void {
       }
       return;
     case 'markdown':
+      // Its 12,000-character cumulative limit is the message-wide text budget (validateMessageBlocks).
       if (typeof block.text !== 'string') invalid('markdown block needs a text string', `${pointer}/text`);
-      tally.markdownChars += block.text.length;
-      if (tally.markdownChars > MARKDOWN_MAX_CHARS) {
-        invalid(
-          `markdown blocks of a payload must total at most ${MARKDOWN_MAX_CHARS} characters`,
-          `${pointer}/text`,
-        );
-      }
       return;
     default:
       return;
@@ -234,13 +262,21 @@ function checkBlock(block: unknown, pointer: string, tally: Tally): void {
 
 /**
  * Checks a message's top-level blocks and the blocks inside its attachments (tables may sit in either, and
- * the table limits count both). Returns the first breach, or undefined when Slack would accept them.
+ * the table limits and the text budget count both). Returns the first breach, or undefined when Slack would
+ * accept them.
  */
 export function validateMessageBlocks(blocks: unknown, attachments: unknown): BlockViolation | undefined {
-  const tally: Tally = { tables: 0, tableChars: 0, markdownChars: 0 };
+  const tally: Tally = { tables: 0, tableChars: 0 };
+  let shown = 0;
   try {
     if (Array.isArray(blocks)) {
+      // Slack's pages do not say what an empty `blocks` array means (no blocks, or "keep the text only"), and
+      // chat.update does not say it clears them: the fake refuses it, so a sender that omits the argument
+      // instead works under every reading.
+      if (blocks.length === 0)
+        invalid('blocks must be a non-empty array (omit it for a text-only message)', '/blocks');
       for (const [i, block] of blocks.entries()) checkBlock(block, `/blocks/${i}`, tally);
+      shown += shownChars(blocks);
     }
     if (Array.isArray(attachments)) {
       for (const [a, attachment] of attachments.entries()) {
@@ -248,8 +284,11 @@ export function validateMessageBlocks(blocks: unknown, attachments: unknown): Bl
         for (const [i, block] of attachment.blocks.entries()) {
           checkBlock(block, `/attachments/${a}/blocks/${i}`, tally);
         }
+        shown += shownChars(attachment.blocks);
       }
     }
+    // After the per-block checks: a block Slack refuses on its own is named first, as `invalid_blocks`.
+    if (shown > MESSAGE_TEXT_MAX_CHARS) return { error: 'msg_blocks_too_long' };
     return undefined;
   } catch (error) {
     if (error instanceof Violation) return { error: error.error, message: error.message };

@@ -1426,8 +1426,9 @@ export class FakeSlack {
       return fail('invalid_attachments');
     const violation = validateMessageBlocks(blocks, args.attachments);
     // Slack names the breach in response_metadata.messages; WebClient surfaces it on the error's data.
-    if (violation)
+    if (violation?.message)
       return { ok: false, error: violation.error, response_metadata: { messages: [violation.message] } };
+    if (violation) return fail(violation.error);
     return undefined;
   }
 
