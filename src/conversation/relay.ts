@@ -61,6 +61,8 @@ export const TAKEOVER_GRACE_MS = 5_000;
 /** A job retaken this often for reasons other than Slack (say, a store that keeps failing) is given up. */
 const MAX_ATTEMPTS = 25;
 const SLACK_BACKOFF_MAX_MS = 60_000;
+/** The job's part name of the notice saying Slack refused its output for too long. */
+const GAVE_UP_PART = 'gave-up';
 
 /** The agent's answer, and the session it came from (`fresh`: created for this message). */
 interface Answer {
@@ -388,6 +390,8 @@ export class Relay {
     if (job.attempts > 1) {
       // A resumed job may have posted more than it recorded (a crash, or a post whose outcome was unknown).
       const found = await replies.postedJobParts(target, message.ts, job.dedupeKey);
+      // An earlier run said Slack refused this output for too long (and then failed to record the job done).
+      if (found.has(GAVE_UP_PART)) return;
       while (found.has(String(next))) next++;
       wantedAsked = false;
     }
@@ -457,7 +461,11 @@ export class Relay {
       );
       // The failed post may have taken long: the job may have been stopped or taken over meanwhile.
       await this.assertWanted(job);
-      await this.options.replies.notice(target, slackRefusedNotice(referenceId));
+      // Marked, so a run of the job after a failed finish sees it gave up already.
+      await this.options.replies.notice(target, slackRefusedNotice(referenceId), {
+        job: job.dedupeKey,
+        part: GAVE_UP_PART,
+      });
       return { kind: 'done' };
     }
     return this.retryLater(job, error, logger);

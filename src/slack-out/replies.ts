@@ -109,8 +109,12 @@ export class SlackReplies {
     part: Pick<SlackReplyPart, 'text' | 'blocks'> & { markdown?: string },
     mark: JobMark,
   ): Promise<string | undefined> {
-    const metadata = { event_type: JOB_METADATA_EVENT, event_payload: { job: mark.job, part: mark.part } };
-    const base = { channel: target.channel, thread_ts: target.threadTs, metadata, unfurl_links: false };
+    const base = {
+      channel: target.channel,
+      thread_ts: target.threadTs,
+      metadata: jobMetadata(mark),
+      unfurl_links: false,
+    };
     try {
       return (await this.postClient.chat.postMessage({ ...base, text: part.text, blocks: part.blocks })).ts;
     } catch (error) {
@@ -252,7 +256,7 @@ export class SlackReplies {
    * never after a failure that may come after Slack took it (a gateway's 502 or 504, a timeout or a reset): that
    * post may be in the thread already, and nothing marks a notice to look it up.
    */
-  async notice(target: ReplyTarget, text: string): Promise<string | undefined> {
+  async notice(target: ReplyTarget, text: string, mark?: JobMark): Promise<string | undefined> {
     for (let attempt = 1; ; attempt++) {
       try {
         return (
@@ -260,6 +264,7 @@ export class SlackReplies {
             channel: target.channel,
             thread_ts: target.threadTs,
             text,
+            ...(mark ? { metadata: jobMetadata(mark) } : {}),
           })
         ).ts;
       } catch (error) {
@@ -434,6 +439,11 @@ export class SlackReplies {
       this.logger.warn({ err: error }, 'could not set the suggested prompts');
     }
   }
+}
+
+/** The metadata that marks a message as `mark`'s, found again by postedJobParts. */
+function jobMetadata(mark: JobMark) {
+  return { event_type: JOB_METADATA_EVENT, event_payload: { job: mark.job, part: mark.part } };
 }
 
 /** Turns a WebClient failure into a SlackPostError. */
