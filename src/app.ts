@@ -119,7 +119,8 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const claims = new MessageClaims(db);
   const viewing = new ViewingContext(db);
 
-  // Slack out: one client that retries calls harmless to repeat, one that never repeats a post by itself.
+  // Slack out: one client that retries calls harmless to repeat (best-effort calls on queues of their own),
+  // one that never repeats a post by itself.
   const slackObserver = {
     onCall: ({ method, status }: { method: string; status: string }) =>
       metrics.slackCalls.inc({ method, status }),
@@ -133,7 +134,13 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     timeout: SLACK_CALL_TIMEOUT_MS,
     retryConfig: { retries: 3, factor: 2, minTimeout: 500, maxTimeout: 4_000 },
   };
-  const slackClient = new SlackWebClient(config.slack.botToken, slackClientOptions, slackObserver);
+  // Indicators never wait long for Slack: Retry-After is honoured once, on their own queues (see SlackWebClient).
+  const slackClient = new SlackWebClient(config.slack.botToken, slackClientOptions, slackObserver, {
+    retries: 1,
+    factor: 2,
+    minTimeout: 500,
+    maxTimeout: 2_000,
+  });
   const postClient = new SlackWebClient(
     config.slack.botToken,
     { ...slackClientOptions, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true },

@@ -98,6 +98,9 @@ export function slackRefusedNotice(referenceId: string): string {
   return `:warning: Slack did not take the answer to this message for too long, so I stopped trying to post it. Please ask again. (ref ${referenceId})`;
 }
 
+export const MESSAGE_LIMIT_NOTE =
+  ':warning: Slack did not let me post the answer to your message: this workspace has reached the message limit of its Slack plan. An admin can check the workspace plan; please ask again once messages can be posted.';
+
 export function threadResetText(count: number): string {
   if (count === 0)
     return 'There was no conversation with the agent here to reset. The next message starts a fresh one.';

@@ -20,6 +20,7 @@ import {
   failureKindOf,
   failureNotice,
   INTERRUPTED_AFTER_SEND_NOTICE,
+  MESSAGE_LIMIT_NOTE,
   newReferenceId,
   ORIGINAL_GONE_NOTICE,
   promptTooLongNotice,
@@ -60,6 +61,8 @@ export const TAKEOVER_GRACE_MS = 5_000;
 /** A job retaken this often for reasons other than Slack (say, a store that keeps failing) is given up. */
 const MAX_ATTEMPTS = 25;
 const SLACK_BACKOFF_MAX_MS = 60_000;
+/** The job's part name of the notice saying Slack refused its output for too long. */
+const GAVE_UP_PART = 'gave-up';
 
 /** The agent's answer, and the session it came from (`fresh`: created for this message). */
 interface Answer {
@@ -387,6 +390,8 @@ export class Relay {
     if (job.attempts > 1) {
       // A resumed job may have posted more than it recorded (a crash, or a post whose outcome was unknown).
       const found = await replies.postedJobParts(target, message.ts, job.dedupeKey);
+      // An earlier run said Slack refused this output for too long (and then failed to record the job done).
+      if (found.has(GAVE_UP_PART)) return;
       while (found.has(String(next))) next++;
       wantedAsked = false;
     }
@@ -432,11 +437,22 @@ export class Relay {
     error: SlackPostError,
     logger: Logger,
   ): Promise<JobOutcome> {
+    if (error.code === 'message_limit_exceeded') {
+      // A free workspace's message limit (chat.postMessage documents it): no retry helps before it resets.
+      logger.error(
+        { code: error.code },
+        "Slack refused the answer: the workspace has reached its plan's message limit; the answer is dropped",
+      );
+      const author = (job.payload as Partial<InboundMessage>).userId;
+      await this.assertWanted(job);
+      if (author) await this.options.replies.ephemeral(target, author, MESSAGE_LIMIT_NOTE);
+      return { kind: 'done' };
+    }
     if (!error.transient) {
       logger.error({ err: error, code: error.code }, 'Slack will not take the answer to this message');
       return { kind: 'done' };
     }
-    const failingFor = Date.now() - (job.slackFailingSince?.getTime() ?? Date.now());
+    const failingFor = this.slackFailingFor(job);
     if (failingFor >= this.options.replyRetryWindowMs) {
       const referenceId = newReferenceId();
       logger.error(
@@ -445,9 +461,22 @@ export class Relay {
       );
       // The failed post may have taken long: the job may have been stopped or taken over meanwhile.
       await this.assertWanted(job);
-      await this.options.replies.notice(target, slackRefusedNotice(referenceId));
+      // Marked, so a run of the job after a failed finish sees it gave up already.
+      await this.options.replies.notice(target, slackRefusedNotice(referenceId), {
+        job: job.dedupeKey,
+        part: GAVE_UP_PART,
+      });
       return { kind: 'done' };
     }
+    return this.retryLater(job, error, logger);
+  }
+
+  private slackFailingFor(job: ClaimedJob): number {
+    return Date.now() - (job.slackFailingSince?.getTime() ?? Date.now());
+  }
+
+  /** Keeps the job, with what it is to post, for another try after a back-off (or Slack's Retry-After). */
+  private retryLater(job: ClaimedJob, error: SlackPostError, logger: Logger): JobOutcome {
     const backoff = Math.min(SLACK_BACKOFF_MAX_MS, 1_000 * 2 ** Math.min(job.attempts - 1, 10));
     const delayMs = Math.max(error.retryAfterMs ?? 0, backoff / 2 + Math.random() * (backoff / 2));
     logger.warn(
@@ -496,8 +525,12 @@ export class Relay {
       await this.postNotice(job, target, 'reset', text);
     } catch (error) {
       if (!(error instanceof SlackPostError)) throw error;
+      const logger = this.jobLogger(job, request.thread);
+      // Refused for now: its words are recorded, so a later run posts them (once).
+      if (error.transient && this.slackFailingFor(job) < this.options.replyRetryWindowMs)
+        return this.retryLater(job, error, logger);
       // The reset itself is done; its notice is best effort.
-      this.jobLogger(job, request.thread).warn({ err: error }, 'could not post the reset notice');
+      logger.warn({ err: error }, 'could not post the reset notice');
     }
     return { kind: 'done' };
   }

@@ -1,10 +1,29 @@
 import {
   ErrorCode,
+  type RetryOptions,
   type WebAPICallResult,
   WebClient,
   WebClientEvent,
   type WebClientOptions,
 } from '@slack/web-api';
+
+/**
+ * Calls whose delay or failure costs a nicety only, never a prompt or an answer: the indicators (reactions,
+ * thread and session statuses, titles) and the Messages tab's suggested prompts.
+ */
+const BEST_EFFORT_METHODS: ReadonlySet<string> = new Set([
+  'reactions.add',
+  'reactions.remove',
+  'assistant.threads.setStatus',
+  'assistant.threads.setTitle',
+  'assistant.threads.setSuggestedPrompts',
+  'agents.sessions.setStatus',
+  'agents.sessions.rename',
+]);
+
+export function isBestEffortMethod(method: string): boolean {
+  return BEST_EFFORT_METHODS.has(method);
+}
 
 /** What the bot learns of each Web API call, for metrics and traces. */
 export interface SlackCallInfo {
@@ -26,22 +45,30 @@ export interface SlackCallObserver {
 /**
  * Bolt's WebClient, with every call reported (a thin wrapper of `apiCall`: WebClient binds its method
  * helpers to `apiCall`, so this sees them all).
+ *
+ * With `bestEffortRetries`, each best-effort method is called through a WebClient of its own, with that retry
+ * policy: WebClient pauses its whole queue while a 429's Retry-After runs, and Slack limits each method on its
+ * own, so a throttled reaction then holds up only more of the same, never a thread read or a post.
  */
 export class SlackWebClient extends WebClient {
+  private readonly bestEffortClients = new Map<string, WebClient>();
+
   constructor(
     token: string,
-    options: WebClientOptions,
+    private readonly clientOptions: WebClientOptions,
     private readonly observer: SlackCallObserver = {},
+    private readonly bestEffortRetries?: RetryOptions,
   ) {
-    super(token, options);
+    super(token, clientOptions);
     this.on(WebClientEvent.RATE_LIMITED, () => observer.onRateLimited?.());
   }
 
   override async apiCall(method: string, options?: Record<string, unknown>): Promise<WebAPICallResult> {
+    const client = this.queueFor(method);
     const call = async () => {
       const started = performance.now();
       try {
-        const result = await super.apiCall(method, options);
+        const result = await (client ? client.apiCall(method, options) : super.apiCall(method, options));
         this.report(method, started, '200');
         return result;
       } catch (error) {
@@ -51,6 +78,18 @@ export class SlackWebClient extends WebClient {
       }
     };
     return this.observer.around ? this.observer.around(method, call) : call();
+  }
+
+  /** The client of a best-effort method's own queue; undefined: this client's queue. */
+  private queueFor(method: string): WebClient | undefined {
+    if (!this.bestEffortRetries || !isBestEffortMethod(method)) return undefined;
+    let client = this.bestEffortClients.get(method);
+    if (!client) {
+      client = new WebClient(this.token, { ...this.clientOptions, retryConfig: this.bestEffortRetries });
+      client.on(WebClientEvent.RATE_LIMITED, () => this.observer.onRateLimited?.());
+      this.bestEffortClients.set(method, client);
+    }
+    return client;
   }
 
   private report(method: string, started: number, status: string, error?: string): void {

@@ -22,6 +22,13 @@ export const SESSION_PROCESSING_REFRESH_MS = 50 * 60_000;
 export const SLOW_NOTICE =
   ':hourglass: The agent is taking a while on this one. I will post the answer here when it is ready.';
 
+/**
+ * How long ending a job's indicators waits for Slack to take them down. Enough for any call Slack answers at
+ * once; a throttled one goes on in the background (in order), so the job, and the thread's next message, never
+ * wait out a Retry-After for an indicator.
+ */
+const INDICATOR_WAIT_MS = 1_000;
+
 /** The user message an indicator is attached to, and where replies to it go. */
 export interface IndicatorTarget {
   channelId: string;
@@ -69,7 +76,7 @@ export interface WorkingOptions {
  * effort: an indicator that cannot be shown or cleared never fails the answer.
  */
 export class WorkIndicators {
-  /** The last reaction call per message and reaction name, while one is under way. */
+  /** The last indicator call per message and reaction name (or per agent session), while one is under way. */
   private readonly reactionCalls = new Map<string, Promise<void>>();
 
   constructor(
@@ -103,16 +110,19 @@ export class WorkIndicators {
         options.stillWanted,
       );
     }
-    // Not awaited: the reaction shows up while the prompt is already on its way (it is awaited before removal).
+    // Not awaited: the reaction shows up while the prompt is already on its way (its removal is queued after it).
     let adding: Promise<void> | undefined;
-    const addWorking = () => {
-      adding = this.inOrder(target, WORKING_REACTION, () =>
-        this.replies.addReaction(target.channelId, target.ts, WORKING_REACTION),
-      );
+    const addWorking = (delayed: boolean) => {
+      adding = this.inOrder(target, WORKING_REACTION, async () => {
+        // After the delay the job may be another process's, which may have answered and cleared it already.
+        if (delayed && options.stillWanted && !(await options.stillWanted())) return;
+        await this.replies.addReaction(target.channelId, target.ts, WORKING_REACTION);
+      });
     };
-    const workingTimer = this.workingDelayMs > 0 ? setTimeout(addWorking, this.workingDelayMs) : undefined;
+    const workingTimer =
+      this.workingDelayMs > 0 ? setTimeout(() => addWorking(true), this.workingDelayMs) : undefined;
     if (workingTimer) workingTimer.unref();
-    else addWorking();
+    else addWorking(false);
     let slowNoticeTs = options.slowNoticeTs;
     /** Recorded in the job, so whoever finishes it deletes the notice. */
     let slowNoticeKept = slowNoticeTs !== undefined;
@@ -139,18 +149,19 @@ export class WorkIndicators {
       clearTimeout(workingTimer);
       await slowNoticePosting;
       if (how === 'leave') {
-        await adding;
         // A notice nobody else knows of would stay for good.
         if (slowNoticeTs && !slowNoticeKept) await this.replies.deleteMessage(target.channelId, slowNoticeTs);
+        await awhile(adding);
         return;
       }
-      if (adding || options.resumed) {
-        await adding;
-        await this.inOrder(target, WORKING_REACTION, () =>
-          this.replies.removeReaction(target.channelId, target.ts, WORKING_REACTION),
-        );
-      }
+      const removing =
+        adding || options.resumed
+          ? this.inOrder(target, WORKING_REACTION, () =>
+              this.replies.removeReaction(target.channelId, target.ts, WORKING_REACTION),
+            )
+          : undefined;
       if (slowNoticeTs) await this.replies.deleteMessage(target.channelId, slowNoticeTs);
+      await awhile(removing);
     };
     return { setTitle: () => {}, end };
   }
@@ -169,15 +180,13 @@ export class WorkIndicators {
     stillWanted: () => Promise<boolean> = async () => true,
   ): Working {
     let line = AGENT_STATUS;
-    let calls: Promise<unknown> = this.replies.setSessionStatus(
-      channel,
-      threadTs,
-      'processing',
-      session.initiator,
-    );
+    // In order with the session's calls of earlier jobs too, which may still be under way (throttled).
+    const sessionKey = `${channel}/${threadTs}/session`;
+    let calls: Promise<unknown> = Promise.resolve();
     const then = (call: () => Promise<unknown>) => {
-      calls = calls.then(call, call);
+      calls = this.queued(sessionKey, call);
     };
+    then(() => this.replies.setSessionStatus(channel, threadTs, 'processing', session.initiator));
     const whileWanted = (call: () => Promise<unknown>) =>
       then(async () => {
         if (await stillWanted()) await call();
@@ -208,10 +217,10 @@ export class WorkIndicators {
       setTitle: (title) => then(() => this.replies.renameSession(channel, threadTs, title)),
       end: async (how = 'clear') => {
         for (const timer of timers) clearTimeout(timer);
-        if (how === 'leave') return void (await calls);
+        if (how === 'leave') return void (await awhile(calls));
         if (session.messagesTab) then(() => this.replies.setThreadStatus(channel, threadTs, ''));
         then(() => this.replies.setSessionStatus(channel, threadTs, 'active'));
-        await calls;
+        await awhile(calls);
       },
     };
   }
@@ -221,12 +230,28 @@ export class WorkIndicators {
    * addition is still on the way could reach Slack first and leave the reaction behind for good.
    */
   private inOrder(target: IndicatorTarget, name: string, call: () => Promise<void>): Promise<void> {
-    const key = `${target.channelId}/${target.ts}/${name}`;
-    const run = (this.reactionCalls.get(key) ?? Promise.resolve()).then(call);
+    return this.queued(`${target.channelId}/${target.ts}/${name}`, call);
+  }
+
+  /** Runs `call` after the last call queued under `key` (whether that one failed or not). */
+  private queued(key: string, call: () => Promise<unknown>): Promise<void> {
+    const run = (this.reactionCalls.get(key) ?? Promise.resolve()).then(call, call).then(() => {});
     this.reactionCalls.set(key, run);
     void run.finally(() => {
       if (this.reactionCalls.get(key) === run) this.reactionCalls.delete(key);
     });
     return run;
   }
+}
+
+/** Waits for a best-effort call, but not beyond INDICATOR_WAIT_MS: it goes on by itself after that. */
+async function awhile(call: Promise<unknown> | undefined): Promise<void> {
+  if (!call) return;
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, INDICATOR_WAIT_MS);
+    timer.unref();
+  });
+  await Promise.race([call.then(() => {}), bound]);
+  clearTimeout(timer);
 }

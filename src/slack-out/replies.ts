@@ -1,13 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  type ConversationsRepliesResponse,
-  ErrorCode,
-  type KnownBlock,
-  type WebClient,
-} from '@slack/web-api';
+import type { ConversationsRepliesResponse, KnownBlock, WebClient } from '@slack/web-api';
 import axios from 'axios';
 import type { Logger } from '../observability/logger.js';
 import { slackErrorCode } from './client.js';
+import { slackFailureKind } from './failures.js';
 import { plainText, type SlackReplyPart } from './format.js';
 
 /** Where the bot writes: a channel, and the thread (none: the top level of a classic DM). */
@@ -53,17 +49,9 @@ const WARNING_FIXES: Readonly<Record<string, string>> = {
 const JOB_METADATA_EVENT = 'agent_reply';
 /** Slack refuses the blocks, not the message: the same words go again as plain text. */
 const BLOCK_ERRORS = new Set(['invalid_blocks', 'invalid_blocks_format', 'msg_blocks_too_long']);
-/** Slack's own transient failures, answered with `ok: false`. */
-const TRANSIENT_ERRORS = new Set([
-  'ratelimited',
-  'internal_error',
-  'fatal_error',
-  'service_unavailable',
-  'request_timeout',
-]);
 const NO_THREAD_ERRORS = new Set(['thread_not_found', 'message_not_found']);
 const RESPONSE_URL_TIMEOUT_MS = 10_000;
-/** Tries of a notice Slack refused (429, 503). */
+/** Tries of a notice Slack refused for now (429, 503, rate_limited). */
 const NOTICE_ATTEMPTS = 4;
 /** Pages of a thread read when looking for what a job already posted (200 messages each). */
 const MAX_HISTORY_PAGES = 25;
@@ -121,8 +109,12 @@ export class SlackReplies {
     part: Pick<SlackReplyPart, 'text' | 'blocks'> & { markdown?: string },
     mark: JobMark,
   ): Promise<string | undefined> {
-    const metadata = { event_type: JOB_METADATA_EVENT, event_payload: { job: mark.job, part: mark.part } };
-    const base = { channel: target.channel, thread_ts: target.threadTs, metadata, unfurl_links: false };
+    const base = {
+      channel: target.channel,
+      thread_ts: target.threadTs,
+      metadata: jobMetadata(mark),
+      unfurl_links: false,
+    };
     try {
       return (await this.postClient.chat.postMessage({ ...base, text: part.text, ...blocksArg(part.blocks) }))
         .ts;
@@ -261,11 +253,11 @@ export class SlackReplies {
 
   /**
    * A message in a thread (best effort, for after-ack notices); returns its ts, or undefined if it failed.
-   * Posted again only when Slack refused it (429, or 503: not taken in), never after another HTTP error (a
-   * gateway's 502 or 504 may come after Slack took it), a timeout or a reset: that post may be in the thread
-   * already, and nothing marks a notice to look it up.
+   * Posted again only when Slack refused it for now and certainly did not take it (a 429, a 503, `rate_limited`),
+   * never after a failure that may come after Slack took it (a gateway's 502 or 504, a timeout or a reset): that
+   * post may be in the thread already, and nothing marks a notice to look it up.
    */
-  async notice(target: ReplyTarget, text: string): Promise<string | undefined> {
+  async notice(target: ReplyTarget, text: string, mark?: JobMark): Promise<string | undefined> {
     for (let attempt = 1; ; attempt++) {
       try {
         return (
@@ -273,18 +265,16 @@ export class SlackReplies {
             channel: target.channel,
             thread_ts: target.threadTs,
             text,
+            ...(mark ? { metadata: jobMetadata(mark) } : {}),
           })
         ).ts;
       } catch (error) {
-        const failure = error as { code?: string; statusCode?: number } | undefined;
-        const refused =
-          failure?.code === ErrorCode.RateLimitedError ||
-          (failure?.code === ErrorCode.HTTPError && failure.statusCode === 503);
-        if (!refused || attempt >= NOTICE_ATTEMPTS) {
-          this.logger.warn({ err: error }, 'could not post a notice');
+        const failure = slackFailureKind(error);
+        if (!failure.temporary || failure.uncertain || attempt >= NOTICE_ATTEMPTS) {
+          this.logger.warn({ err: error, code: failure.code }, 'could not post a notice');
           return undefined;
         }
-        await sleep(classify(error).retryAfterMs ?? 500 * 2 ** (attempt - 1));
+        await sleep(failure.retryAfterMs ?? 500 * 2 ** (attempt - 1));
       }
     }
   }
@@ -460,39 +450,14 @@ function blocksArg(blocks: readonly KnownBlock[]): { blocks?: KnownBlock[] } {
   return blocks.length > 0 ? { blocks: [...blocks] } : {};
 }
 
+/** The metadata that marks a message as `mark`'s, found again by postedJobParts. */
+function jobMetadata(mark: JobMark) {
+  return { event_type: JOB_METADATA_EVENT, event_payload: { job: mark.job, part: mark.part } };
+}
+
 /** Turns a WebClient failure into a SlackPostError. */
 function classify(error: unknown): SlackPostError {
   if (error instanceof SlackPostError) return error;
-  const failure = error as {
-    code?: string;
-    retryAfter?: number;
-    statusCode?: number;
-    headers?: Record<string, string>;
-  };
-  switch (failure?.code) {
-    case ErrorCode.RateLimitedError:
-      // Refused before it was taken: certain it was not posted.
-      return new SlackPostError(true, false, 'ratelimited', (failure.retryAfter ?? 1) * 1000, {
-        cause: error,
-      });
-    case ErrorCode.HTTPError: {
-      const retryAfter = Number(failure.headers?.['retry-after']);
-      return new SlackPostError(
-        true,
-        true,
-        `http_${failure.statusCode ?? 'error'}`,
-        Number.isFinite(retryAfter) ? retryAfter * 1000 : undefined,
-        { cause: error },
-      );
-    }
-    case ErrorCode.PlatformError: {
-      const code = slackErrorCode(error) ?? 'unknown_error';
-      return new SlackPostError(TRANSIENT_ERRORS.has(code), code === 'request_timeout', code, undefined, {
-        cause: error,
-      });
-    }
-    default:
-      // A timeout or a reset connection: Slack may or may not have taken it.
-      return new SlackPostError(true, true, 'request_failed', undefined, { cause: error });
-  }
+  const { temporary, uncertain, code, retryAfterMs } = slackFailureKind(error);
+  return new SlackPostError(temporary, uncertain, code, retryAfterMs, { cause: error });
 }

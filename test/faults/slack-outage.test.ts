@@ -111,6 +111,85 @@ describe.runIf(runPostgres)('Slack refusing the answer', () => {
       expect(attempts[i]! - attempts[i - 1]!).toBeGreaterThanOrEqual(3_950);
   });
 
+  it('posts the answer and a notice that Slack refused with HTTP 200 rate_limited, backing off as for a 429', async () => {
+    const bot = await fakes.startBot(ENV);
+    // chat.postMessage documents `rate_limited` ("posted too many messages"): a refusal for now, not for good.
+    fakes.slack.failNext('chat.postMessage', { type: 'error', error: 'rate_limited' }, 3, isAnswerPost);
+    const root = await ask(bot.eventsUrl, 'posted too fast');
+
+    await waitFor(() => threadTexts(root).length > 1, 'the answer in the thread', 30_000);
+    await finished(root);
+    expect(threadTexts(root)).toEqual(['<@U0BOT> posted too fast', 'echo[s-1#1]: posted too fast']);
+    expect(prompts()).toEqual(['posted too fast']);
+    const attempts = answerPosts(root).map((c) => c.at);
+    expect(attempts).toHaveLength(4);
+    for (let i = 1; i < attempts.length; i++)
+      expect(attempts[i]! - attempts[i - 1]!, 'backed off between tries').toBeGreaterThanOrEqual(400);
+
+    // A notice in place of an answer (here: the help for an empty mention) is kept and posted the same way.
+    fakes.slack.failNext('chat.postMessage', { type: 'error', error: 'rate_limited' }, 2);
+    const empty = await ask(bot.eventsUrl, '');
+    await waitFor(() => threadTexts(empty).length > 1, 'the help notice in the thread', 30_000);
+    expect(threadTexts(empty)[1]).toMatch(/^Hi! Mention me with a question/);
+
+    // And a reset's notice.
+    fakes.slack.failNext('chat.postMessage', { type: 'error', error: 'rate_limited' }, 2, (args) =>
+      String(args.text).startsWith(':broom:'),
+    );
+    await fakes.ask(bot.eventsUrl, CHANNEL, 'reset', { root });
+    await waitFor(
+      () => threadTexts(root).some((t) => t.startsWith(':broom: Conversation reset')),
+      'the reset notice in the thread',
+      30_000,
+    );
+  });
+
+  it('posts the notice saying Slack refused the answer even when that notice is refused with rate_limited first', async () => {
+    const bot = await fakes.startBot({ ...ENV, REPLY_RETRY_WINDOW: '2s' });
+    fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
+    fakes.slack.failNext('chat.postMessage', { type: 'error', error: 'rate_limited' }, 2, (args) =>
+      SLACK_REFUSED.test(String(args.text)),
+    );
+    const root = await ask(bot.eventsUrl, 'refused, then the notice too');
+
+    await waitFor(() => threadTexts(root).length > 1, 'a notice in the thread', 30_000);
+    await finished(root);
+    const texts = threadTexts(root);
+    expect(texts).toHaveLength(2);
+    expect(texts[1]).toMatch(SLACK_REFUSED);
+  });
+
+  it("says in one log line, without the answer's words, that the workspace's message limit is reached, and tells the author privately", async () => {
+    const bot = await fakes.startBot(ENV);
+    // Free workspaces have a message limit; chat.postMessage answers `message_limit_exceeded` once it is reached.
+    fakes.slack.failFor(
+      'chat.postMessage',
+      { type: 'error', error: 'message_limit_exceeded' },
+      60_000,
+      isAnswerPost,
+    );
+    const root = await ask(bot.eventsUrl, 'over the limit');
+
+    await finished(root);
+    await waitFor(
+      () => fakes.slack.ephemeralMessages.some((m) => m.user === 'U0ALICE'),
+      'a private note to the author',
+      10_000,
+    );
+    const note = fakes.slack.ephemeralMessages.find((m) => m.user === 'U0ALICE');
+    expect(note?.text).toMatch(/message limit/i);
+    expect(threadTexts(root)).toEqual(['<@U0BOT> over the limit']);
+    // Not retried: Slack would refuse it again until the limit resets.
+    expect(answerPosts(root)).toHaveLength(1);
+    const lines = bot.logs.lines.map((line) => JSON.parse(line) as { level: number; msg?: string });
+    const limitLines = lines.filter(
+      (line) => line.level > 20 && JSON.stringify(line).includes('message_limit_exceeded'),
+    );
+    expect(limitLines).toHaveLength(1);
+    expect(limitLines[0]?.msg).toMatch(/message limit/i);
+    expect(lines.filter((line) => line.level > 20 && JSON.stringify(line).includes('echo['))).toEqual([]);
+  });
+
   it('says once that Slack refused the answer when it does so for longer than REPLY_RETRY_WINDOW', async () => {
     const bot = await fakes.startBot({ ...ENV, REPLY_RETRY_WINDOW: '3s' });
     fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);

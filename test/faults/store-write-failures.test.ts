@@ -335,3 +335,50 @@ describe.runIf(runPostgres)('Send again, when the store fails to record it', () 
     expect(fakes.prompts()).toEqual(['deploy the docs', 'deploy the docs']);
   });
 });
+
+/** Slack refused an answer for too long: the bot says so once, however often its job runs again. */
+describe.runIf(runPostgres)('giving up on an answer Slack refused, when marking that job done fails', () => {
+  let stack: FaultStack;
+  beforeEach(async () => {
+    stack = await startFaultStack({ ...ENV, REPLY_RETRY_WINDOW: '2s' });
+  });
+  afterEach(async () => {
+    await stack.stop();
+  });
+
+  it('says once that Slack refused the answer, and posts no answer after saying so', async () => {
+    const { slack } = stack;
+    const isAnswer = (args: Record<string, unknown>) => String(args.text).startsWith('echo');
+    slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 120_000, isAnswer);
+    // Every attempt to mark the job done fails until the test lifts the fault: it runs again meanwhile.
+    const finishFails = await failWrites(stack, 'finish_gave_up', {
+      on: 'UPDATE',
+      table: 'inbox',
+      when: `NEW.state = 'done' AND OLD.state = 'running'`,
+      times: 1_000,
+    });
+    const message = mentionIn(stack, CHANNEL, 'never taken');
+    expect((await message.deliver()).status).toBe(200);
+
+    await waitFor(() => botPostsIn(slack, CHANNEL, message.ts).length > 0, 'the notice', 30_000);
+    await waitFor(
+      () => stack.bot.logs.text.includes('could not record how a job ended'),
+      'the bot giving up on recording the job done',
+      30_000,
+    );
+    // The job comes back once its lease lapses (3 s), perhaps more than once, while finishing still fails.
+    await sleep(8_000);
+    // Slack takes answers again, and the store records the job done.
+    slack.clearFailures('chat.postMessage');
+    await finishFails.remove();
+    await waitFor(
+      async () => (await stack.sql(`SELECT id FROM inbox WHERE state = 'done'`)).length === 1,
+      'the job done',
+      15_000,
+    );
+    await sleep(500);
+    const posts = botPostsIn(slack, CHANNEL, message.ts).map((post) => post.text);
+    expect(posts).toHaveLength(1);
+    expect(posts[0]).toMatch(/Slack did not take the answer to this message for too long/);
+  });
+});

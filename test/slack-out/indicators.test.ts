@@ -131,6 +131,27 @@ describe('indicators of a job that goes on later or elsewhere', () => {
     expect(slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === unwanted)).toEqual([]);
   });
 
+  it('add no delayed working reaction once the job is no longer this process’s', async () => {
+    // The reaction waits 150 ms (WORKING_INDICATOR_DELAY_MS); meanwhile another replica took the job over.
+    const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 0, 150);
+    const ts = slack.seedMessage('C0LEAVE', { user: 'U0ALICE', text: 'taken over' });
+    let wanted = true;
+    const working = indicators.showWorking(target(ts), { stillWanted: async () => wanted });
+    await sleep(50);
+    wanted = false;
+    await sleep(300);
+    await working.end('leave');
+    expect(slack.callsOf('reactions.add').filter((c) => c.args.timestamp === ts)).toEqual([]);
+    expect(slack.reactionsOn('C0LEAVE', ts)).toEqual([]);
+
+    // While it is still this process's, the delayed reaction shows.
+    const kept = slack.seedMessage('C0LEAVE', { user: 'U0ALICE', text: 'still ours' });
+    const keptWork = indicators.showWorking(target(kept), { stillWanted: async () => true });
+    await sleep(300);
+    await keptWork.end('leave');
+    expect(slack.reactionsOn('C0LEAVE', kept).map((r) => r.name)).toEqual(['eyes']);
+  });
+
   it('stop setting an agent thread status when left, without clearing it or making the session active', async () => {
     const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 0, 0, 100);
     const threadTs = '1700000000.000300';

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { shouldRunPostgresTests } from '../helpers/postgres.js';
+import { waitFor } from '../helpers/wait.js';
+import { perTestFakes } from './support.js';
+
+/**
+ * Slack rate-limits each method on its own (per method and workspace), and Bolt's WebClient pauses its whole
+ * queue on a 429 until the Retry-After has passed. A throttled indicator call (a reaction, a status) must not
+ * hold up the calls a prompt or an answer waits for, such as reading the thread for context.
+ */
+
+const runPostgres = await shouldRunPostgresTests();
+
+const CHANNEL = 'C0THROTTLE';
+const ENV = { JOB_LEASE_MS: '3000', SLOW_NOTICE_MS: '0' };
+const RETRY_AFTER_SECONDS = 30;
+/** Well before the Retry-After: an answer that waited for the throttled calls comes 30 s late. */
+const PROMPTLY_MS = 8_000;
+
+describe.runIf(runPostgres)('an indicator call Slack rate-limits', () => {
+  const fakes = perTestFakes();
+
+  it('delays neither the prompt (with its thread context) nor the answer, nor the next message of the thread', async () => {
+    const bot = await fakes.startBot(ENV);
+    const throttled = { type: 'rate_limited', retryAfterSeconds: RETRY_AFTER_SECONDS } as const;
+    fakes.slack.failFor('reactions.add', throttled, 120_000);
+    fakes.slack.failFor('reactions.remove', throttled, 120_000);
+    // People were talking before the bot was mentioned: the prompt waits for the thread to be read.
+    const root = fakes.slack.seedMessage(CHANNEL, { user: 'U0BOB', text: 'the build is red again' });
+    const threadTexts = () => fakes.slack.threadMessages(CHANNEL, root).map((m) => m.text);
+
+    const asked = Date.now();
+    await fakes.ask(bot.eventsUrl, CHANNEL, 'why?', { root });
+    await waitFor(() => threadTexts().some((t) => t.startsWith('echo')), 'the answer', PROMPTLY_MS);
+    expect(Date.now() - asked).toBeLessThan(PROMPTLY_MS);
+    expect(fakes.slack.callsOf('conversations.replies').length).toBeGreaterThan(0);
+    const [prompt] = fakes.prompts();
+    expect(prompt).toContain('the build is red again');
+    expect(prompt).toContain('why?');
+
+    // The next message of the thread waits for the first job to end, which must not wait for Slack either.
+    const askedAgain = Date.now();
+    await fakes.ask(bot.eventsUrl, CHANNEL, 'and now?', { root });
+    await waitFor(
+      () => threadTexts().some((t) => t.includes('and now?') && t.startsWith('echo')),
+      'the second answer',
+      PROMPTLY_MS,
+    );
+    expect(Date.now() - askedAgain).toBeLessThan(PROMPTLY_MS);
+    // The reactions were asked for all the same (and are retried within their own limits).
+    expect(fakes.slack.callsOf('reactions.add').length).toBeGreaterThan(0);
+  });
+});
