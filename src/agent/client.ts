@@ -2,6 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import axios, { type AxiosInstance, type AxiosResponse, isAxiosError } from 'axios';
+import { storableText } from '../util/storable-text.js';
 import {
   type AgentErrorKind,
   type AgentOperation,
@@ -143,7 +144,8 @@ export class AgentClient {
         const data = envelope.data;
         if (!isObject(data) || typeof data.data !== 'string')
           throw badShape('sendMessage', 'missing data.data reply text');
-        const reply: AgentReply = { text: data.data };
+        // Cleaned here, where the agent's words come in: the store could not keep a NUL.
+        const reply: AgentReply = { text: storableText(data.data) };
         if (typeof data.status === 'number') reply.innerStatus = data.status;
         if (typeof data.message === 'string') reply.message = data.message;
         return reply;
