@@ -25,6 +25,8 @@ export interface AgentCallInfo {
   attempt: number;
   durationMs: number;
   outcome: AgentCallOutcome;
+  /** The service's words about a failure: they may quote the prompt, so only for debug-level lines. */
+  serviceMessage?: string;
 }
 
 export interface AgentClientOptions {
@@ -219,7 +221,7 @@ export class AgentClient {
         return result;
       } catch (error) {
         if (!isAgentServiceError(error)) throw error;
-        this.report(operation, attempt, started, error.kind);
+        this.report(operation, attempt, started, error.kind, error.serviceMessage);
         if (attempt >= this.retry.attempts || this.closed || !retryable(error)) throw error;
         await sleep(this.backoff(attempt, error.retryAfterMs));
       }
@@ -239,9 +241,12 @@ export class AgentClient {
     attempt: number,
     started: number,
     outcome: AgentCallOutcome,
+    serviceMessage?: string,
   ): void {
+    const info: AgentCallInfo = { operation, attempt, durationMs: performance.now() - started, outcome };
+    if (serviceMessage !== undefined) info.serviceMessage = serviceMessage;
     try {
-      this.onCall?.({ operation, attempt, durationMs: performance.now() - started, outcome });
+      this.onCall?.(info);
     } catch {
       // Metrics must never break a call.
     }

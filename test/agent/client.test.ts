@@ -248,11 +248,19 @@ describe('response shapes', () => {
 });
 
 describe('failure mapping', () => {
-  it('treats HTTP 200 with status:false as rejected, carrying the message', async () => {
+  it('treats HTTP 200 with status:false as rejected, carrying the message for debug lines only', async () => {
     emu.injectFailure('createSession', { type: 'status-false', message: 'Quota exceeded' });
-    const error = await failure(client().createSession(AGENT));
+    const calls: AgentCallInfo[] = [];
+    const error = await failure(client({ onCall: (info) => calls.push(info) }).createSession(AGENT));
     expect(error).toMatchObject({ kind: 'rejected', httpStatus: 200, serviceMessage: 'Quota exceeded' });
-    expect(error.message).toContain('Quota exceeded');
+    // The service's words may quote the prompt: not in the message, nor in any field a logger serialises.
+    expect(error.message).toBe('agent service createSession: request rejected (HTTP 200)');
+    expect(String(error.stack)).not.toContain('Quota');
+    expect(JSON.stringify(error)).not.toContain('Quota');
+    expect(Object.keys(error)).not.toContain('serviceMessage');
+    expect(calls).toEqual([
+      expect.objectContaining({ outcome: 'rejected', serviceMessage: 'Quota exceeded' }),
+    ]);
     expect(emu.requestsFor('createSession')).toHaveLength(1);
   });
 
