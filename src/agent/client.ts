@@ -155,9 +155,16 @@ export class AgentClient {
     );
   }
 
+  /**
+   * Retried on a server error too, not only when the service is unavailable: creating a session sends no
+   * prompt, so a retry cannot run anything twice. A failed attempt the service had in fact carried out leaves
+   * an empty session behind; its id was never given to us, and among the agent's listed sessions it cannot be
+   * told apart from another replica's new one, so it is not chased here: `npm run sessions` lists it as an
+   * orphan and `prune` deletes it. A timeout is not retried, so a hanging service costs one timeout, not three.
+   */
   async createSession(agentId: string): Promise<string> {
     requireId('agentId', agentId);
-    return this.withRetry('createSession', isUnavailable, async () => {
+    return this.withRetry('createSession', isUnavailableOrServerError, async () => {
       const envelope = await this.call('createSession', 'POST', `/session/${enc(agentId)}`);
       const raw = isObject(envelope.data) ? envelope.data.session_id : undefined;
       const id = typeof raw === 'number' && Number.isFinite(raw) ? String(raw) : raw;
@@ -437,6 +444,10 @@ function requireSessionId(sessionId: string): void {
 
 function isUnavailable(error: AgentServiceError): boolean {
   return error.kind === 'unavailable';
+}
+
+function isUnavailableOrServerError(error: AgentServiceError): boolean {
+  return isUnavailable(error) || (error.httpStatus !== undefined && error.httpStatus >= 500);
 }
 
 function toRecord(value: unknown): AgentSessionRecord | undefined {
