@@ -1,3 +1,6 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import axios, { isAxiosError } from 'axios';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, secretsOf } from '../../src/config.js';
@@ -80,6 +83,53 @@ describe('the log scrubber and DATABASE_URL', () => {
       logger.warn(`decoded ${PASSWORD} x`);
     });
     expectNoPassword(queryLines, [`${ENCODED}+x`, `${PASSWORD} x`]);
+  });
+});
+
+/**
+ * HTTP client errors carry what was sent and what came back: axios keeps the request body in `config.data`
+ * and the response body in `response.data` (response_url answers are posted with axios). Logged as `err`
+ * above debug, none of that may show: it may be a prompt or an answer.
+ */
+describe('HTTP client errors in the log', () => {
+  const WORDS = 'pangolin saxophone';
+  let server: http.Server;
+  let url: string;
+
+  beforeAll(async () => {
+    // Answers 500 with a body that quotes the request, as a service echoing what it refused would.
+    server = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => {
+        body += chunk.toString('utf8');
+      });
+      req.on('end', () => {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ ok: false, error: `refused: ${body}` }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  });
+  afterAll(async () => {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  it('keeps neither the request body nor the response body of an axios error, alone or as a cause', async () => {
+    const axiosError = await axios.post(url, { text: WORDS }).catch((error: unknown) => error);
+    expect(isAxiosError(axiosError)).toBe(true);
+    // As Slack's response_url answers are posted: the words are in the error twice.
+    expect(
+      JSON.stringify(isAxiosError(axiosError) && [axiosError.config?.data, axiosError.response?.data]),
+    ).toContain('pangolin');
+    const logs = new LogCapture();
+    const logger = createLogger({ level: 'info', secrets: [], destination: logs });
+    logger.warn({ err: axiosError }, 'an axios error');
+    logger.warn({ err: new Error('wrapped', { cause: axiosError }) }, 'a wrapped axios error');
+    expect(logs.lines).toHaveLength(2);
+    for (const word of WORDS.split(' ')) expect(logs.text).not.toContain(word);
+    // What an operator needs stays: the kind of error and its status or code.
+    expect(JSON.parse(logs.lines[0] ?? '{}').err).toMatchObject({ status: 500, code: 'ERR_BAD_RESPONSE' });
   });
 });
 
