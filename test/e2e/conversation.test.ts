@@ -737,6 +737,15 @@ describe('failures', () => {
       );
       expect(textOf(notice)).not.toMatch(/rephras/);
       expect(promptsSent(agent)).not.toContain('never sent');
+      // What the service said is for debug lines only (this bot logs at debug).
+      const said = bot.logs.lines.filter((line) => line.includes('the agent service said'));
+      expect(said.map((line) => JSON.parse(line))).toContainEqual(
+        expect.objectContaining({
+          level: 20,
+          operation: 'createSession',
+          serviceMessage: 'Internal Server Error',
+        }),
+      );
     } finally {
       agent.clearFailures();
     }
