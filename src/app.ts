@@ -85,7 +85,10 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     around: (operation, attempt) =>
       tracing.inSpan(`agent ${operation}`, 'client', { 'agent.operation': operation }, attempt),
     headers: () => tracing.headers(),
-    onCall: ({ operation, durationMs, outcome }) => {
+    onCall: ({ operation, attempt, durationMs, outcome, serviceMessage }) => {
+      // The service's words may quote the prompt: debug only, like every message text.
+      if (serviceMessage !== undefined)
+        logger.debug({ operation, attempt, outcome, serviceMessage }, 'the agent service said');
       metrics.agentCallSeconds.observe({ operation, outcome }, durationMs / 1000);
       if (outcome !== 'ok') metrics.agentFailures.inc({ operation, kind: outcome });
       if (operation === 'sendMessage' && outcome === 'ok') metrics.promptsRelayed.inc();

@@ -2,6 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import axios, { type AxiosInstance, type AxiosResponse, isAxiosError } from 'axios';
+import { storableText } from '../util/storable-text.js';
 import {
   type AgentErrorKind,
   type AgentOperation,
@@ -24,6 +25,8 @@ export interface AgentCallInfo {
   attempt: number;
   durationMs: number;
   outcome: AgentCallOutcome;
+  /** The service's words about a failure: they may quote the prompt, so only for debug-level lines. */
+  serviceMessage?: string;
 }
 
 export interface AgentClientOptions {
@@ -143,7 +146,8 @@ export class AgentClient {
         const data = envelope.data;
         if (!isObject(data) || typeof data.data !== 'string')
           throw badShape('sendMessage', 'missing data.data reply text');
-        const reply: AgentReply = { text: data.data };
+        // Cleaned here, where the agent's words come in: the store could not keep a NUL.
+        const reply: AgentReply = { text: storableText(data.data) };
         if (typeof data.status === 'number') reply.innerStatus = data.status;
         if (typeof data.message === 'string') reply.message = data.message;
         return reply;
@@ -151,9 +155,16 @@ export class AgentClient {
     );
   }
 
+  /**
+   * Retried on a server error too, not only when the service is unavailable: creating a session sends no
+   * prompt, so a retry cannot run anything twice. A failed attempt the service had in fact carried out leaves
+   * an empty session behind; its id was never given to us, and among the agent's listed sessions it cannot be
+   * told apart from another replica's new one, so it is not chased here: `npm run sessions` lists it as an
+   * orphan and `prune` deletes it. A timeout is not retried, so a hanging service costs one timeout, not three.
+   */
   async createSession(agentId: string): Promise<string> {
     requireId('agentId', agentId);
-    return this.withRetry('createSession', isUnavailable, async () => {
+    return this.withRetry('createSession', isUnavailableOrServerError, async () => {
       const envelope = await this.call('createSession', 'POST', `/session/${enc(agentId)}`);
       const raw = isObject(envelope.data) ? envelope.data.session_id : undefined;
       const id = typeof raw === 'number' && Number.isFinite(raw) ? String(raw) : raw;
@@ -217,7 +228,7 @@ export class AgentClient {
         return result;
       } catch (error) {
         if (!isAgentServiceError(error)) throw error;
-        this.report(operation, attempt, started, error.kind);
+        this.report(operation, attempt, started, error.kind, error.serviceMessage);
         if (attempt >= this.retry.attempts || this.closed || !retryable(error)) throw error;
         await sleep(this.backoff(attempt, error.retryAfterMs));
       }
@@ -237,9 +248,12 @@ export class AgentClient {
     attempt: number,
     started: number,
     outcome: AgentCallOutcome,
+    serviceMessage?: string,
   ): void {
+    const info: AgentCallInfo = { operation, attempt, durationMs: performance.now() - started, outcome };
+    if (serviceMessage !== undefined) info.serviceMessage = serviceMessage;
     try {
-      this.onCall?.({ operation, attempt, durationMs: performance.now() - started, outcome });
+      this.onCall?.(info);
     } catch {
       // Metrics must never break a call.
     }
@@ -430,6 +444,10 @@ function requireSessionId(sessionId: string): void {
 
 function isUnavailable(error: AgentServiceError): boolean {
   return error.kind === 'unavailable';
+}
+
+function isUnavailableOrServerError(error: AgentServiceError): boolean {
+  return isUnavailable(error) || (error.httpStatus !== undefined && error.httpStatus >= 500);
 }
 
 function toRecord(value: unknown): AgentSessionRecord | undefined {

@@ -15,10 +15,11 @@ export interface AgentServiceErrorDetails {
   kind: AgentErrorKind;
   operation: AgentOperation;
   httpStatus?: number;
+  /** The service's own words: never part of the error's message or of its enumerable fields. */
   serviceMessage?: string;
   notDelivered?: boolean;
   retryAfterMs?: number;
-  /** Short technical context (e.g. a socket error code). Must never hold secrets or request config. */
+  /** Short technical context of our own (e.g. a socket error code): never secrets, request config or the service's words. */
   detail?: string;
 }
 
@@ -42,13 +43,18 @@ function clip(text: string): string {
 /**
  * The only error type the agent client rejects with (besides an abort reason). Fields are plain data so
  * structured loggers can serialise it safely; no request config, headers or raw transport error is kept.
+ * Its message and enumerable fields hold codes and our own words only: the service's error text may quote
+ * the prompt (or anything the agent wrote), and the error is logged above debug.
  */
 export class AgentServiceError extends Error {
   override readonly name = 'AgentServiceError';
   readonly kind: AgentErrorKind;
   readonly operation: AgentOperation;
   readonly httpStatus?: number;
-  readonly serviceMessage?: string;
+  /**
+   * What the service said, for debug-level lines only. Not enumerable, so a logged error leaves it out.
+   */
+  declare readonly serviceMessage?: string;
   /** True only when the request certainly never reached the service (refused / DNS before connect). */
   readonly notDelivered: boolean;
   readonly retryAfterMs?: number;
@@ -57,14 +63,14 @@ export class AgentServiceError extends Error {
     const parts = [`agent service ${details.operation}: ${KIND_TEXT[details.kind]}`];
     if (details.httpStatus !== undefined) parts.push(`(HTTP ${details.httpStatus})`);
     if (details.detail) parts.push(`[${clip(details.detail)}]`);
-    if (details.serviceMessage) parts.push(`- "${clip(details.serviceMessage)}"`);
     super(parts.join(' '));
     this.kind = details.kind;
     this.operation = details.operation;
     this.notDelivered = details.notDelivered ?? false;
     // Only set optional fields that exist, so logs and equality checks stay tidy.
     if (details.httpStatus !== undefined) this.httpStatus = details.httpStatus;
-    if (details.serviceMessage !== undefined) this.serviceMessage = details.serviceMessage;
+    if (details.serviceMessage !== undefined)
+      Object.defineProperty(this, 'serviceMessage', { value: details.serviceMessage, enumerable: false });
     if (details.retryAfterMs !== undefined) this.retryAfterMs = details.retryAfterMs;
   }
 }

@@ -8,23 +8,39 @@ export function newReferenceId(): string {
   return randomBytes(4).toString('hex').toUpperCase();
 }
 
+/** What went wrong, as the person who wrote the message needs to know it: above all, whether the agent got it. */
 export type FailureKind =
+  /** The service could not be reached, or said it is unavailable. */
   | 'unavailable'
+  /** The thread's conversation could not be created on the service, so the prompt was never sent. */
+  | 'no_conversation'
+  /** The connection broke after the prompt was sent. */
+  | 'cut_off'
+  /** No answer in time after the prompt was sent. */
   | 'timeout'
+  /** The service refused the prompt (a 4xx, or `status: false`). */
   | 'rejected'
+  /** The service failed on the prompt (a 5xx). */
+  | 'failed'
   | 'bad_response'
   | 'misconfigured'
   | 'internal';
 
 export function failureKindOf(error: unknown): FailureKind {
   if (!isAgentServiceError(error)) return 'internal';
+  if (error.kind === 'unauthorized' || error.kind === 'not_found') return 'misconfigured';
+  if (error.kind === 'unavailable' && (error.notDelivered || error.httpStatus !== undefined))
+    return 'unavailable';
+  // Only the prompt's own call can fail after the prompt left; anything before it is the conversation's start.
+  if (error.operation !== 'sendMessage') return 'no_conversation';
   switch (error.kind) {
+    case 'unavailable':
+      return 'cut_off';
     // A session still missing after one replacement is reported like any refusal.
     case 'session_not_found':
       return 'rejected';
-    case 'unauthorized':
-    case 'not_found':
-      return 'misconfigured';
+    case 'rejected':
+      return error.httpStatus !== undefined && error.httpStatus >= 500 ? 'failed' : 'rejected';
     default:
       return error.kind;
   }
@@ -35,10 +51,16 @@ export function failureNotice(kind: FailureKind, referenceId: string): string {
   const sentence: Record<FailureKind, string> = {
     unavailable:
       'The agent service is unavailable right now, so I could not get an answer. Please try again in a moment.',
+    no_conversation:
+      'The agent service could not start a conversation, so your message was not sent to the agent. Please try again in a moment.',
+    cut_off:
+      'The connection to the agent service broke after your message was sent, so I have no answer. The agent may have received it and acted on it; ask again if you still need the answer.',
     timeout:
-      'The agent took too long to answer, so I stopped waiting. Please try again, perhaps with a shorter question.',
+      'The agent took too long to answer, so I stopped waiting. It may have received your message and acted on it; ask again if you still need the answer, perhaps with a shorter question.',
     rejected:
       'The agent service refused this request. Please try rephrasing, or ask an admin to check the agent.',
+    failed:
+      'The agent service failed while handling your message, so I have no answer. Please try again in a moment; if it keeps failing, ask an admin to check the agent.',
     bad_response: 'The agent service sent a reply I could not read. Please try again.',
     misconfigured:
       'I am not set up correctly: the agent service does not accept my credentials or does not know my agent. An admin must fix my configuration; trying again will not help until then.',

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Database, type SqlQuery, StoreError } from '../store/database.js';
+import { storableJson } from '../util/storable-text.js';
 import { claimWith, type MessageRef } from './claims.js';
 
 export type JobKind = 'message' | 'reset';
@@ -147,7 +148,8 @@ export class Inbox {
       job.threadKey,
       job.dedupeKey,
       job.kind,
-      JSON.stringify(job.payload),
+      // Slack's words come in here: a NUL in them would reach the agent, and come back in its answer.
+      storableJson(job.payload),
       job.userId ?? null,
       limits.maxOpenPerThread,
       limits.userPerMinute,
@@ -186,7 +188,7 @@ export class Inbox {
       const inserted = await query(
         `INSERT INTO inbox (thread_key, dedupe_key, kind, payload, user_id) VALUES ($1, $2, 'reset', $3, $4)
          ON CONFLICT (dedupe_key) DO NOTHING RETURNING 1`,
-        [job.threadKey, job.dedupeKey, JSON.stringify(job.payload), job.userId ?? null],
+        [job.threadKey, job.dedupeKey, storableJson(job.payload), job.userId ?? null],
       );
       if (inserted.length === 0) return { outcome: 'duplicate', cancelled: [] };
       return { outcome: 'queued', cancelled: await cancelWaiting(query, job.threadKey, undefined) };
@@ -403,7 +405,7 @@ export class Inbox {
       if (!row) return false;
       await query('UPDATE inbox SET payload = $2 WHERE dedupe_key = $1', [
         dedupeKey,
-        JSON.stringify(edit(JSON.parse(row.payload))),
+        storableJson(edit(JSON.parse(row.payload))),
       ]);
       return true;
     });

@@ -48,9 +48,33 @@ export function createLogger({ level, secrets, destination, pretty }: LoggerOpti
         censor: REDACTED,
       },
       hooks: { streamWrite: scrub },
+      serializers: { err: errorWithoutBodies },
     },
     output,
   );
+}
+
+/**
+ * Fields of HTTP client errors that hold what was sent or received: axios keeps the request (body included)
+ * in `config` and `request`, and the response body in `response`. Those bodies are people's or the agent's
+ * words, which are never logged above debug; the error's message, code and `status` stay.
+ */
+const BODY_FIELDS = new Set(['config', 'request', 'response']);
+const MAX_ERROR_DEPTH = 5;
+
+/** pino's error serializer, then the same error (and its nested errors) without the fields holding bodies. */
+function errorWithoutBodies(error: unknown): unknown {
+  return withoutBodies(pino.stdSerializers.err(error as Error), 0);
+}
+
+function withoutBodies(value: unknown, depth: number): unknown {
+  if (typeof value !== 'object' || value === null || depth > MAX_ERROR_DEPTH) return value;
+  if (Array.isArray(value)) return value.map((inner: unknown) => withoutBodies(inner, depth + 1));
+  const copy: Record<string, unknown> = {};
+  for (const [key, inner] of Object.entries(value)) {
+    if (!BODY_FIELDS.has(key)) copy[key] = withoutBodies(inner, depth + 1);
+  }
+  return copy;
 }
 
 /** Replaces every occurrence of a secret (and of Slack-token-shaped strings) in a serialized log line. */

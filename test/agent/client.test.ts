@@ -181,6 +181,17 @@ describe('response shapes', () => {
     expect(calls.map((i) => i.outcome)).toEqual(['bad_response', 'bad_response']);
   });
 
+  it('drops NULs from a reply and replaces lone surrogates, which no store can keep', async () => {
+    const id = emu.addSession(AGENT);
+    // Escapes as the service's JSON would carry them: legal JSON, not storable text.
+    emu.injectFailure('sendMessage', {
+      type: 'http',
+      status: 200,
+      rawBody: '{"status":true,"data":{"data":"a\\u0000b\\ud800c \\ud83d\\ude00"}}',
+    });
+    expect((await client().sendMessage(AGENT, id, 'x')).text).toBe('ab\uFFFDc \u{1F600}');
+  });
+
   it.each(['array', 'single', 'wrapped'] as const)('lists sessions with data as %s', async (shape) => {
     emu.setListShape(shape);
     const c = client();
@@ -248,11 +259,19 @@ describe('response shapes', () => {
 });
 
 describe('failure mapping', () => {
-  it('treats HTTP 200 with status:false as rejected, carrying the message', async () => {
+  it('treats HTTP 200 with status:false as rejected, carrying the message for debug lines only', async () => {
     emu.injectFailure('createSession', { type: 'status-false', message: 'Quota exceeded' });
-    const error = await failure(client().createSession(AGENT));
+    const calls: AgentCallInfo[] = [];
+    const error = await failure(client({ onCall: (info) => calls.push(info) }).createSession(AGENT));
     expect(error).toMatchObject({ kind: 'rejected', httpStatus: 200, serviceMessage: 'Quota exceeded' });
-    expect(error.message).toContain('Quota exceeded');
+    // The service's words may quote the prompt: not in the message, nor in any field a logger serialises.
+    expect(error.message).toBe('agent service createSession: request rejected (HTTP 200)');
+    expect(String(error.stack)).not.toContain('Quota');
+    expect(JSON.stringify(error)).not.toContain('Quota');
+    expect(Object.keys(error)).not.toContain('serviceMessage');
+    expect(calls).toEqual([
+      expect.objectContaining({ outcome: 'rejected', serviceMessage: 'Quota exceeded' }),
+    ]);
     expect(emu.requestsFor('createSession')).toHaveLength(1);
   });
 
@@ -582,6 +601,18 @@ describe('retries', () => {
     await c.deleteSession(AGENT, id);
     expect(emu.requestsFor('listSessions')).toHaveLength(2);
     expect(emu.requestsFor('deleteSession')).toHaveLength(2);
+  });
+
+  it('retries createSession after a server error (no prompt is sent), but not sendMessage', async () => {
+    emu.injectFailure('createSession', { type: 'http', status: 500 });
+    const id = await client().createSession(AGENT);
+    expect(emu.requestsFor('createSession').map((r) => r.status)).toEqual([500, 200]);
+    emu.injectFailure('sendMessage', { type: 'http', status: 500 }, 3);
+    expect(await failure(client().sendMessage(AGENT, id, 'x'))).toMatchObject({
+      kind: 'rejected',
+      httpStatus: 500,
+    });
+    expect(emu.requestsFor('sendMessage')).toHaveLength(1);
   });
 
   it('does not retry rejected calls', async () => {

@@ -722,7 +722,21 @@ describe('failures', () => {
       (agent) => agent.injectFailure('sendMessage', { type: 'http', status: 503 }),
       /agent service is unavailable/,
     ],
-    ['timed out', (agent) => agent.injectFailure('sendMessage', { type: 'hang' }), /took too long to answer/],
+    [
+      'timed out',
+      (agent) => agent.injectFailure('sendMessage', { type: 'hang' }),
+      /took too long to answer.* It may have received your message/,
+    ],
+    [
+      'cut off',
+      (agent) => agent.injectFailure('sendMessage', { type: 'reset' }),
+      /connection to the agent service broke after your message was sent/,
+    ],
+    [
+      'failed',
+      (agent) => agent.injectFailure('sendMessage', { type: 'http', status: 500 }),
+      /agent service failed while handling your message/,
+    ],
     [
       'rejected',
       (agent) => agent.injectFailure('sendMessage', { type: 'status-false', message: 'quota exceeded' }),
@@ -775,6 +789,45 @@ describe('failures', () => {
       );
     },
   );
+
+  it('starts the conversation again when creating it failed once, and sends the prompt once', async () => {
+    const { slack, agent, bot } = stack;
+    agent.injectFailure('createSession', { type: 'http', status: 500 });
+    const creates = agent.requestsFor('createSession').length;
+    const root = nextTs();
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> first words', ts: root });
+    const answer = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root, 8_000);
+    expect(textOf(answer)).toMatch(/^echo\[s-\d+#1\]: first words$/);
+    expect(agent.requestsFor('createSession').length - creates).toBe(2);
+    expect(promptsSent(agent).filter((prompt) => prompt === 'first words')).toHaveLength(1);
+    expect(postsIn(slack, CHANNEL, root)).toHaveLength(1);
+  });
+
+  it('says the agent service could not start a conversation when creating it keeps failing', async () => {
+    const { slack, agent, bot } = stack;
+    agent.injectFailure('createSession', { type: 'http', status: 500 }, 10);
+    try {
+      const root = nextTs();
+      await mention(bot, { channel: CHANNEL, text: '<@U0BOT> never sent', ts: root });
+      const notice = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root, 8_000);
+      expect(textOf(notice)).toMatch(
+        /^:warning: The agent service could not start a conversation, so your message was not sent to the agent\. .*\(ref [0-9A-F]{8}\)$/,
+      );
+      expect(textOf(notice)).not.toMatch(/rephras/);
+      expect(promptsSent(agent)).not.toContain('never sent');
+      // What the service said is for debug lines only (this bot logs at debug).
+      const said = bot.logs.lines.filter((line) => line.includes('the agent service said'));
+      expect(said.map((line) => JSON.parse(line))).toContainEqual(
+        expect.objectContaining({
+          level: 20,
+          operation: 'createSession',
+          serviceMessage: 'Internal Server Error',
+        }),
+      );
+    } finally {
+      agent.clearFailures();
+    }
+  });
 
   it('says so when the agent service cannot be reached at all', async () => {
     const { slack, agent, bot } = stack;

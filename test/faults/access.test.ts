@@ -272,7 +272,7 @@ describe('session ids from the agent service', () => {
     expect(seen.filter((r) => r.operation === 'sendMessage').map((r) => r.sessionId)).toEqual([real]);
     for (const text of firstAnswers)
       expect(text).toMatch(
-        /^:warning: The agent service sent a reply I could not read\. Please try again\. \(ref [0-9A-F]{8}\)$/,
+        /^:warning: The agent service could not start a conversation, so your message was not sent to the agent\. Please try again in a moment\. \(ref [0-9A-F]{8}\)$/,
       );
   });
 });

@@ -1,13 +1,17 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import axios, { isAxiosError } from 'axios';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, secretsOf } from '../../src/config.js';
 import { createLogger } from '../../src/observability/logger.js';
-import { AgentServiceEmulator } from '../fakes/agent-service.js';
+import { AgentServiceEmulator, type InjectedFailure } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
 import { type BotProcess, spawnBot } from '../helpers/bot-process.js';
+import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '../helpers/postgres.js';
-import { appMentionEvent, postSignedEvent } from '../helpers/slack-events.js';
-import { LogCapture, SIGNING_SECRET } from '../helpers/stack.js';
+import { appMentionEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
+import { LogCapture, mention, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
 import { waitFor } from '../helpers/wait.js';
 import { failWrites } from './support.js';
 
@@ -83,6 +87,53 @@ describe('the log scrubber and DATABASE_URL', () => {
 });
 
 /**
+ * HTTP client errors carry what was sent and what came back: axios keeps the request body in `config.data`
+ * and the response body in `response.data` (response_url answers are posted with axios). Logged as `err`
+ * above debug, none of that may show: it may be a prompt or an answer.
+ */
+describe('HTTP client errors in the log', () => {
+  const WORDS = 'pangolin saxophone';
+  let server: http.Server;
+  let url: string;
+
+  beforeAll(async () => {
+    // Answers 500 with a body that quotes the request, as a service echoing what it refused would.
+    server = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => {
+        body += chunk.toString('utf8');
+      });
+      req.on('end', () => {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ ok: false, error: `refused: ${body}` }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  });
+  afterAll(async () => {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  it('keeps neither the request body nor the response body of an axios error, alone or as a cause', async () => {
+    const axiosError = await axios.post(url, { text: WORDS }).catch((error: unknown) => error);
+    expect(isAxiosError(axiosError)).toBe(true);
+    // As Slack's response_url answers are posted: the words are in the error twice.
+    expect(
+      JSON.stringify(isAxiosError(axiosError) && [axiosError.config?.data, axiosError.response?.data]),
+    ).toContain('pangolin');
+    const logs = new LogCapture();
+    const logger = createLogger({ level: 'info', secrets: [], destination: logs });
+    logger.warn({ err: axiosError }, 'an axios error');
+    logger.warn({ err: new Error('wrapped', { cause: axiosError }) }, 'a wrapped axios error');
+    expect(logs.lines).toHaveLength(2);
+    for (const word of WORDS.split(' ')) expect(logs.text).not.toContain(word);
+    // What an operator needs stays: the kind of error and its status or code.
+    expect(JSON.parse(logs.lines[0] ?? '{}').err).toMatchObject({ status: 500, code: 'ERR_BAD_RESPONSE' });
+  });
+});
+
+/**
  * The bot as deployed (its own process, its own logger): whatever a store error says, its log line keeps
  * none of the forms of the database password. The store here rejects a write with an error that quotes
  * them, as a proxy or a misconfigured server might.
@@ -148,5 +199,160 @@ describe.runIf(runPostgres)('a store error in the running bot', () => {
     );
     expect(line).toContain('url=[redacted] written=[redacted] decoded=[redacted]');
     expectNoPassword(bot.output().split('\n'), [databaseUrl, ENCODED, PASSWORD]);
+  });
+});
+
+/** Words only a person wrote (every prompt below holds them) and words only the agent service wrote. */
+const USER_WORDS = 'quixotic marmalade';
+const AGENT_WORDS = 'ventriloquist aubergine';
+
+/** A failure body as a service that quotes what it was sent would write it. */
+function quoting(prompt: string): { status: false; message: string } {
+  return { status: false, message: `${AGENT_WORDS}: cannot handle "${prompt}"` };
+}
+
+/**
+ * The bot at LOG_LEVEL=info, through every way a call to the agent service can fail, with a service whose
+ * error messages quote the prompt: the log holds neither the person's words nor the service's.
+ */
+describe('agent failures in an info-level log', () => {
+  let slack: FakeSlack;
+  let agent: AgentServiceEmulator;
+  let bot: RunningBot;
+  let dir: TempDataDir;
+  const CHANNEL = 'C0QUIET';
+
+  /** Neither the person's words nor the agent's are in any line logged from line `from` on. */
+  function expectNoWords(from = 0): void {
+    const text = bot.logs.lines.slice(from).join('\n');
+    for (const word of [...USER_WORDS.split(' '), ...AGENT_WORDS.split(' ')])
+      expect(text).not.toContain(word);
+  }
+
+  /** A mention in a thread of its own that fails as `failure` says; resolves with the notice it gets. */
+  async function failingMention(
+    label: string,
+    operation: 'sendMessage' | 'createSession',
+    failure: (prompt: string) => InjectedFailure,
+    times = 1,
+  ): Promise<string> {
+    const root = nextTs();
+    const prompt = `${label}: ${USER_WORDS}`;
+    if (operation === 'sendMessage') {
+      // The thread's session exists first, so the failure is the prompt's own.
+      await mention(bot, { channel: CHANNEL, text: '<@U0BOT> hello', ts: root });
+      await slack.waitForCall('chat.postMessage', (call) => call.args.thread_ts === root);
+    }
+    agent.injectFailure(operation, failure(prompt), times);
+    await mention(bot, { channel: CHANNEL, text: `<@U0BOT> ${prompt}`, ts: nextTs(), threadTs: root });
+    const notice = await slack.waitForCall(
+      'chat.postMessage',
+      (call) => call.args.thread_ts === root && String(call.args.text).startsWith(':warning:'),
+      8_000,
+    );
+    agent.clearFailures();
+    return String(notice.args.text);
+  }
+
+  beforeAll(async () => {
+    dir = await freshDataDir();
+    slack = await FakeSlack.start();
+    agent = await AgentServiceEmulator.start();
+    // The start-up check fails too, with the service's own words.
+    agent.injectFailure('listSessions', { type: 'http', status: 500, body: quoting('start-up check') });
+    bot = await startBot({
+      slack,
+      agent,
+      store: { kind: 'embedded', dataDir: dir.path },
+      env: { LOG_LEVEL: 'info', AGENT_TIMEOUT_MS: '1000', SESSION_DELETE_RETRY_MS: '60000' },
+    });
+  });
+  afterAll(async () => {
+    await bot?.stop();
+    await Promise.all([slack?.stop(), agent?.stop(), dir?.remove()]);
+  });
+
+  it('logs the start-up check failing without the words of the service', () => {
+    expect(bot.logs.text).toContain('the agent service could not be checked at start-up');
+    expectNoWords();
+  });
+
+  it('logs an answer without its words or the prompt', async () => {
+    const before = bot.logs.lines.length;
+    const root = nextTs();
+    await mention(bot, { channel: CHANNEL, text: `<@U0BOT> answered: ${USER_WORDS}`, ts: root });
+    const answer = await slack.waitForCall('chat.postMessage', (call) => call.args.thread_ts === root);
+    expect(String(answer.args.text)).toContain(USER_WORDS);
+    expectNoWords(before);
+  });
+
+  const promptFailures: [string, (prompt: string) => InjectedFailure][] = [
+    ['400 quoting the prompt', (prompt) => ({ type: 'http', status: 400, body: quoting(prompt) })],
+    ['500 quoting the prompt', (prompt) => ({ type: 'http', status: 500, body: quoting(prompt) })],
+    ['503 quoting the prompt', (prompt) => ({ type: 'http', status: 503, body: quoting(prompt) })],
+    ['401 quoting the prompt', (prompt) => ({ type: 'http', status: 401, body: quoting(prompt) })],
+    [
+      'status false quoting the prompt',
+      (prompt) => ({ type: 'status-false', message: quoting(prompt).message }),
+    ],
+    [
+      'a garbage body quoting the prompt',
+      (prompt) => ({ type: 'http', status: 200, rawBody: `<html>${AGENT_WORDS} ${prompt}` }),
+    ],
+    [
+      'a session lost twice, quoting the prompt',
+      (prompt) => ({ type: 'http', status: 404, body: quoting(prompt) }),
+    ],
+    ['a hang', () => ({ type: 'hang' })],
+    ['a connection reset', () => ({ type: 'reset' })],
+  ];
+
+  it.each(promptFailures)(
+    'logs the prompt failing with %s without anyone’s words',
+    async (label, failure) => {
+      const before = bot.logs.lines.length;
+      await failingMention(label, 'sendMessage', failure, 2);
+      // The failure was logged (with its reference), above debug.
+      await waitFor(
+        () => bot.logs.lines.slice(before).some((line) => line.includes('message could not be answered')),
+        'the failure logged',
+      );
+      expectNoWords(before);
+    },
+  );
+
+  it('logs a session that could not be created without the words of the service', async () => {
+    const before = bot.logs.lines.length;
+    await failingMention(
+      'create',
+      'createSession',
+      () => ({ type: 'http', status: 500, body: quoting('create') }),
+      5,
+    );
+    await waitFor(
+      () => bot.logs.lines.slice(before).some((line) => line.includes('message could not be answered')),
+      'the failure logged',
+    );
+    expectNoWords(before);
+  });
+
+  it('logs a session deletion failing without the words of the service', async () => {
+    const before = bot.logs.lines.length;
+    const root = nextTs();
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> hello', ts: root });
+    await slack.waitForCall('chat.postMessage', (call) => call.args.thread_ts === root);
+    agent.injectFailure('deleteSession', { type: 'http', status: 500, body: quoting('delete') }, 5);
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> reset', ts: nextTs(), threadTs: root });
+    await waitFor(
+      () => bot.logs.text.includes('agent session deletion failed'),
+      'the failed deletion logged',
+    );
+    agent.clearFailures();
+    expectNoWords(before);
+  });
+
+  it('has none of those words in the whole log', () => {
+    expect(bot.logs.lines.length).toBeGreaterThan(20);
+    expectNoWords();
   });
 });
