@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { capConnections } from './connection-cap.js';
 import type { BotMetrics } from './metrics.js';
 
 export interface ReadinessChecks {
@@ -46,6 +47,22 @@ export class Readiness {
   }
 }
 
+/**
+ * The operator routes are GET requests without a body, from probes and scrapers on the cluster network: a
+ * request whose headers take over 2 s is not one of theirs. Node looks for requests past these bounds every
+ * connectionsCheckingInterval (default 30 s): here once a second.
+ */
+const ROUTE_SERVER_TIMEOUTS = {
+  headersTimeout: 2_000,
+  requestTimeout: 2_000,
+  keepAliveTimeout: 3_000,
+  connectionsCheckingInterval: 1_000,
+};
+/** A connection silent this long (sending nothing, or not reading its answer) is closed: Node's bounds above start with a request's first byte. */
+const IDLE_SOCKET_TIMEOUT_MS = 3_000;
+/** Open connections kept at once; beyond, the oldest one not being answered is closed (see capConnections). */
+const MAX_CONNECTIONS = 100;
+
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
 /** `/healthz` (the process runs) and `/readyz` (see Readiness). */
@@ -80,9 +97,7 @@ export async function startRouteServer(
   host: string | undefined,
   handlers: Record<string, RouteHandler>,
 ): Promise<Server> {
-  // Node looks for requests past their timeouts every connectionsCheckingInterval (default 30 s): once a second.
-  const options = { requestTimeout: 5_000, headersTimeout: 5_000, connectionsCheckingInterval: 1_000 };
-  const server = createServer(options, (req, res) => {
+  const server = createServer(ROUTE_SERVER_TIMEOUTS, (req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const handler = handlers[path];
     if (!handler) return json(res, 404, { status: 'not found' });
@@ -90,7 +105,8 @@ export async function startRouteServer(
       return json(res, 405, { status: 'method not allowed' });
     handler(req, res);
   });
-  server.maxConnections = 100;
+  server.timeout = IDLE_SOCKET_TIMEOUT_MS;
+  capConnections(server, MAX_CONNECTIONS);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen({ port, host }, () => {
