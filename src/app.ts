@@ -212,6 +212,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const readiness = new Readiness({
     accepting: () => accepting,
     store: () => db.query('SELECT 1'),
+    storeWrites: () => db.writeProblem?.(),
     slackConnected:
       config.slack.connection.mode === 'socket' ? () => socketHealth?.ready() ?? false : undefined,
   });

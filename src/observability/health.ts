@@ -7,6 +7,8 @@ export interface ReadinessChecks {
   accepting: () => boolean;
   /** Resolves when the store answers. */
   store: () => Promise<unknown>;
+  /** Why the store refuses writes (the embedded store's disk is full or read-only), if it does. */
+  storeWrites?: () => string | undefined;
   /** Socket Mode: whether the connection to Slack is up (undefined in HTTP mode). */
   slackConnected?: () => boolean;
 }
@@ -42,6 +44,10 @@ export class Readiness {
       this.checks.store().then(() => 'ok'),
       new Promise<string>((resolve) => setTimeout(resolve, STORE_CHECK_TIMEOUT_MS, 'unreachable').unref()),
     ]).catch(() => 'unreachable');
+    // Answering reads is not enough: every event the bot acknowledges is written first.
+    const writes = store === 'ok' ? this.checks.storeWrites?.() : undefined;
+    if (writes !== undefined)
+      return { ready: false, body: { status: 'not ready', store: `refusing writes: ${writes}`, slack } };
     const ready = store === 'ok' && slack === 'ok';
     return { ready, body: { status: ready ? 'ready' : 'not ready', store, slack } };
   }
