@@ -222,6 +222,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const readiness = new Readiness({
     accepting: () => accepting,
     store: () => db.query('SELECT 1'),
+    storeWrites: () => db.writeProblem?.(),
     slackConnected:
       config.slack.connection.mode === 'socket' ? () => socketHealth?.ready() ?? false : undefined,
   });
@@ -282,6 +283,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   }));
 
   let housekeeping: NodeJS.Timeout | undefined;
+  let pruning: Promise<void> | undefined;
   let adminServer: Server | undefined;
   let healthServer: Server | undefined;
   return {
@@ -292,11 +294,20 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
       worker.start();
       deleter.start();
       sweeper.start();
-      housekeeping = setInterval(() => {
-        Promise.all([claims.prune(), inbox.prune(), viewing.prune(), sessions.pruneActivity()]).catch(
+      const prune = () => {
+        pruning = Promise.all([
+          claims.prune(),
+          inbox.prune(),
+          viewing.prune(),
+          sessions.pruneActivity(),
+        ]).then(
+          () => {},
           (error: unknown) => logger.warn({ err: error }, 'could not prune expired store rows'),
         );
-      }, HOUSEKEEPING_INTERVAL_MS);
+      };
+      // At start-up too: a process restarted more often than hourly (deploys, crashes) still forgets old rows.
+      prune();
+      housekeeping = setInterval(prune, HOUSEKEEPING_INTERVAL_MS);
       housekeeping.unref();
       adminServer = await startRouteServer(config.adminPort, config.host, {
         ...health,
@@ -331,6 +342,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
         logger.warn({ handedBack }, 'stopped before all in-flight work finished');
       }
       await deleter.stop();
+      await pruning;
       await Promise.all([stopRouteServer(adminServer), stopRouteServer(healthServer)]);
       agent.close();
       await tracing

@@ -41,15 +41,23 @@ export class MessageClaims {
   }
 
   /** Forgets claims older than Slack's retry and edit horizon. */
-  async prune(olderThanDays = 7): Promise<number> {
-    const rows = await this.db.query(
-      // A greeting is once per person for good, and a Messages-tab marker stays (see AgentViewConversations).
-      `DELETE FROM handled_messages
-       WHERE handled_at < now() - make_interval(days => $1) AND purpose NOT IN ('greeting', 'agent-view')
-       RETURNING 1`,
-      [olderThanDays],
-    );
-    return rows.length;
+  async prune(olderThanDays = 7, batch = 5_000): Promise<number> {
+    // In batches, as the inbox's: a backlog deleted at once would outlast the statement timeout.
+    let pruned = 0;
+    for (;;) {
+      const rows = await this.db.query(
+        // A greeting is once per person for good, and a Messages-tab marker stays (see AgentViewConversations).
+        `DELETE FROM handled_messages WHERE ctid = ANY(ARRAY(
+           SELECT ctid FROM handled_messages
+           WHERE handled_at < now() - make_interval(days => $1) AND purpose NOT IN ('greeting', 'agent-view')
+           LIMIT $2))
+         RETURNING 1`,
+        [olderThanDays, batch],
+      );
+      pruned += rows.length;
+      if (rows.length < batch) break;
+    }
+    return pruned;
   }
 }
 

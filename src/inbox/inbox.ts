@@ -88,6 +88,9 @@ interface JobRow {
  */
 const STORE_RETRY_DELAYS_MS = [250, 500, 1_000, 2_000, 4_000, 4_000, 4_000, 4_000];
 
+/** Finished jobs forgotten per statement: each one well inside the statement timeout. */
+const PRUNE_BATCH = 5_000;
+
 const JOB_COLUMNS =
   'id, thread_key, dedupe_key, kind, payload, user_id, attempts, session_id, sent_at, agent_reply, reply_is_notice, parts_posted, slow_notice_ts, queued, slack_failing_since';
 const OPEN = `state IN ('pending', 'running')`;
@@ -456,13 +459,22 @@ export class Inbox {
    * Forgets finished jobs older than Slack's retry and edit horizon (their keys dedupe until then), and
    * request counts older than the per-user limit's minute.
    */
-  async prune(olderThanDays = 7): Promise<number> {
-    const rows = await this.db.query(
-      `DELETE FROM inbox WHERE finished_at < now() - make_interval(days => $1) RETURNING 1`,
-      [olderThanDays],
-    );
+  async prune(olderThanDays = 7, batch = PRUNE_BATCH): Promise<number> {
+    // In batches: a backlog (a first clean-up after weeks) deleted in one statement outlasts the statement
+    // timeout, and would then fail every hour.
+    let pruned = 0;
+    for (;;) {
+      const rows = await this.db.query(
+        `DELETE FROM inbox WHERE id IN (
+           SELECT id FROM inbox WHERE finished_at < now() - make_interval(days => $1) LIMIT $2)
+         RETURNING 1`,
+        [olderThanDays, batch],
+      );
+      pruned += rows.length;
+      if (rows.length < batch) break;
+    }
     await this.db.query(`DELETE FROM user_requests WHERE at < now() - interval '10 minutes'`);
-    return rows.length;
+    return pruned;
   }
 
   /** Runs an idempotent write, retrying it through a short store outage. */

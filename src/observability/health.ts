@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { capConnections } from './connection-cap.js';
 import type { BotMetrics } from './metrics.js';
 
 export interface ReadinessChecks {
@@ -6,6 +7,8 @@ export interface ReadinessChecks {
   accepting: () => boolean;
   /** Resolves when the store answers. */
   store: () => Promise<unknown>;
+  /** Why the store refuses writes (the embedded store's disk is full or read-only), if it does. */
+  storeWrites?: () => string | undefined;
   /** Socket Mode: whether the connection to Slack is up (undefined in HTTP mode). */
   slackConnected?: () => boolean;
 }
@@ -41,10 +44,30 @@ export class Readiness {
       this.checks.store().then(() => 'ok'),
       new Promise<string>((resolve) => setTimeout(resolve, STORE_CHECK_TIMEOUT_MS, 'unreachable').unref()),
     ]).catch(() => 'unreachable');
+    // Answering reads is not enough: every event the bot acknowledges is written first.
+    const writes = store === 'ok' ? this.checks.storeWrites?.() : undefined;
+    if (writes !== undefined)
+      return { ready: false, body: { status: 'not ready', store: `refusing writes: ${writes}`, slack } };
     const ready = store === 'ok' && slack === 'ok';
     return { ready, body: { status: ready ? 'ready' : 'not ready', store, slack } };
   }
 }
+
+/**
+ * The operator routes are GET requests without a body, from probes and scrapers on the cluster network: a
+ * request whose headers take over 2 s is not one of theirs. Node looks for requests past these bounds every
+ * connectionsCheckingInterval (default 30 s): here once a second.
+ */
+const ROUTE_SERVER_TIMEOUTS = {
+  headersTimeout: 2_000,
+  requestTimeout: 2_000,
+  keepAliveTimeout: 3_000,
+  connectionsCheckingInterval: 1_000,
+};
+/** A connection silent this long (sending nothing, or not reading its answer) is closed: Node's bounds above start with a request's first byte. */
+const IDLE_SOCKET_TIMEOUT_MS = 3_000;
+/** Open connections kept at once; beyond, the oldest one not being answered is closed (see capConnections). */
+const MAX_CONNECTIONS = 100;
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -80,9 +103,7 @@ export async function startRouteServer(
   host: string | undefined,
   handlers: Record<string, RouteHandler>,
 ): Promise<Server> {
-  // Node looks for requests past their timeouts every connectionsCheckingInterval (default 30 s): once a second.
-  const options = { requestTimeout: 5_000, headersTimeout: 5_000, connectionsCheckingInterval: 1_000 };
-  const server = createServer(options, (req, res) => {
+  const server = createServer(ROUTE_SERVER_TIMEOUTS, (req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const handler = handlers[path];
     if (!handler) return json(res, 404, { status: 'not found' });
@@ -90,7 +111,8 @@ export async function startRouteServer(
       return json(res, 405, { status: 'method not allowed' });
     handler(req, res);
   });
-  server.maxConnections = 100;
+  server.timeout = IDLE_SOCKET_TIMEOUT_MS;
+  capConnections(server, MAX_CONNECTIONS);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen({ port, host }, () => {

@@ -2,6 +2,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import type { StoreConfig } from '../config.js';
+import { describeFailure, diskProblemOf } from './disk-errors.js';
 
 /** The one SQL handle a process uses: PostgreSQL through one pg.Pool, or PGlite (PostgreSQL in WebAssembly). */
 export interface Database {
@@ -13,6 +14,11 @@ export interface Database {
   /** Runs `work` in one transaction on one connection; rolls back if it throws. */
   transaction<T>(work: (query: SqlQuery) => Promise<T>): Promise<T>;
   close(): Promise<void>;
+  /**
+   * The embedded store: why its files refuse writes (a full or read-only disk), from the last write that
+   * failed so, until a write succeeds again. PostgreSQL answers for its own disk.
+   */
+  writeProblem?(): string | undefined;
 }
 
 export type SqlQuery = <Row extends object = Record<string, unknown>>(
@@ -125,34 +131,52 @@ async function openEmbedded(dataDir: string): Promise<Database> {
     db = await PGlite.create(`${dataDir}/pglite`);
   } catch (error) {
     await releaseLock();
-    throw new StoreError(`cannot open the embedded store under ${dataDir}: ${messageOf(error)}`, {
+    throw new StoreError(`cannot open the embedded store under ${dataDir}: ${describeFailure(error)}`, {
       cause: error,
     });
   }
+  // A full or read-only disk shows in the writes that fail; the next one that lands ends it.
+  let writeProblem: string | undefined;
+  const failed = (error: unknown) => {
+    const problem = diskProblemOf(error);
+    if (problem?.refusesWrites) writeProblem = `${problem.text} under ${dataDir}`;
+    return asStoreError(error);
+  };
+  const landed = (affectedRows: number | undefined) => {
+    if ((affectedRows ?? 0) > 0) writeProblem = undefined;
+  };
   return {
     kind: 'embedded',
     async query<Row extends object>(sql: string, params?: readonly unknown[]) {
       try {
-        return (await db.query<Row>(sql, params ? [...params] : undefined)).rows;
+        const result = await db.query<Row>(sql, params ? [...params] : undefined);
+        landed(result.affectedRows);
+        return result.rows;
       } catch (error) {
-        throw asStoreError(error);
+        throw failed(error);
       }
     },
     async transaction<T>(work: (query: SqlQuery) => Promise<T>): Promise<T> {
+      let affected = 0;
       try {
-        return await db.transaction((tx) =>
+        const result = await db.transaction((tx) =>
           work(async <Row extends object>(sql: string, params?: readonly unknown[]) => {
-            return (await tx.query<Row>(sql, params ? [...params] : undefined)).rows;
+            const rows = await tx.query<Row>(sql, params ? [...params] : undefined);
+            affected += rows.affectedRows ?? 0;
+            return rows.rows;
           }),
         );
+        landed(affected);
+        return result;
       } catch (error) {
-        throw asStoreError(error);
+        throw failed(error);
       }
     },
     async close() {
       await db.close();
       await releaseLock();
     },
+    writeProblem: () => writeProblem,
   };
 }
 
@@ -176,6 +200,7 @@ function timed(db: Database, onQuery: (durationMs: number, ok: boolean) => void)
     // Each statement of a transaction is timed as one, so the metric counts every round trip.
     transaction: (work) => db.transaction((query) => work(time(query))),
     close: () => db.close(),
+    writeProblem: db.writeProblem && (() => db.writeProblem?.()),
   };
 }
 
@@ -232,5 +257,5 @@ function asStoreError(error: unknown): StoreError {
 }
 
 function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return describeFailure(error);
 }

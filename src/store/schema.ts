@@ -80,6 +80,12 @@ const MIGRATIONS: readonly (readonly string[])[] = [
        updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
        PRIMARY KEY (team_id, viewer))`,
   ],
+  [
+    // Whether the bot has (had) work in a thread, asked of every thread reply in every channel before the ack,
+    // and whether a job has earlier work in its thread: finished jobs count too, so the open-jobs index cannot
+    // answer it, and without this a week of finished jobs is scanned in full.
+    'CREATE INDEX IF NOT EXISTS inbox_thread ON inbox (thread_key, id)',
+  ],
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { IDeployment } from 'kubernetes-models/apps/v1';
 import type { IHorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
-import type { IIngress } from 'kubernetes-models/networking.k8s.io/v1';
+import type { IIngress, INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import type { IPodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import type { IConfigMap, IContainer, IContainerPort, IProbe, ISecret, IService } from 'kubernetes-models/v1';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -341,6 +341,35 @@ for (const variant of VARIANTS) {
         }
       });
     }
+
+    it('admits to the admin port only the metrics scraper, and to PORT only the Ingress controller in HTTP mode', () => {
+      const labels = deployment.spec?.template.metadata?.labels;
+      const policies = only<INetworkPolicy>(objects, 'NetworkPolicy').filter((policy) =>
+        matches(policy.spec?.podSelector?.matchLabels, labels),
+      );
+      expect(policies).toHaveLength(1);
+      const policy = policies[0] as INetworkPolicy;
+      expect(policy.spec?.policyTypes).toContain('Ingress');
+      // Which listener each rule opens, to whom: every rule names its sources (none admits any pod) and its ports.
+      const admitted = (policy.spec?.ingress ?? []).flatMap((rule) => {
+        expect(rule.from?.length, 'a rule without sources admits everyone').toBeGreaterThan(0);
+        expect(rule.ports?.length, 'a rule without ports opens every port').toBeGreaterThan(0);
+        return (rule.ports ?? []).map((port) => ({
+          listener: listenerOn(portNumber(container, port.port) ?? -1, env),
+          from: (rule.from ?? []).map((peer) => {
+            // Both selectors in one peer: those pods of that namespace, not any pod anywhere.
+            expect(peer.namespaceSelector?.matchLabels).toBeDefined();
+            expect(peer.podSelector?.matchLabels).toBeDefined();
+            expect(peer.ipBlock).toBeUndefined();
+            return peer.podSelector?.matchLabels?.['app.kubernetes.io/name'];
+          }),
+        }));
+      });
+      expect(admitted).toEqual([
+        { listener: 'ADMIN_PORT', from: ['prometheus'] },
+        ...(variant.mode === 'http' ? [{ listener: 'PORT', from: ['ingress-nginx'] }] : []),
+      ]);
+    });
 
     it('ships placeholder secrets, never real values', () => {
       for (const secret of only<ISecret>(objects, 'Secret')) {

@@ -164,6 +164,22 @@ describe('start-up with the real services', () => {
     );
   });
 
+  it('stops with one line naming the embedded store, its path and the file system failure', async () => {
+    const env = await environment();
+    // The store's own directory is a file: PGlite's file system fails inside, as on a broken volume.
+    await rm(path.join(dir.path, 'pglite'), { recursive: true, force: true });
+    await writeFile(path.join(dir.path, 'pglite'), 'not a directory');
+    const run = runBot(env);
+    running.push(run);
+    expect(await run.exited).toBe(1);
+    const lines = run.output().split('\n');
+    expect(lines.find((line) => line.startsWith('Start-up failed:'))).toBe(
+      `Start-up failed: cannot open the embedded store under ${dir.path}: a part of the path is a file, not a directory (ENOTDIR)`,
+    );
+    expect(run.output()).not.toContain('[object Object]');
+    expect(lines.filter((line) => /^\s+at /.test(line))).toEqual([]);
+  });
+
   it('starts anyway, within a few seconds, when the agent service is unreachable or hangs, and says so', async () => {
     const unreachable = await environment({ AGENT_BASE_URL: `http://127.0.0.1:${await freePort()}/v1` });
     const first = runBot(unreachable);

@@ -3,11 +3,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MessageClaims } from '../../src/inbox/claims.js';
 import { Inbox } from '../../src/inbox/inbox.js';
 import { openDatabase } from '../../src/store/database.js';
+import { migrate } from '../../src/store/schema.js';
 import { shouldRunPostgresTests } from '../helpers/postgres.js';
 import { channelLifecycleEvent, postSignedEvent } from '../helpers/slack-events.js';
 import { SIGNING_SECRET } from '../helpers/stack.js';
 import { waitFor } from '../helpers/wait.js';
-import { botPostsIn, type FaultStack, mentionIn, startFaultStack } from './support.js';
+import { botPostsIn, type FaultStack, mentionIn, perTestFakes, startFaultStack } from './support.js';
 
 const runPostgres = await shouldRunPostgresTests();
 
@@ -128,5 +129,51 @@ describe.runIf(runPostgres)('what the store keeps', () => {
       'sessions deleted on the agent service',
     );
     expect(await rowsMentioning(stack, threads)).toEqual({});
+  });
+});
+
+/** Housekeeping runs hourly, and at start-up: a process restarted more often than that still forgets old rows. */
+describe.runIf(runPostgres)('clean-up at start-up', () => {
+  const fakes = perTestFakes();
+
+  it('forgets what is past its retention as soon as a bot starts, and keeps what is not', async () => {
+    const db = await openDatabase({ kind: 'postgres', databaseUrl: fakes.database.url, poolSize: 1 });
+    try {
+      await migrate(db);
+      // A finished job and a claim from eight days ago, and the same from yesterday.
+      for (const [tag, age] of [
+        ['old', '8 days'],
+        ['recent', '1 day'],
+      ] as const) {
+        await db.query(
+          `INSERT INTO inbox (thread_key, dedupe_key, kind, payload, state, finished_at)
+           VALUES ($1, $1 || ':message', 'message', '{}', 'done', now() - $2::interval)`,
+          [`T0TEAM:C0KEEP:${tag}`, age],
+        );
+        await db.query(
+          `INSERT INTO handled_messages (team_id, channel_id, message_ts, purpose, handled_at)
+           VALUES ('T0TEAM', 'C0KEEP', $1, 'refusal', now() - $2::interval)`,
+          [tag, age],
+        );
+      }
+    } finally {
+      await db.close();
+    }
+    const remaining = async () => {
+      const check = await openDatabase({ kind: 'postgres', databaseUrl: fakes.database.url, poolSize: 1 });
+      try {
+        const jobs = await check.query<{ key: string }>('SELECT dedupe_key AS key FROM inbox ORDER BY 1');
+        const claims = await check.query<{ key: string }>(
+          'SELECT message_ts AS key FROM handled_messages ORDER BY 1',
+        );
+        return { jobs: jobs.map((row) => row.key), claims: claims.map((row) => row.key) };
+      } finally {
+        await check.close();
+      }
+    };
+
+    await fakes.startBot({});
+    await waitFor(async () => (await remaining()).jobs.length === 1, 'the old rows forgotten', 10_000);
+    expect(await remaining()).toEqual({ jobs: ['T0TEAM:C0KEEP:recent:message'], claims: ['recent'] });
   });
 });

@@ -248,6 +248,30 @@ function inboxContract(name: string, open: () => Promise<Database>) {
         await db.close();
       }
     });
+
+    it('forgets finished jobs past the horizon, a backlog batch by batch, and keeps the rest', async () => {
+      const { db, a } = await fresh();
+      try {
+        await db.query(
+          `INSERT INTO inbox (thread_key, dedupe_key, kind, payload, state, finished_at)
+           SELECT 'old', 'old:' || i, 'message', '{}', 'done', now() - interval '8 days'
+           FROM generate_series(1, 23) AS i`,
+        );
+        await a.admit(message('t1', '1'), NO_LIMITS);
+        const [job] = await a.claim(1);
+        await a.finish(job as ClaimedJob);
+        await a.admit(message('t1', '2'), NO_LIMITS);
+        // Batches of 5: all 23 go, whatever the batch size, and nothing younger does.
+        expect(await a.prune(7, 5)).toBe(23);
+        expect(await db.query('SELECT dedupe_key, state FROM inbox ORDER BY id')).toEqual([
+          { dedupe_key: 't1:1', state: 'done' },
+          { dedupe_key: 't1:2', state: 'pending' },
+        ]);
+        expect(await a.prune(7, 5)).toBe(0);
+      } finally {
+        await db.close();
+      }
+    });
   });
 }
 

@@ -1,5 +1,10 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDatabase, StoreError } from '../../src/store/database.js';
+import { describeFailure, diskProblemOf } from '../../src/store/disk-errors.js';
+import { migrate } from '../../src/store/schema.js';
 import { freshDataDir } from '../helpers/embedded-store.js';
 import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '../helpers/postgres.js';
 
@@ -49,6 +54,76 @@ describe('store timing', () => {
       });
       await expect(db.query('SELECT * FROM no_such_table')).rejects.toBeInstanceOf(StoreError);
       expect(timings).toEqual([true, true, true, false]);
+    } finally {
+      await db.close();
+      await dir.remove();
+    }
+  });
+});
+
+describe('the embedded store on a failing disk', () => {
+  /** What PGlite throws when its files fail: provoked for real (its directory is a file), to learn its class. */
+  async function pgliteFileError(): Promise<{ errno: number; make: (errno: number) => unknown }> {
+    const dir = await mkdtemp(path.join(tmpdir(), 'bridge-disk-'));
+    try {
+      await writeFile(path.join(dir, 'pglite'), 'not a directory');
+      const error = await openDatabase({ kind: 'embedded', dataDir: dir }).then(
+        () => undefined,
+        (failure: unknown) => failure,
+      );
+      expect(error).toBeInstanceOf(StoreError);
+      const cause = (error as StoreError).cause as {
+        errno: number;
+        constructor: new (errno: number) => unknown;
+      };
+      return { errno: cause.errno, make: (errno) => new cause.constructor(errno) };
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  it("names a full or read-only disk in PGlite's own error objects, and never prints [object Object]", async () => {
+    const { errno, make } = await pgliteFileError();
+    expect(describeFailure(make(errno))).toBe('a part of the path is a file, not a directory (ENOTDIR)');
+    // The same class with the errno numbers PGlite's file system gives a full or read-only disk.
+    expect(describeFailure(make(51))).toBe('the disk is full (ENOSPC)');
+    expect(describeFailure(make(69))).toBe('the file system is read-only (EROFS)');
+    expect(describeFailure(make(2))).toBe('permission denied (read-only for this process) (EACCES)');
+    expect(describeFailure(make(1234))).toBe('file system error (errno 1234)');
+    // PostgreSQL's own report of the same, as it quotes the operating system.
+    expect(diskProblemOf({ code: '53100', message: 'could not extend file "base/5/16384"' })?.code).toBe(
+      'ENOSPC',
+    );
+    expect(
+      diskProblemOf({ code: '42501', message: 'could not write to file "pg_wal/x": Read-only file system' })
+        ?.code,
+    ).toBe('EROFS');
+    expect(diskProblemOf({ code: '42501', message: 'permission denied for table inbox' })).toBeUndefined();
+  });
+
+  it('says it refuses writes after a write fails for lack of space, until a write lands again', async () => {
+    const dir = await freshDataDir();
+    const db = await openDatabase({ kind: 'embedded', dataDir: dir.path });
+    try {
+      await migrate(db);
+      expect(db.writeProblem?.()).toBeUndefined();
+      // PostgreSQL's answer to a full disk (SQLSTATE 53100, as it reports a relation it cannot extend).
+      await db.query(`CREATE FUNCTION full_disk() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'could not extend file "base/5/16384": No space left on device'
+          USING ERRCODE = 'disk_full'; END $$`);
+      await db.query(
+        'CREATE TRIGGER full_disk BEFORE INSERT ON user_requests FOR EACH ROW EXECUTE FUNCTION full_disk()',
+      );
+      await expect(db.query(`INSERT INTO user_requests (user_id) VALUES ('U1')`)).rejects.toThrow(
+        /the disk is full \(ENOSPC\)/,
+      );
+      expect(db.writeProblem?.()).toBe(`the disk is full (ENOSPC) under ${dir.path}`);
+      // Reads still work, and do not end it; a write that lands does.
+      expect(await db.query('SELECT 1 AS one')).toEqual([{ one: 1 }]);
+      expect(db.writeProblem?.()).toBeDefined();
+      await db.query('DROP TRIGGER full_disk ON user_requests');
+      await db.transaction((query) => query(`INSERT INTO user_requests (user_id) VALUES ('U1')`));
+      expect(db.writeProblem?.()).toBeUndefined();
     } finally {
       await db.close();
       await dir.remove();

@@ -1,0 +1,200 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/store/database.js';
+import { migrate } from '../../src/store/schema.js';
+import { AgentServiceEmulator } from '../fakes/agent-service.js';
+import { FakeSlack } from '../fakes/slack.js';
+import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '../helpers/postgres.js';
+import {
+  appMentionEvent,
+  channelLifecycleEvent,
+  messageEvent,
+  nextTs,
+  postSignedEvent,
+} from '../helpers/slack-events.js';
+import { type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { waitFor } from '../helpers/wait.js';
+
+const runPostgres = await shouldRunPostgresTests();
+
+/** A week of a busy workspace: what the store holds before housekeeping forgets anything. */
+const SEEDED_ROWS = 1_000_000;
+/** The tables that grow with every message and are read before Slack is acknowledged. */
+const GROWING_TABLES = ['inbox', 'handled_messages'] as const;
+/** Far above what the test's events touch, far below a scan of the seeded rows. */
+const ROWS_READ_BOUND = 5_000;
+
+/**
+ * Finished jobs and claims of many old threads, as a week of traffic leaves them (finished within the
+ * retention, so nothing is pruned), then fresh planner statistics, as autovacuum would have them.
+ */
+async function seed(sql: pg.Client): Promise<void> {
+  await sql.query(
+    `INSERT INTO inbox (thread_key, dedupe_key, kind, payload, state, user_id, attempts, created_at, finished_at)
+     SELECT 'T0TEAM:C0OLD' || (i % 200) || ':' || (1700000000 + i / 5) || '.000000',
+            'T0TEAM:C0OLD' || (i % 200) || ':' || (1700000000 + i) || '.000000:message',
+            'message', '{}', 'done', 'U' || (i % 2000), 1,
+            now() - (i % 500000) * interval '1 second', now() - (i % 500000) * interval '1 second'
+     FROM generate_series(1, $1::int) AS i`,
+    [SEEDED_ROWS],
+  );
+  await sql.query(
+    `INSERT INTO handled_messages (team_id, channel_id, message_ts, purpose, handled_at)
+     SELECT 'T0TEAM', 'C0OLD' || (i % 200), (1700000000 + i) || '.000000', 'refusal',
+            now() - (i % 500000) * interval '1 second'
+     FROM generate_series(1, $1::int) AS i`,
+    [SEEDED_ROWS],
+  );
+  await sql.query(`ANALYZE ${GROWING_TABLES.join(', ')}`);
+}
+
+/**
+ * What PostgreSQL counted on each growing table: sequential scans, and rows read by any scan (an index scan
+ * that filters the whole table is as slow as a sequential one). A bot's counts land once its connections end.
+ */
+async function reads(sql: pg.Client): Promise<Record<string, { scans: number; rowsRead: number }>> {
+  await sql.query('SELECT pg_stat_clear_snapshot()');
+  const rows = await sql.query<{ relname: string; scans: string; rows_read: string }>(
+    `SELECT t.relname, t.seq_scan AS scans,
+            t.seq_tup_read + (SELECT coalesce(sum(i.idx_tup_read), 0) FROM pg_stat_user_indexes i
+                              WHERE i.relid = t.relid) AS rows_read
+     FROM pg_stat_user_tables t WHERE t.relname = ANY($1)`,
+    [GROWING_TABLES],
+  );
+  return Object.fromEntries(
+    rows.rows.map((row) => [row.relname, { scans: Number(row.scans), rowsRead: Number(row.rows_read) }]),
+  );
+}
+
+/**
+ * With a million finished jobs in the store, everything the bot reads before acknowledging Slack (and while
+ * answering) goes through an index: a table scan there costs every event of every channel ~100 ms.
+ * PostgreSQL itself counts the scans, so every statement the bot runs is covered, wherever it is written.
+ */
+describe.runIf(runPostgres)('a store holding a million finished messages', () => {
+  let database: TestDatabase;
+  let admin: pg.Client;
+  let slack: FakeSlack;
+  let agent: AgentServiceEmulator;
+  let bot: RunningBot | undefined;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    const db = await openDatabase({ kind: 'postgres', databaseUrl: database.url, poolSize: 1 });
+    await migrate(db);
+    await db.close();
+    admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    await seed(admin);
+    // Whatever the seeding and the migration counted is not the bot's.
+    for (const table of GROWING_TABLES)
+      await admin.query('SELECT pg_stat_reset_single_table_counters($1::regclass)', [table]);
+    slack = await FakeSlack.start();
+    agent = await AgentServiceEmulator.start();
+  }, 180_000);
+
+  afterAll(async () => {
+    await bot?.stop();
+    await admin?.end();
+    await Promise.all([slack?.stop(), agent?.stop()]);
+    await database?.drop();
+  });
+
+  it('acknowledges every kind of event, and answers, without a table scan', async () => {
+    bot = await startBot({
+      slack,
+      agent,
+      store: { kind: 'postgres', databaseUrl: database.url },
+      env: { USER_RATE_LIMIT: '30' },
+    });
+    const running = bot;
+    const send = async (body: unknown) =>
+      expect((await postSignedEvent(running.eventsUrl, SIGNING_SECRET, body)).status).toBe(200);
+    const answered = (threadTs: string) =>
+      waitFor(
+        () => slack.threadMessages('C0NEW', threadTs).some((message) => message.bot_id !== undefined),
+        'an answer in the thread',
+        15_000,
+      );
+
+    // A thread reply in a channel where the bot has no conversation: the case every busy channel sends.
+    for (let i = 0; i < 5; i++) {
+      const root = nextTs();
+      await send(
+        messageEvent({
+          channel: 'C0ELSE',
+          channelType: 'channel',
+          user: 'U0BOB',
+          text: 'hi',
+          threadTs: root,
+        }),
+      );
+    }
+    // A conversation: a mention, a reply without a mention, an edit, `stop`, `reset`, and the channel archived.
+    const root = nextTs();
+    const ask = appMentionEvent({ channel: 'C0NEW', user: 'U0ALICE', text: '<@U0BOT> first', ts: root });
+    slack.ingestEvent(ask);
+    await send(ask);
+    await answered(root);
+    const reply = messageEvent({
+      channel: 'C0NEW',
+      channelType: 'channel',
+      user: 'U0ALICE',
+      text: 'and more',
+      threadTs: root,
+    });
+    slack.ingestEvent(reply);
+    await send(reply);
+    await send(
+      messageEvent({
+        channel: 'C0NEW',
+        channelType: 'channel',
+        text: '',
+        subtype: 'message_changed',
+        extra: {
+          hidden: true,
+          message: {
+            type: 'message',
+            user: 'U0ALICE',
+            text: '<@U0BOT> first!',
+            ts: root,
+            edited: { user: 'U0ALICE', ts: nextTs() },
+          },
+          previous_message: { type: 'message', user: 'U0ALICE', text: '<@U0BOT> first', ts: root },
+        },
+      }),
+    );
+    await send(appMentionEvent({ channel: 'C0NEW', user: 'U0ALICE', text: '<@U0BOT> stop', threadTs: root }));
+    await send(
+      appMentionEvent({ channel: 'C0NEW', user: 'U0ALICE', text: '<@U0BOT> reset', threadTs: root }),
+    );
+    await send(channelLifecycleEvent('channel_archive', { channel: 'C0NEW' }));
+    await waitFor(
+      async () =>
+        (await admin.query(`SELECT 1 FROM inbox WHERE state IN ('pending', 'running')`)).rowCount === 0,
+      'every job finished',
+      15_000,
+    );
+
+    // Its connections closed, each backend has handed its counts to PostgreSQL's statistics.
+    await running.stop();
+    bot = undefined;
+    await waitFor(
+      async () =>
+        (
+          await admin.query(
+            'SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+          )
+        ).rowCount === 0,
+      "the bot's connections gone",
+    );
+    const counted = await reads(admin);
+    expect(counted).toEqual({
+      inbox: { scans: 0, rowsRead: expect.any(Number) },
+      handled_messages: { scans: 0, rowsRead: expect.any(Number) },
+    });
+    // A few dozen events read a few hundred rows at most, not a part of the million.
+    expect(counted.inbox?.rowsRead).toBeLessThan(ROWS_READ_BOUND);
+    expect(counted.handled_messages?.rowsRead).toBeLessThan(ROWS_READ_BOUND);
+  });
+});
