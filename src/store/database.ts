@@ -44,7 +44,18 @@ export interface DatabaseOptions {
  * is better failed and retried than waited on: Slack gives an event 3 s to be acknowledged.
  */
 const STATEMENT_TIMEOUT_MS = 5_000;
-/** The client-side bound: also covers a connection the network silently dropped. */
+/** A transaction left open by a process that stalled must not hold its locks for long. */
+const IDLE_IN_TRANSACTION_TIMEOUT_MS = 30_000;
+/**
+ * The server-side bounds are set per transaction, in the round trip that opens it, never for the session:
+ * a pooler in transaction mode (PgBouncer) refuses them as start-up parameters and hands the server
+ * connection to another client after each transaction, so session settings would be lost or leak.
+ */
+const BEGIN = `BEGIN; SET LOCAL statement_timeout = ${STATEMENT_TIMEOUT_MS}; SET LOCAL idle_in_transaction_session_timeout = ${IDLE_IN_TRANSACTION_TIMEOUT_MS}`;
+/**
+ * The client-side bound, the only one on a statement run outside a transaction: also covers a connection
+ * the network silently dropped. The pool then discards the connection.
+ */
 const QUERY_TIMEOUT_MS = 6_000;
 const CONNECT_TIMEOUT_MS = 3_000;
 
@@ -63,9 +74,7 @@ function openPostgres(databaseUrl: string, poolSize: number): Database {
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     idleTimeoutMillis: 30_000,
     query_timeout: QUERY_TIMEOUT_MS,
-    statement_timeout: STATEMENT_TIMEOUT_MS,
-    // A transaction left open by a process that stalled must not hold its locks for long.
-    idle_in_transaction_session_timeout: 30_000,
+    // No start-up parameters (statement_timeout, options, ...): see BEGIN.
     // TCP keep-alive: a connection the network dropped without a FIN is noticed and replaced.
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
@@ -99,7 +108,7 @@ function openPostgres(databaseUrl: string, poolSize: number): Database {
       client.on('error', ignore);
       let broken = false;
       try {
-        await run(client, 'BEGIN');
+        await run(client, BEGIN);
         const result = await work((sql, params) => run(client, sql, params));
         await run(client, 'COMMIT');
         return result;

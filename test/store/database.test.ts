@@ -1,11 +1,13 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { openDatabase, StoreError } from '../../src/store/database.js';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Database, openDatabase, StoreError } from '../../src/store/database.js';
 import { describeFailure, diskProblemOf } from '../../src/store/disk-errors.js';
 import { migrate } from '../../src/store/schema.js';
 import { freshDataDir } from '../helpers/embedded-store.js';
+import { type RunningPgBouncer, startPgBouncer } from '../helpers/pgbouncer.js';
 import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '../helpers/postgres.js';
 
 const runPostgres = await shouldRunPostgresTests();
@@ -34,6 +36,68 @@ describe.runIf(runPostgres)('PostgreSQL handle', () => {
       expect(await db.query('SELECT $1::int AS n', [2])).toEqual([{ n: 2 }]);
     } finally {
       await Promise.all([db.close(), admin.close()]);
+    }
+  });
+});
+
+describe.runIf(runPostgres)('PostgreSQL handle through PgBouncer in transaction pooling mode', () => {
+  let bouncer: RunningPgBouncer | undefined;
+  let database: TestDatabase | undefined;
+  let db: Database | undefined;
+  let admin: pg.Client | undefined;
+  beforeAll(async () => {
+    bouncer = await startPgBouncer({ defaultPoolSize: 2 });
+    database = await createTestDatabase();
+    admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    db = await openDatabase({ kind: 'postgres', databaseUrl: bouncer.urlFor(database.url), poolSize: 4 });
+  });
+  afterAll(async () => {
+    await db?.close();
+    await admin?.end();
+    await bouncer?.stop();
+    await database?.drop();
+  });
+  const store = () => {
+    if (!db) throw new Error('no store');
+    return db;
+  };
+
+  it('bounds each transaction on the server: a statement stuck on a lock is ended, a transaction left idle would be', async () => {
+    const bounds = await store().transaction(async (query) => ({
+      statement: await query<{ statement_timeout: string }>('SHOW statement_timeout'),
+      idle: await query<{ idle_in_transaction_session_timeout: string }>(
+        'SHOW idle_in_transaction_session_timeout',
+      ),
+    }));
+    expect(bounds.statement).toEqual([{ statement_timeout: '5s' }]);
+    expect(bounds.idle).toEqual([{ idle_in_transaction_session_timeout: '30s' }]);
+
+    // Another client holds the lock: the server, not only the client, gives up on the waiting statement.
+    await admin?.query('BEGIN');
+    await admin?.query('SELECT pg_advisory_xact_lock(4242)');
+    try {
+      const started = Date.now();
+      const waiting = store().transaction((query) => query('SELECT pg_advisory_xact_lock(4242)'));
+      await expect(waiting).rejects.toThrow(/statement timeout/);
+      expect(Date.now() - started).toBeLessThan(5_900);
+    } finally {
+      await admin?.query('ROLLBACK');
+    }
+  }, 15_000);
+
+  it('leaves no bound behind on the shared server connections once a transaction ends', async () => {
+    // Another client of PgBouncer gets the server connections this store's transactions used.
+    await Promise.all(Array.from({ length: 4 }, () => store().transaction((query) => query('SELECT 1'))));
+    const other = new pg.Client({ connectionString: bouncer?.urlFor(database?.url ?? '') });
+    await other.connect();
+    try {
+      const shown = await Promise.all(
+        Array.from({ length: 4 }, () => other.query<{ statement_timeout: string }>('SHOW statement_timeout')),
+      );
+      expect(shown.map((result) => result.rows[0]?.statement_timeout)).toEqual(['0', '0', '0', '0']);
+    } finally {
+      await other.end();
     }
   });
 });
