@@ -332,7 +332,7 @@ function readConfig(reader: EnvReader): Config {
     slashCommand,
     delivery: {
       concurrency: reader.integer('WORKER_CONCURRENCY', 100, 1, 10_000),
-      leaseMs: reader.integer('JOB_LEASE_MS', 30_000, 500, 3_600_000),
+      leaseMs: reader.integer('JOB_LEASE_MS', 10_000, 500, 3_600_000),
       shutdownTimeoutMs: reader.integer('SHUTDOWN_TIMEOUT_MS', 20_000, 0, 3_600_000),
       replyRetryWindowMs: reader.duration('REPLY_RETRY_WINDOW', '1h'),
     },
