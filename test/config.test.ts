@@ -51,6 +51,7 @@ describe('loadConfig', () => {
       leaseMs: 10_000,
       shutdownTimeoutMs: 20_000,
       replyRetryWindowMs: 3_600_000,
+      storeOutageAckMs: 120_000,
     });
     expect(config.tracing).toEqual({ endpoint: undefined, serviceName: 'slack-agent-bridge' });
     expect(config.agentView.mode).toBe('auto');

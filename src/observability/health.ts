@@ -8,6 +8,8 @@ export interface ReadinessChecks {
   store: () => Promise<unknown>;
   /** Socket Mode: whether the connection to Slack is up (undefined in HTTP mode). */
   slackConnected?: () => boolean;
+  /** False while Slack's events are served without the store (a long outage): it is then reported, not required. */
+  storeRequired?: () => boolean;
 }
 
 export interface ReadinessState {
@@ -41,7 +43,7 @@ export class Readiness {
       this.checks.store().then(() => 'ok'),
       new Promise<string>((resolve) => setTimeout(resolve, STORE_CHECK_TIMEOUT_MS, 'unreachable').unref()),
     ]).catch(() => 'unreachable');
-    const ready = store === 'ok' && slack === 'ok';
+    const ready = (store === 'ok' || this.checks.storeRequired?.() === false) && slack === 'ok';
     return { ready, body: { status: ready ? 'ready' : 'not ready', store, slack } };
   }
 }
