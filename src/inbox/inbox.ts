@@ -64,7 +64,8 @@ export type SenderVerdict =
 
 /** How often a process renews the leases of its jobs (and answers for the prompts it sent). */
 export function heartbeatEveryMs(leaseMs: number): number {
-  return Math.max(50, leaseMs / 3);
+  // Four to a lease: a process is taken over only after missing several in a row.
+  return Math.max(50, leaseMs / 4);
 }
 
 /** Why a job may no longer have side effects: another owner took it over, or its author stopped it. */

@@ -115,7 +115,7 @@ function inboxContract(name: string, open: () => Promise<Database>) {
 
     it('gives up the answer of a sender that does not answer the next owner, and then refuses it', async () => {
       const { db, a, b } = await fresh();
-      // A short lease: the sender has two heartbeats (2/3 of it) to answer.
+      // A short lease: the sender has two heartbeats (half of it) to answer.
       const quickA = new Inbox(db, 'replica-a', 600);
       const quickB = new Inbox(db, 'replica-b', 600);
       try {
