@@ -36,6 +36,7 @@ import { EventIntake } from './slack-in/listeners/events.js';
 import { AGENT_VIEW_SCOPES, missingScopes, scopePurpose } from './slack-in/requirements.js';
 import { ThreadResets } from './slack-in/resets.js';
 import { SocketHealth } from './slack-in/socket-health.js';
+import { StoreOutagePolicy } from './slack-in/store-outage.js';
 import { SlackWebClient, slackErrorCode } from './slack-out/client.js';
 import { WorkIndicators } from './slack-out/indicators.js';
 import { SlackReplies } from './slack-out/replies.js';
@@ -217,12 +218,28 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     logger,
   });
 
+  const storeOutage = new StoreOutagePolicy({
+    ackAfterMs: config.delivery.storeOutageAckMs,
+    replies,
+    botUserId: identity.botUserId,
+    mentionOnly: config.conversation.mentionOnly,
+    logger,
+  });
   let accepting = true;
   let socketHealth: SocketHealth | undefined;
   const readiness = new Readiness({
     accepting: () => accepting,
-    store: () => db.query('SELECT 1'),
+    store: () =>
+      db.query('SELECT 1').then(
+        () => storeOutage.recovered(),
+        (error: unknown) => {
+          storeOutage.failed();
+          throw error;
+        },
+      ),
     storeWrites: () => db.writeProblem?.(),
+    // Past the outage bound events are acknowledged without the store: a balancer must keep sending them.
+    storeRequired: () => !storeOutage.acknowledging,
     slackConnected:
       config.slack.connection.mode === 'socket' ? () => socketHealth?.ready() ?? false : undefined,
   });
@@ -240,7 +257,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     boltLogger: boltLogger(logger),
     intake: async (envelope) => {
       if (!accepting) throw new Error('shutting down: not accepting events');
-      await intake.accept(envelope);
+      await storeOutage.record(envelope, () => intake.accept(envelope));
     },
     logger,
     tracing,

@@ -59,6 +59,7 @@ const VARIABLES = [
   'SLACK_SIGNING_SECRET',
   'SLASH_COMMAND',
   'SLOW_NOTICE_MS',
+  'STORE_OUTAGE_ACK_MS',
   'SUGGESTED_PROMPTS',
   'THREAD_CONTEXT_MESSAGES',
   'USER_RATE_LIMIT',
@@ -134,6 +135,11 @@ export interface Config {
     shutdownTimeoutMs: number;
     /** How long an answer Slack refuses is kept and retried before the thread is told it was refused. */
     replyRetryWindowMs: number;
+    /**
+     * How long events that cannot be recorded are refused (Slack retries them); after that they are
+     * acknowledged and their authors told to send again, so Slack does not disable the subscriptions.
+     */
+    storeOutageAckMs: number;
   };
   access: {
     /** Empty: every workspace, channel or user is allowed. */
@@ -332,9 +338,11 @@ function readConfig(reader: EnvReader): Config {
     slashCommand,
     delivery: {
       concurrency: reader.integer('WORKER_CONCURRENCY', 100, 1, 10_000),
-      leaseMs: reader.integer('JOB_LEASE_MS', 30_000, 500, 3_600_000),
+      leaseMs: reader.integer('JOB_LEASE_MS', 10_000, 500, 3_600_000),
       shutdownTimeoutMs: reader.integer('SHUTDOWN_TIMEOUT_MS', 20_000, 0, 3_600_000),
       replyRetryWindowMs: reader.duration('REPLY_RETRY_WINDOW', '1h'),
+      // Below Slack's last retry of an event (about 5 minutes after the first delivery): that retry gets the note.
+      storeOutageAckMs: reader.integer('STORE_OUTAGE_ACK_MS', 120_000, 0, 240_000),
     },
     access: {
       teamIds: reader.idList('ALLOWED_TEAM_IDS'),

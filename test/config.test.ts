@@ -48,9 +48,10 @@ describe('loadConfig', () => {
     expect(config.adminPort).toBe(9090);
     expect(config.delivery).toEqual({
       concurrency: 100,
-      leaseMs: 30_000,
+      leaseMs: 10_000,
       shutdownTimeoutMs: 20_000,
       replyRetryWindowMs: 3_600_000,
+      storeOutageAckMs: 120_000,
     });
     expect(config.tracing).toEqual({ endpoint: undefined, serviceName: 'slack-agent-bridge' });
     expect(config.agentView.mode).toBe('auto');

@@ -113,6 +113,11 @@ export function queueFullNotice(limit: number): string {
 export const INTERRUPTED_AFTER_SEND_NOTICE =
   ':warning: I was restarted while the agent was answering this message, and its answer was lost. I did not send it again on my own (the agent may already have acted on it). If you still need the answer, press *Send again*.';
 
+/** A message acknowledged to Slack although it could not be recorded (a long store outage). */
+export function notTakenNotice(userId: string): string {
+  return `<@${userId}> :warning: I could not take your message just now because of a fault on my side, so it did not reach the agent. Please send it again in a few minutes.`;
+}
+
 export const ORIGINAL_GONE_NOTICE =
   ':warning: I could not find your original message any more, so I could not send it again. Please write it again.';
 

@@ -341,8 +341,10 @@ export class Relay {
   }
 
   /**
-   * The prompt was sent by an earlier owner, whose answer is not recorded. While that owner may still be
-   * waiting for it (the agent's timeout), wait too; then look for it in Slack, and only then call it lost.
+   * The prompt was sent by an earlier owner, whose answer is not recorded. While that owner is heard from
+   * and may still be waiting for it (the agent's timeout), wait too; once it is gone (a crash is known within
+   * seconds of its lease lapsing) or its time is up, its answer is given up: look for it in Slack, and only
+   * then call it lost.
    */
   private async resumeAfterSend(
     job: ClaimedJob,
@@ -350,9 +352,19 @@ export class Relay {
     target: ReplyTarget,
     logger: Logger,
   ): Promise<JobOutcome> {
-    const waitMs =
-      (job.sentAt?.getTime() ?? 0) + this.options.agentTimeoutMs + TAKEOVER_GRACE_MS - Date.now();
-    if (waitMs > 0) return { kind: 'defer', delayMs: waitMs, slackFailure: false };
+    if (!job.answerLost) {
+      const deadline = (job.sentAt?.getTime() ?? 0) + this.options.agentTimeoutMs + TAKEOVER_GRACE_MS;
+      const verdict = await this.options.inbox.judgeSender(job, Date.now() >= deadline);
+      if (verdict === undefined) {
+        // The answer came in meanwhile (or the job is no longer this owner's: that interrupts here).
+        await this.assertWanted(job);
+        return { kind: 'defer', delayMs: 0, slackFailure: false };
+      }
+      if (!verdict.lost) {
+        const delayMs = Math.max(0, Math.min(verdict.recheckInMs, deadline - Date.now()));
+        return { kind: 'defer', delayMs, slackFailure: false };
+      }
+    }
     if ((await this.options.replies.postedJobParts(target, message.ts, job.dedupeKey)).size > 0)
       return { kind: 'done' };
     logger.warn({ session: job.sessionId }, 'prompt was sent before an interruption; its answer is lost');

@@ -52,6 +52,21 @@ export interface ClaimedJob {
   queued: boolean;
   /** Since when Slack has been refusing this job's posts (it is retried until REPLY_RETRY_WINDOW). */
   slackFailingSince?: Date;
+  /** The answer of the process that sent the prompt was given up (it was gone): the thread is told so. */
+  answerLost: boolean;
+}
+
+/** The verdict on the process that sent a job's prompt, asked by the job's next owner. */
+export type SenderVerdict =
+  /** Gone, or past the time it could still be waiting: its answer is given up, and never stored now. */
+  | { lost: true }
+  /** Not known yet, or heard from: ask again after `recheckInMs`. */
+  | { lost: false; recheckInMs: number };
+
+/** How often a process renews the leases of its jobs (and answers for the prompts it sent). */
+export function heartbeatEveryMs(leaseMs: number): number {
+  // Four to a lease: a process is taken over only after missing several in a row.
+  return Math.max(50, leaseMs / 4);
 }
 
 /** Why a job may no longer have side effects: another owner took it over, or its author stopped it. */
@@ -80,6 +95,7 @@ interface JobRow {
   slow_notice_ts: string | null;
   queued: boolean | null;
   slack_failing_since: Date | string | null;
+  answer_lost: boolean | null;
 }
 
 /**
@@ -92,7 +108,7 @@ const STORE_RETRY_DELAYS_MS = [250, 500, 1_000, 2_000, 4_000, 4_000, 4_000, 4_00
 const PRUNE_BATCH = 5_000;
 
 const JOB_COLUMNS =
-  'id, thread_key, dedupe_key, kind, payload, user_id, attempts, session_id, sent_at, agent_reply, reply_is_notice, parts_posted, slow_notice_ts, queued, slack_failing_since';
+  'id, thread_key, dedupe_key, kind, payload, user_id, attempts, session_id, sent_at, agent_reply, reply_is_notice, parts_posted, slow_notice_ts, queued, slack_failing_since, answer_lost';
 const OPEN = `state IN ('pending', 'running')`;
 
 /**
@@ -281,12 +297,18 @@ export class Inbox {
     await this.db.query(`UPDATE inbox SET lease_until = now() - interval '1 second' WHERE state = 'running'`);
   }
 
-  /** Extends the leases of jobs this process is still working on. */
+  /**
+   * Extends the leases of jobs this process is still working on, and says it is alive to the next owner of
+   * any of them whose prompt it sent (it may still be waiting for the answer after losing the job).
+   */
   async heartbeat(ids: readonly number[]): Promise<void> {
     if (ids.length === 0) return;
     await this.db.query(
-      `UPDATE inbox SET lease_until = now() + make_interval(secs => $2)
-       WHERE id = ANY($1::bigint[]) AND owner = $3 AND state = 'running'`,
+      `UPDATE inbox SET
+         lease_until = CASE WHEN owner = $3 AND state = 'running'
+                            THEN now() + make_interval(secs => $2) ELSE lease_until END,
+         sender_seen_at = CASE WHEN sent_by = $3 THEN now() ELSE sender_seen_at END
+       WHERE id = ANY($1::bigint[]) AND ((owner = $3 AND state = 'running') OR (sent_by = $3 AND ${OPEN}))`,
       [ids, this.leaseMs / 1000, this.owner],
     );
   }
@@ -310,7 +332,40 @@ export class Inbox {
 
   /** Recorded before the prompt leaves: whatever crashes after this, it is never sent again. */
   async markSent(job: ClaimedJob, sessionId: string): Promise<void> {
-    await this.persist(() => this.progress(job, 'sent_at = now(), session_id = $3', [sessionId]));
+    await this.persist(() =>
+      this.progress(job, 'sent_at = now(), session_id = $3, sent_by = $2', [sessionId]),
+    );
+  }
+
+  /**
+   * Asked by the owner of a job whose prompt another process sent (or this one, in a run that ended): is
+   * that sender still there, waiting for the answer? A question is left in the row, which the sender's
+   * heartbeat answers; unanswered for two heartbeats, the sender is gone. Gone (or `force`d: past the time
+   * it could still be waiting), its answer is given up in the same statement, so an answer that comes later
+   * is refused (see storeReply) and the thread hears either the answer or that it was lost, never both.
+   * undefined: nothing to judge any more (the answer is in, or the job is no longer this owner's).
+   */
+  async judgeSender(job: ClaimedJob, force: boolean): Promise<SenderVerdict | undefined> {
+    const windowS = (2 * heartbeatEveryMs(this.leaseMs)) / 1000;
+    // Every SET expression reads the row as it was, so the verdict is on the question asked before.
+    const rows = await this.persist(() =>
+      this.db.query<{ answer_lost: boolean; wait_ms: string | number }>(
+        `UPDATE inbox SET
+           answer_lost = coalesce(answer_lost OR $4::boolean OR sent_by = $2
+             OR (sender_pinged_at <= now() - make_interval(secs => $3)
+                 AND (sender_seen_at IS NULL OR sender_seen_at < sender_pinged_at)), false),
+           sender_pinged_at = CASE WHEN sender_pinged_at IS NULL OR sender_seen_at >= sender_pinged_at
+                                   THEN now() ELSE sender_pinged_at END
+         WHERE id = $1 AND owner = $2 AND state = 'running' AND NOT stop_requested
+           AND agent_reply IS NULL AND sent_at IS NOT NULL
+         RETURNING answer_lost,
+           extract(epoch FROM sender_pinged_at + make_interval(secs => $3) - now()) * 1000 AS wait_ms`,
+        [job.id, this.owner, windowS, force],
+      ),
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    return row.answer_lost ? { lost: true } : { lost: false, recheckInMs: Math.max(0, Number(row.wait_ms)) };
   }
 
   /**
@@ -322,14 +377,17 @@ export class Inbox {
   async storeReply(job: ClaimedJob, reply: string, isNotice: boolean): Promise<void> {
     const rows = await this.persist(() =>
       // The SELECT reads the row as it was before the UPDATE, which changes none of the columns it reads.
-      this.db.query<WantedRow>(
+      this.db.query<WantedRow & { answer_lost: boolean }>(
         `WITH stored AS (
            UPDATE inbox SET agent_reply = $2, reply_is_notice = $3, run_after = least(run_after, now())
-           WHERE id = $1 AND ${OPEN} AND agent_reply IS NULL AND NOT stop_requested RETURNING 1)
-         SELECT owner, state, stop_requested FROM inbox WHERE id = $1`,
+           WHERE id = $1 AND ${OPEN} AND agent_reply IS NULL AND NOT stop_requested AND NOT answer_lost
+           RETURNING 1)
+         SELECT owner, state, stop_requested, answer_lost FROM inbox WHERE id = $1`,
         [job.id, reply, isNotice],
       ),
     );
+    // The next owner already told the thread this answer was lost.
+    if (rows[0]?.answer_lost) throw new JobInterruptedError('lost');
     this.throwUnlessWanted(rows[0]);
   }
 
@@ -524,6 +582,7 @@ function toClaimedJob(row: JobRow): ClaimedJob {
     slowNoticeTs: row.slow_notice_ts ?? undefined,
     queued: row.queued === true,
     slackFailingSince: row.slack_failing_since === null ? undefined : new Date(row.slack_failing_since),
+    answerLost: row.answer_lost === true,
   };
 }
 

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../observability/logger.js';
 import { CoalescedPass } from '../util/coalesced-pass.js';
-import type { ClaimedJob, Inbox } from './inbox.js';
+import { type ClaimedJob, heartbeatEveryMs, type Inbox } from './inbox.js';
 
 export interface WorkerOptions {
   /** Jobs (threads) worked on at once by this process. */
@@ -51,7 +51,7 @@ export class Worker {
     this.stopped = false;
     this.pollTimer = setInterval(() => this.kick(), this.options.pollMs);
     this.pollTimer.unref();
-    this.heartbeatTimer = setInterval(() => void this.heartbeat(), Math.max(50, this.options.leaseMs / 3));
+    this.heartbeatTimer = setInterval(() => void this.heartbeat(), heartbeatEveryMs(this.options.leaseMs));
     this.heartbeatTimer.unref();
     this.kick();
   }

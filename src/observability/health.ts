@@ -11,6 +11,8 @@ export interface ReadinessChecks {
   storeWrites?: () => string | undefined;
   /** Socket Mode: whether the connection to Slack is up (undefined in HTTP mode). */
   slackConnected?: () => boolean;
+  /** False while Slack's events are served without the store (a long outage): it is then reported, not required. */
+  storeRequired?: () => boolean;
 }
 
 export interface ReadinessState {
@@ -44,11 +46,13 @@ export class Readiness {
       this.checks.store().then(() => 'ok'),
       new Promise<string>((resolve) => setTimeout(resolve, STORE_CHECK_TIMEOUT_MS, 'unreachable').unref()),
     ]).catch(() => 'unreachable');
-    // Answering reads is not enough: every event the bot acknowledges is written first.
-    const writes = store === 'ok' ? this.checks.storeWrites?.() : undefined;
+    // Answering reads is not enough: every event the bot acknowledges is written first (unless a long outage
+    // has the bot acknowledging without the store, when the store is reported, not required).
+    const storeRequired = this.checks.storeRequired?.() !== false;
+    const writes = store === 'ok' && storeRequired ? this.checks.storeWrites?.() : undefined;
     if (writes !== undefined)
       return { ready: false, body: { status: 'not ready', store: `refusing writes: ${writes}`, slack } };
-    const ready = store === 'ok' && slack === 'ok';
+    const ready = (store === 'ok' || !storeRequired) && slack === 'ok';
     return { ready, body: { status: ready ? 'ready' : 'not ready', store, slack } };
   }
 }

@@ -27,6 +27,11 @@ const KEEP_ALIVE_MS = 65_000;
 const MAX_CONNECTIONS = 1_000;
 /** Slack signs its requests with a timestamp; older than this is a replay (Bolt checks the same). */
 const MAX_SIGNATURE_AGE_S = 5 * 60;
+/** Slack's SSL check, the one unsigned request, is `ssl_check=1` and a token: a few dozen bytes. */
+const MAX_UNSIGNED_BODY_BYTES = 1024;
+/** What Slack sends: a timestamp in whole seconds, and a version-0 HMAC-SHA256 in hex. */
+const TIMESTAMP_HEADER = /^\d{1,12}$/;
+const SIGNATURE_HEADER = /^v0=[0-9a-f]{64}$/;
 
 /**
  * Bolt's App with record-before-ack. Bolt acknowledges Events API requests before any listener runs; here each
@@ -103,9 +108,11 @@ export class DurableApp extends App {
 
 /**
  * Bolt's HTTPReceiver with the guards it lacks on POST /slack/events. Before Bolt sees a request: a declared
- * body over the limit is refused unread (413), a request without Slack's signature headers or with a stale
- * timestamp is refused unread (401), and the body is read here (up to the limit) and must be a JSON object or
- * a form, else 400: Bolt would crash on a signed `null` and leave the request unanswered. Bolt reuses the body
+ * body over the limit is refused unread (413); so is a request without Slack's signature headers, with
+ * malformed ones or a stale timestamp (401), and one that is neither JSON nor a form (415). Only a signature
+ * that looks right needs the body to be checked: the body is read here (up to the limit; Slack's unsigned SSL
+ * check up to a few bytes) and must be a JSON object or a form, else 400: Bolt would crash on a signed `null`
+ * and leave the request unanswered. Bolt reuses the body
  * read here (`rawBody`) and checks the signature itself. The server's timeouts and connection cap are set in
  * `createSlackApp`.
  */
@@ -148,17 +155,28 @@ export class GuardedHTTPReceiver extends HTTPReceiver {
 async function checkSlackRequest(req: IncomingMessage & { rawBody?: Buffer }): Promise<number | undefined> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > MAX_REQUEST_BODY_BYTES) return 413;
-  const form = req.headers['content-type'] === 'application/x-www-form-urlencoded';
-  const timestamp = Number(req.headers['x-slack-request-timestamp']);
-  const signed = typeof req.headers['x-slack-signature'] === 'string' && Number.isFinite(timestamp);
-  // Slack's SSL check is an unsigned form; anything else unsigned is refused without reading its body.
-  if (!signed && !form) return 401;
-  if (signed && Math.abs(Date.now() / 1000 - timestamp) > MAX_SIGNATURE_AGE_S) return 401;
+  // Bolt parses exactly these two (a form by its exact type); nothing else is Slack's.
+  const contentType = req.headers['content-type'] ?? '';
+  const form = contentType === 'application/x-www-form-urlencoded';
+  if (!form && !/^application\/json\s*(;|$)/i.test(contentType)) return 415;
+  const timestampHeader = req.headers['x-slack-request-timestamp'];
+  const signatureHeader = req.headers['x-slack-signature'];
+  const signed = timestampHeader !== undefined || signatureHeader !== undefined;
+  if (signed) {
+    if (typeof timestampHeader !== 'string' || !TIMESTAMP_HEADER.test(timestampHeader)) return 401;
+    if (typeof signatureHeader !== 'string' || !SIGNATURE_HEADER.test(signatureHeader)) return 401;
+    if (Math.abs(Date.now() / 1000 - Number(timestampHeader)) > MAX_SIGNATURE_AGE_S) return 401;
+  } else if (!form) {
+    return 401;
+  }
+  // Slack's SSL check is an unsigned form of a few bytes; anything longer unsigned is refused unread.
+  const limit = signed ? MAX_REQUEST_BODY_BYTES : MAX_UNSIGNED_BODY_BYTES;
+  if (Number.isFinite(declared) && declared > limit) return signed ? 413 : 401;
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > MAX_REQUEST_BODY_BYTES) return 413;
+    if (size > limit) return signed ? 413 : 401;
     chunks.push(chunk as Buffer);
   }
   req.rawBody = Buffer.concat(chunks);

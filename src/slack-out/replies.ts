@@ -252,6 +252,20 @@ export class SlackReplies {
   }
 
   /**
+   * Whether the bot has posted in a thread, from its first page of replies (Slack alone, for when the store
+   * cannot say). False when the thread cannot be read.
+   */
+  async botPostedIn(channel: string, threadTs: string): Promise<boolean> {
+    try {
+      const found = await this.client.conversations.replies({ channel, ts: threadTs, limit: 200 });
+      return (found.messages ?? []).some((message) => message.user === this.botUserId);
+    } catch (error) {
+      this.logger.warn({ err: error }, 'could not read a thread to see whether the bot is in it');
+      return false;
+    }
+  }
+
+  /**
    * A message in a thread (best effort, for after-ack notices); returns its ts, or undefined if it failed.
    * Posted again only when Slack refused it for now and certainly did not take it (a 429, a 503, `rate_limited`),
    * never after a failure that may come after Slack took it (a gateway's 502 or 504, a timeout or a reset): that

@@ -86,6 +86,15 @@ const MIGRATIONS: readonly (readonly string[])[] = [
     // answer it, and without this a week of finished jobs is scanned in full.
     'CREATE INDEX IF NOT EXISTS inbox_thread ON inbox (thread_key, id)',
   ],
+  [
+    // Who sent a job's prompt, and a handshake with that process after a takeover: the new owner asks
+    // (`sender_pinged_at`), the sender's heartbeat answers (`sender_seen_at`); unanswered, its answer is
+    // given up for good (`answer_lost`), so it is never posted after the thread was told it is lost.
+    'ALTER TABLE inbox ADD COLUMN sent_by TEXT',
+    'ALTER TABLE inbox ADD COLUMN sender_pinged_at TIMESTAMPTZ',
+    'ALTER TABLE inbox ADD COLUMN sender_seen_at TIMESTAMPTZ',
+    'ALTER TABLE inbox ADD COLUMN answer_lost BOOLEAN NOT NULL DEFAULT false',
+  ],
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -113,6 +113,74 @@ describe('the public port against clients that are not Slack', () => {
     expect(clients.map(statusOf).filter((status) => status !== '401')).toEqual([]);
   });
 
+  it('refuses forged requests on their headers alone, without waiting for their bodies', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const signature = `v0=${'0'.repeat(64)}`;
+    // Each declares a 500 KiB body and sends none of it: a refusal that waited for the body would come only
+    // with the request timeout (10 s).
+    const forged: { name: string; headers: string[]; status: string }[] = [
+      // Slack's SSL check is the only unsigned request, and it is a few bytes long.
+      {
+        name: 'an unsigned form',
+        headers: ['Content-Type: application/x-www-form-urlencoded'],
+        status: '401',
+      },
+      {
+        name: 'a signature not of the form v0=<64 hex digits>',
+        headers: [
+          'Content-Type: application/json',
+          `X-Slack-Request-Timestamp: ${now}`,
+          'X-Slack-Signature: v0=forged',
+        ],
+        status: '401',
+      },
+      {
+        name: 'a timestamp that is not whole seconds in decimal',
+        headers: [
+          'Content-Type: application/json',
+          `X-Slack-Request-Timestamp: 0x${now.toString(16)}`,
+          `X-Slack-Signature: ${signature}`,
+        ],
+        status: '401',
+      },
+      {
+        name: 'a body that is neither JSON nor a form',
+        headers: [
+          'Content-Type: text/plain',
+          `X-Slack-Request-Timestamp: ${now}`,
+          `X-Slack-Signature: ${signature}`,
+        ],
+        status: '415',
+      },
+    ];
+    const clients = await Promise.all(forged.map(() => open()));
+    const started = Date.now();
+    for (const [i, client] of clients.entries()) {
+      const lines = [
+        'POST /slack/events HTTP/1.1',
+        `Host: 127.0.0.1:${bot.port}`,
+        `Content-Length: ${500 * KIB}`,
+        ...(forged[i]?.headers ?? []),
+      ];
+      client.socket.write(`${lines.join('\r\n')}\r\n\r\n`);
+    }
+    const closed = await Promise.all(
+      clients.map((client) => Promise.race([client.closedAt, sleep(3_000).then(() => Number.NaN)])),
+    );
+    for (const [i, client] of clients.entries()) {
+      expect({
+        name: forged[i]?.name,
+        status: statusOf(client),
+        refusedAt: closed[i]! - started < 3_000,
+      }).toEqual({
+        name: forged[i]?.name,
+        status: forged[i]?.status,
+        refusedAt: true,
+      });
+      client.socket.destroy();
+    }
+  });
+
   it('cuts off clients that never finish their request within about 10 s, holding a bounded amount meanwhile', async () => {
     const before = rssKiB();
     // Signed requests that stop 20 KiB short of their declared 500 KiB: held until the request timeout.

@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { shouldRunPostgresTests } from '../helpers/postgres.js';
+import { appMentionEvent, messageEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
+import { SIGNING_SECRET } from '../helpers/stack.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { botPostsIn, type FaultStack, mentionIn, readiness, startFaultStack } from './support.js';
 
@@ -105,4 +107,120 @@ describe.runIf(runPostgres)('PostgreSQL outage with answers in flight', () => {
   it('rides out an 8 s blackhole (connections silent) without losing or repeating an answer', async () => {
     await rideOut({ start: () => stack.proxy.blackhole(), end: () => stack.proxy.restore() });
   });
+});
+
+/**
+ * An outage longer than STORE_OUTAGE_ACK_MS (3 s here): Slack must keep getting 200s, or it disables the
+ * app's event subscriptions, so a message that cannot be recorded is acknowledged and its author told, in
+ * its thread, to send it again. Before the bound, events are refused so Slack's retries bring them in.
+ */
+describe.runIf(runPostgres)('PostgreSQL outage longer than STORE_OUTAGE_ACK_MS', () => {
+  const BOUND_MS = 3_000;
+  const NOT_TAKEN = /could not take your message/;
+  let stack: FaultStack;
+
+  beforeEach(async () => {
+    stack = await startFaultStack({ ...ENV, STORE_OUTAGE_ACK_MS: String(BOUND_MS) });
+  });
+  afterEach(async () => {
+    await stack.stop();
+  });
+
+  const notes = (channel: string, root: string) =>
+    botPostsIn(stack.slack, channel, root).filter((post) => NOT_TAKEN.test(post.text));
+
+  it('refuses events until the bound, then acknowledges them and tells each author to send again', async () => {
+    const { slack, agent } = stack;
+    // A thread the bot answers in before the outage: a reply there without a mention is for it too.
+    const earlier = mentionIn(stack, CHANNEL, 'before the outage');
+    expect((await earlier.deliver()).status).toBe(200);
+    await waitFor(() => botPostsIn(slack, CHANNEL, earlier.ts).length === 1, 'the answer before the outage');
+
+    stack.proxy.down();
+    const early = mentionIn(stack, CHANNEL, 'too early');
+    expect((await early.deliver()).status).not.toBe(200);
+    await sleep(BOUND_MS + 500);
+
+    const late = mentionIn(stack, CHANNEL, 'after the bound');
+    const followUp = messageEvent({
+      channel: CHANNEL,
+      channelType: 'channel',
+      user: 'U0BOB',
+      text: 'a reply in the bot thread',
+      threadTs: earlier.ts,
+    });
+    const elsewhere = messageEvent({
+      channel: CHANNEL,
+      channelType: 'channel',
+      user: 'U0BOB',
+      text: 'people talking in their own thread',
+      threadTs: nextTs(),
+    });
+    const dm = messageEvent({ channel: 'D0ALICE', channelType: 'im', user: 'U0ALICE', text: 'in a DM' });
+    for (const body of [followUp, elsewhere, dm]) slack.ingestEvent(body);
+    const statuses = [
+      (await late.deliver()).status,
+      ...(await Promise.all(
+        [followUp, elsewhere, dm].map(
+          async (body) => (await postSignedEvent(stack.bot.eventsUrl, SIGNING_SECRET, body)).status,
+        ),
+      )),
+    ];
+    expect(statuses).toEqual([200, 200, 200, 200]);
+    // Ready again for a load balancer: Slack's deliveries must keep reaching a replica that answers them.
+    expect(await readiness(stack.bot)).toEqual([200, 200]);
+
+    await waitFor(() => notes(CHANNEL, late.ts).length > 0, 'a note in the mention thread');
+    await waitFor(() => notes(CHANNEL, earlier.ts).length > 0, 'a note in the bot thread');
+    await waitFor(() => notes('D0ALICE', dm.event.ts).length > 0, 'a note under the DM');
+    expect(notes(CHANNEL, late.ts)[0]?.text).toContain('<@U0ALICE>');
+    expect(notes(CHANNEL, earlier.ts)[0]?.text).toContain('<@U0BOB>');
+    await sleep(500);
+    // Nobody else's thread hears from the bot, and each author is told once.
+    expect(botPostsIn(slack, CHANNEL, elsewhere.event.thread_ts ?? '')).toEqual([]);
+    for (const [channel, root] of [
+      [CHANNEL, late.ts],
+      [CHANNEL, earlier.ts],
+      ['D0ALICE', dm.event.ts],
+    ] as const)
+      expect(notes(channel, root)).toHaveLength(1);
+
+    // A blackholed store: the answer still goes to Slack in time, and the note follows once the write fails.
+    stack.proxy.restore();
+    stack.proxy.blackhole();
+    const silent = mentionIn(stack, CHANNEL, 'into the blackhole');
+    const started = Date.now();
+    expect((await silent.deliver()).status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(2_500);
+    await waitFor(() => notes(CHANNEL, silent.ts).length > 0, 'a note after the blackholed write', 15_000);
+
+    // Once the store is back, messages are taken as usual; the ones refused early arrive with Slack's retry.
+    stack.proxy.restore();
+    expect((await early.deliver(1)).status).toBe(200);
+    await waitFor(
+      () => botPostsIn(slack, CHANNEL, early.ts).length === 1,
+      'the early message answered',
+      15_000,
+    );
+    expect(botPostsIn(slack, CHANNEL, early.ts)[0]?.text).toMatch(/: too early$/);
+    expect(agent.requestsFor('sendMessage').map((request) => request.prompt)).toEqual([
+      'before the outage',
+      'too early',
+    ]);
+  }, 60_000);
+
+  it('in Socket Mode, leaves envelopes unacknowledged until the bound, then acknowledges them with the note', async () => {
+    await stack.stop();
+    stack = await startFaultStack({ ...ENV, STORE_OUTAGE_ACK_MS: String(BOUND_MS) }, { socketMode: true });
+    const { slack } = stack;
+    await slack.waitForSocketConnection();
+    stack.proxy.down();
+    const mention = (text: string) =>
+      appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: `<@U0BOT> ${text}`, ts: nextTs() });
+    await expect(slack.sendSocketEvent(mention('too early'))).rejects.toThrow(/not acked/);
+    await sleep(BOUND_MS);
+    const late = mention('after the bound');
+    await slack.sendSocketEvent(late);
+    await waitFor(() => notes(CHANNEL, late.event.ts).length > 0, 'a note in the mention thread');
+  }, 60_000);
 });

@@ -20,12 +20,21 @@ export interface FaultStack {
   stop(): Promise<void>;
 }
 
-export async function startFaultStack(env: Record<string, string> = {}): Promise<FaultStack> {
+export async function startFaultStack(
+  env: Record<string, string> = {},
+  options: { socketMode?: boolean } = {},
+): Promise<FaultStack> {
   const database = await createTestDatabase();
   const proxy = await TcpProxy.start({ target: database.url });
   const slack = await FakeSlack.start();
   const agent = await AgentServiceEmulator.start();
-  const bot = await startBot({ slack, agent, store: { kind: 'postgres', databaseUrl: proxy.url }, env });
+  const bot = await startBot({
+    slack,
+    agent,
+    store: { kind: 'postgres', databaseUrl: proxy.url },
+    env,
+    socketMode: options.socketMode,
+  });
   const admin = new pg.Client({ connectionString: database.url });
   await admin.connect();
   return {

@@ -113,6 +113,38 @@ function inboxContract(name: string, open: () => Promise<Database>) {
       }
     });
 
+    it('gives up the answer of a sender that does not answer the next owner, and then refuses it', async () => {
+      const { db, a, b } = await fresh();
+      // A short lease: the sender has two heartbeats (half of it) to answer.
+      const quickA = new Inbox(db, 'replica-a', 600);
+      const quickB = new Inbox(db, 'replica-b', 600);
+      try {
+        await a.admit(message('t1', '1'), NO_LIMITS);
+        const [mine] = (await quickA.claim(1)) as [ClaimedJob];
+        await quickA.markSent(mine, 's-1');
+        await db.query(`UPDATE inbox SET lease_until = now() - interval '1 second'`);
+        const [theirs] = (await quickB.claim(1)) as [ClaimedJob];
+        // The first question is only asked; a sender heard from afterwards is alive.
+        expect(await quickB.judgeSender(theirs, false)).toMatchObject({ lost: false });
+        await quickA.heartbeat([mine.id]);
+        await new Promise((resolve) => setTimeout(resolve, 450));
+        expect(await quickB.judgeSender(theirs, false)).toMatchObject({ lost: false });
+        // Silent for the window: given up, and its answer refused from then on.
+        await new Promise((resolve) => setTimeout(resolve, 450));
+        expect(await quickB.judgeSender(theirs, false)).toEqual({ lost: true });
+        await expect(quickA.storeReply(mine, 'late answer', false)).rejects.toEqual(
+          new JobInterruptedError('lost'),
+        );
+        const [row] = await db.query<{ agent_reply: string | null }>('SELECT agent_reply FROM inbox');
+        expect(row?.agent_reply).toBeNull();
+        // Whoever takes the job next knows at once: it only tells the thread.
+        await db.query(`UPDATE inbox SET lease_until = now() - interval '1 second'`);
+        expect(((await b.claim(1)) as [ClaimedJob])[0]).toMatchObject({ answerLost: true });
+      } finally {
+        await db.close();
+      }
+    });
+
     it('keeps an answer recorded by a slow former owner for the new one, and clears all text when done', async () => {
       const { db, a, b } = await fresh();
       try {
