@@ -288,18 +288,34 @@ export class SlackReplies {
     }
   }
 
-  /** A note only one person sees, so the thread stays about the conversation. Best effort. */
+  /**
+   * A note only one person sees, so the thread stays about the conversation. Best effort. Slack accepts a note
+   * for a thread without replies yet never shows it (chat.postEphemeral, `thread_ts`), so such a note goes
+   * to the channel instead, where its person sees it.
+   */
   async ephemeral(target: ReplyTarget, user: string, text: string, blocks?: KnownBlock[]): Promise<void> {
     try {
+      const inThread = target.threadTs && (await this.hasReplies(target.channel, target.threadTs));
       await this.client.chat.postEphemeral({
         channel: target.channel,
         user,
-        thread_ts: target.threadTs,
+        ...(inThread ? { thread_ts: target.threadTs } : {}),
         text,
         ...(blocks ? { blocks } : {}),
       });
     } catch (error) {
       this.logger.warn({ err: error }, 'could not post a private note');
+    }
+  }
+
+  /** Whether a thread has a reply now; false when it cannot be read (the channel always shows a note). */
+  private async hasReplies(channel: string, threadTs: string): Promise<boolean> {
+    try {
+      // The thread's first message comes first, then its first reply, if any.
+      const found = await this.client.conversations.replies({ channel, ts: threadTs, limit: 2 });
+      return (found.messages ?? []).some((message) => message.ts !== threadTs);
+    } catch {
+      return false;
     }
   }
 
