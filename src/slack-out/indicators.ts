@@ -1,3 +1,4 @@
+import { AgentFeatures, openedSessionsInMemory } from './agent-features.js';
 import type { SlackReplies } from './replies.js';
 
 export const QUEUED_REACTION = 'hourglass_flowing_sand';
@@ -33,6 +34,8 @@ export interface IndicatorTarget {
    * work (`processing`, with Slack's stop button, then `active`) instead of reactions.
    */
   agentSession?: {
+    /** The workspace: Slack may say it has no agent features (then reactions show nothing more). */
+    teamId: string;
     /** Who started it, for a session Slack creates now. */
     initiator: string;
     /** A conversation of the Messages tab: it also shows "<app> is thinking…" with loading messages. */
@@ -79,6 +82,8 @@ export class WorkIndicators {
     private readonly workingDelayMs = 0,
     /** How often an agent thread's status is set again while the answer is still coming. */
     private readonly statusRefreshMs = AGENT_STATUS_REFRESH_MS,
+    /** Agent sessions (shared with whoever closes them); by default this process's own. */
+    private readonly agentFeatures = new AgentFeatures(replies, 'auto', openedSessionsInMemory()),
   ) {}
 
   showQueued(target: IndicatorTarget): Promise<void> {
@@ -169,12 +174,9 @@ export class WorkIndicators {
     stillWanted: () => Promise<boolean> = async () => true,
   ): Working {
     let line = AGENT_STATUS;
-    let calls: Promise<unknown> = this.replies.setSessionStatus(
-      channel,
-      threadTs,
-      'processing',
-      session.initiator,
-    );
+    const features = this.agentFeatures;
+    const thread = { teamId: session.teamId, channelId: channel, threadTs };
+    let calls: Promise<unknown> = features.setStatus(thread, 'processing', session.initiator);
     const then = (call: () => Promise<unknown>) => {
       calls = calls.then(call, call);
     };
@@ -185,7 +187,7 @@ export class WorkIndicators {
     const showLine = () => this.replies.setThreadStatus(channel, threadTs, line, AGENT_LOADING_MESSAGES);
     const timers: NodeJS.Timeout[] = [
       setInterval(
-        () => whileWanted(() => this.replies.setSessionStatus(channel, threadTs, 'processing')),
+        () => whileWanted(() => features.setStatus(thread, 'processing')),
         SESSION_PROCESSING_REFRESH_MS,
       ),
     ];
@@ -205,12 +207,12 @@ export class WorkIndicators {
     return {
       // By rename, not in the creating setStatus (which takes a title): the title is known only once the prompt is
       // built and its conversation found new, after the `processing` call that must show the stop button at once.
-      setTitle: (title) => then(() => this.replies.renameSession(channel, threadTs, title)),
+      setTitle: (title) => then(() => features.rename(thread, title)),
       end: async (how = 'clear') => {
         for (const timer of timers) clearTimeout(timer);
         if (how === 'leave') return void (await calls);
         if (session.messagesTab) then(() => this.replies.setThreadStatus(channel, threadTs, ''));
-        then(() => this.replies.setSessionStatus(channel, threadTs, 'active'));
+        then(() => features.setStatus(thread, 'active'));
         await calls;
       },
     };
