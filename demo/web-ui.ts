@@ -115,16 +115,14 @@ export function mountWebUi(options: WebUiOptions): { close(): void } {
     messages: Object.fromEntries(slack.channelList().map(({ id }) => [id, slack.channelMessages(id)])),
     ephemerals: [
       ...ephemerals,
-      ...slack.ephemeralMessages
-        .filter((message) => message.user === options.me.id)
-        .map((message) => ({
-          id: message.messageTs,
-          channel: message.channel,
-          threadTs: message.threadTs,
-          text: message.text,
-          blocks: message.blocks,
-          at: Number(message.messageTs) * 1000,
-        })),
+      ...slack.visibleEphemerals(options.me.id).map((message) => ({
+        id: message.messageTs,
+        channel: message.channel,
+        threadTs: message.threadTs,
+        text: message.text,
+        blocks: message.blocks,
+        at: Number(message.messageTs) * 1000,
+      })),
     ].sort((a, b) => a.at - b.at),
     assistant: assistantStates(slack),
     sessions: agentSessionStates(slack),

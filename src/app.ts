@@ -9,7 +9,7 @@ import { checkAgentService } from './agent/startup-check.js';
 import { type Config, StartupError } from './config.js';
 import { Relay } from './conversation/relay.js';
 import { ViewingContext } from './conversation/viewing-context.js';
-import { MessageClaims } from './inbox/claims.js';
+import { MessageClaims, openedSessionsIn } from './inbox/claims.js';
 import { Inbox } from './inbox/inbox.js';
 import { Worker } from './inbox/worker.js';
 import {
@@ -37,6 +37,7 @@ import { AGENT_VIEW_SCOPES, missingScopes, scopePurpose } from './slack-in/requi
 import { ThreadResets } from './slack-in/resets.js';
 import { SocketHealth } from './slack-in/socket-health.js';
 import { StoreOutagePolicy } from './slack-in/store-outage.js';
+import { AgentFeatures } from './slack-out/agent-features.js';
 import { SlackWebClient, slackErrorCode } from './slack-out/client.js';
 import { WorkIndicators } from './slack-out/indicators.js';
 import { SlackReplies } from './slack-out/replies.js';
@@ -151,10 +152,13 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     slackObserver,
   );
   const replies = new SlackReplies(slackClient, postClient, logger, identity.botUserId);
+  const agentFeatures = new AgentFeatures(replies, config.agentView.mode, openedSessionsIn(claims), logger);
   const indicators = new WorkIndicators(
     replies,
     config.conversation.slowNoticeMs,
     config.conversation.workingIndicatorDelayMs,
+    undefined,
+    agentFeatures,
   );
 
   // The conversation: one job at a time per thread, up to WORKER_CONCURRENCY threads at once.
@@ -165,6 +169,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     sessions,
     indicators,
     replies,
+    agentFeatures,
     resolveUserName: cachedUserNameResolver(slackClient),
     botUserId: identity.botUserId,
     maxPromptChars: config.conversation.maxPromptChars,
@@ -184,19 +189,12 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
 
   // Slack in.
   const access = new AccessPolicy(config.access);
-  const agentViewConversations = new AgentViewConversations(claims, config.agentView.mode);
+  const agentViewConversations = new AgentViewConversations(agentFeatures);
   const resets = new ThreadResets(inbox, sessions, indicators, agentFor, () => worker.kick());
-  // An idle conversation's agent session is deleted; in an agent app its Slack session is closed too.
-  const sweeper = new IdleSweeper(sessions, config.sessions.idleTtlMs, logger, async (expired) => {
-    const agentThreads: ThreadSession[] = [];
-    for (const session of expired) {
-      const agentSession = session.channelId.startsWith('D')
-        ? await agentViewConversations.isAgentView(session.teamId, session.channelId)
-        : await agentViewConversations.isAgentApp(session.teamId);
-      if (agentSession) agentThreads.push(session);
-    }
-    await replies.closeSessions(agentThreads);
-  });
+  // An idle conversation's agent session is deleted, and the Slack session the bot opened for it closed.
+  const sweeper = new IdleSweeper(sessions, config.sessions.idleTtlMs, logger, (expired) =>
+    agentFeatures.close(expired),
+  );
   const intake = new EventIntake({
     inbox,
     claims,

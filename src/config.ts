@@ -76,8 +76,8 @@ export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' |
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /**
- * `on` / `off` force Slack's agent experience for every DM or for none; `auto` recognises it per DM (only an
- * app installed with `features.agent_view` hears `app_home_opened` for its Messages tab).
+ * `on` / `off` force Slack's agent experience or turn it off; `auto` takes the app for an agent app (as
+ * manifest.yml makes it) until Slack answers `not_agent_app` in a workspace (see AgentFeatures).
  */
 export type AgentViewMode = 'auto' | 'on' | 'off';
 

@@ -83,8 +83,8 @@ describe.each([
       ? 'declares the agent experience as the bot runs it by default'
       : 'leaves the agent experience out',
     () => {
-      // auto: an app from manifest.yml hears app_home_opened and so runs the agent experience; one from the
-      // classic manifest never does and stays classic.
+      // auto: an app from manifest.yml runs the agent experience from its first message; one from the classic
+      // manifest learns from Slack's not_agent_app (the Messages tab's prompts, or its first session call).
       expect(defaults.agentView.mode).toBe('auto');
       if (!agentView) {
         expect(manifest.features.agent_view).toBeUndefined();

@@ -52,7 +52,11 @@ export function indicatorOf(message: InboundMessage): IndicatorTarget {
     replyThreadTs: message.replyThreadTs,
     agentSession:
       (message.agentSession ?? message.agentThread)
-        ? { initiator: message.userId, messagesTab: message.agentThread === true }
+        ? {
+            teamId: message.thread.teamId,
+            initiator: message.userId,
+            messagesTab: message.agentThread === true,
+          }
         : undefined,
   };
 }

@@ -7,6 +7,7 @@ import type { Tracing } from '../observability/tracing.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { ThreadSession } from '../sessions/store.js';
 import type { ThreadKey } from '../sessions/thread-key.js';
+import type { AgentFeatures } from '../slack-out/agent-features.js';
 import { feedbackBlock, sendAgainBlocks } from '../slack-out/blocks.js';
 import { formatAgentReply, type SlackReplyPart } from '../slack-out/format.js';
 import type { WorkIndicators, Working } from '../slack-out/indicators.js';
@@ -40,6 +41,8 @@ export interface RelayOptions {
   sessions: SessionManager;
   indicators: WorkIndicators;
   replies: SlackReplies;
+  /** Agent sessions: a reset closes the thread's, if the bot opened one. */
+  agentFeatures: AgentFeatures;
   resolveUserName: UserNameResolver;
   botUserId: string;
   maxPromptChars: number;
@@ -521,7 +524,7 @@ export class Relay {
     }
     await sessions.retire(ending, 'reset');
     // The conversation is over; the next message in the thread starts a new one (and a new session).
-    if (request.agentSession) await replies.closeSessions([request.thread]);
+    await this.options.agentFeatures.close([request.thread]);
     if (text === undefined) return { kind: 'done' };
     if (request.responseUrl) {
       // A private answer cannot be looked up afterwards: only the run that recorded the words sends it (so

@@ -1,10 +1,19 @@
+import type { OpenedSessions } from '../slack-out/agent-features.js';
 import type { Database, SqlQuery } from '../store/database.js';
 
 /**
  * What a claim is for: acting once on a control word, telling an author once that an edit is not re-sent or
- * that a request was refused, greeting a person once in the Messages tab.
+ * that a request was refused, greeting a person once in the Messages tab; `agent-session` marks a thread
+ * whose Slack agent session the bot opened (kept until it is closed). `agent-view` is no longer written.
  */
-export type ClaimPurpose = 'edit-notice' | 'control' | 'refusal' | 'greeting' | 'agent-view' | 'feedback';
+export type ClaimPurpose =
+  | 'edit-notice'
+  | 'control'
+  | 'refusal'
+  | 'greeting'
+  | 'agent-view'
+  | 'agent-session'
+  | 'feedback';
 
 export interface MessageRef {
   teamId: string;
@@ -46,10 +55,10 @@ export class MessageClaims {
     let pruned = 0;
     for (;;) {
       const rows = await this.db.query(
-        // A greeting is once per person for good, and a Messages-tab marker stays (see AgentViewConversations).
+        // A greeting is once per person for good, and an opened session's mark stays until it is closed.
         `DELETE FROM handled_messages WHERE ctid = ANY(ARRAY(
            SELECT ctid FROM handled_messages
-           WHERE handled_at < now() - make_interval(days => $1) AND purpose NOT IN ('greeting', 'agent-view')
+           WHERE handled_at < now() - make_interval(days => $1) AND purpose NOT IN ('greeting', 'agent-view', 'agent-session')
            LIMIT $2))
          RETURNING 1`,
         [olderThanDays, batch],
@@ -73,4 +82,18 @@ export async function claimWith(
     [message.teamId, message.channelId, message.ts, purpose],
   );
   return rows.length === 1;
+}
+
+/** The threads whose Slack agent session the bot opened, as claims shared by every replica. */
+export function openedSessionsIn(claims: MessageClaims): OpenedSessions {
+  const ref = (t: { teamId: string; channelId: string; threadTs: string }) => ({
+    teamId: t.teamId,
+    channelId: t.channelId,
+    ts: t.threadTs,
+  });
+  return {
+    add: async (thread) => void (await claims.claim(ref(thread), 'agent-session')),
+    has: (thread) => claims.isClaimed(ref(thread), 'agent-session'),
+    remove: (thread) => claims.release(ref(thread), 'agent-session'),
+  };
 }

@@ -1,3 +1,4 @@
+import { AgentFeatures, openedSessionsInMemory } from './agent-features.js';
 import type { SlackReplies } from './replies.js';
 
 export const QUEUED_REACTION = 'hourglass_flowing_sand';
@@ -40,6 +41,8 @@ export interface IndicatorTarget {
    * work (`processing`, with Slack's stop button, then `active`) instead of reactions.
    */
   agentSession?: {
+    /** The workspace: Slack may say it has no agent features (then reactions show nothing more). */
+    teamId: string;
     /** Who started it, for a session Slack creates now. */
     initiator: string;
     /** A conversation of the Messages tab: it also shows "<app> is thinking…" with loading messages. */
@@ -86,6 +89,8 @@ export class WorkIndicators {
     private readonly workingDelayMs = 0,
     /** How often an agent thread's status is set again while the answer is still coming. */
     private readonly statusRefreshMs = AGENT_STATUS_REFRESH_MS,
+    /** Agent sessions (shared with whoever closes them); by default this process's own. */
+    private readonly agentFeatures = new AgentFeatures(replies, 'auto', openedSessionsInMemory()),
   ) {}
 
   showQueued(target: IndicatorTarget): Promise<void> {
@@ -182,11 +187,13 @@ export class WorkIndicators {
     let line = AGENT_STATUS;
     // In order with the session's calls of earlier jobs too, which may still be under way (throttled).
     const sessionKey = `${channel}/${threadTs}/session`;
+    const features = this.agentFeatures;
+    const thread = { teamId: session.teamId, channelId: channel, threadTs };
     let calls: Promise<unknown> = Promise.resolve();
     const then = (call: () => Promise<unknown>) => {
       calls = this.queued(sessionKey, call);
     };
-    then(() => this.replies.setSessionStatus(channel, threadTs, 'processing', session.initiator));
+    then(() => features.setStatus(thread, 'processing', session.initiator));
     const whileWanted = (call: () => Promise<unknown>) =>
       then(async () => {
         if (await stillWanted()) await call();
@@ -194,7 +201,7 @@ export class WorkIndicators {
     const showLine = () => this.replies.setThreadStatus(channel, threadTs, line, AGENT_LOADING_MESSAGES);
     const timers: NodeJS.Timeout[] = [
       setInterval(
-        () => whileWanted(() => this.replies.setSessionStatus(channel, threadTs, 'processing')),
+        () => whileWanted(() => features.setStatus(thread, 'processing')),
         SESSION_PROCESSING_REFRESH_MS,
       ),
     ];
@@ -214,12 +221,12 @@ export class WorkIndicators {
     return {
       // By rename, not in the creating setStatus (which takes a title): the title is known only once the prompt is
       // built and its conversation found new, after the `processing` call that must show the stop button at once.
-      setTitle: (title) => then(() => this.replies.renameSession(channel, threadTs, title)),
+      setTitle: (title) => then(() => features.rename(thread, title)),
       end: async (how = 'clear') => {
         for (const timer of timers) clearTimeout(timer);
         if (how === 'leave') return void (await awhile(calls));
         if (session.messagesTab) then(() => this.replies.setThreadStatus(channel, threadTs, ''));
-        then(() => this.replies.setSessionStatus(channel, threadTs, 'active'));
+        then(() => features.setStatus(thread, 'active'));
         await awhile(calls);
       },
     };

@@ -39,6 +39,15 @@ export interface JobMark {
 /** An agent session's lifecycle status (agents.sessions.setStatus). */
 export type AgentSessionStatus = 'processing' | 'active' | 'closed';
 
+/** How an agent-only call went: `not-agent-app` when Slack says the app has no agent features there. */
+export type AgentCallResult = 'ok' | 'not-agent-app' | 'failed';
+
+/**
+ * Slack's answers for an app without agent features: `not_agent_app` (assistant.threads.setSuggestedPrompts)
+ * and `feature_disabled` (agents.sessions.*, a workspace without them); taken alike, as Slack names no other.
+ */
+const NOT_AGENT_APP_ERRORS = new Set(['not_agent_app', 'feature_disabled']);
+
 /** Warnings Slack returns on success that an operator should act on, with the fix, each logged once. */
 const WARNING_FIXES: Readonly<Record<string, string>> = {
   missing_agent_session_stopped_event_subscription:
@@ -293,18 +302,34 @@ export class SlackReplies {
     }
   }
 
-  /** A note only one person sees, so the thread stays about the conversation. Best effort. */
+  /**
+   * A note only one person sees, so the thread stays about the conversation. Best effort. Slack accepts a note
+   * for a thread without replies yet never shows it (chat.postEphemeral, `thread_ts`), so such a note goes
+   * to the channel instead, where its person sees it.
+   */
   async ephemeral(target: ReplyTarget, user: string, text: string, blocks?: KnownBlock[]): Promise<void> {
     try {
+      const inThread = target.threadTs && (await this.hasReplies(target.channel, target.threadTs));
       await this.client.chat.postEphemeral({
         channel: target.channel,
         user,
-        thread_ts: target.threadTs,
+        ...(inThread ? { thread_ts: target.threadTs } : {}),
         text,
         ...(blocks ? { blocks } : {}),
       });
     } catch (error) {
       this.logger.warn({ err: error }, 'could not post a private note');
+    }
+  }
+
+  /** Whether a thread has a reply now; false when it cannot be read (the channel always shows a note). */
+  private async hasReplies(channel: string, threadTs: string): Promise<boolean> {
+    try {
+      // The thread's first message comes first, then its first reply, if any.
+      const found = await this.client.conversations.replies({ channel, ts: threadTs, limit: 2 });
+      return (found.messages ?? []).some((message) => message.ts !== threadTs);
+    } catch {
+      return false;
     }
   }
 
@@ -384,15 +409,15 @@ export class SlackReplies {
   }
 
   /**
-   * Moves a thread's agent session to `status`, creating it (with its initiator) on first use. Slack shows its
-   * stop button while a session is `processing`. Best effort; returns false when Slack refused the call.
+   * Moves a thread's agent session to `status`, creating it (with its initiator) where it has none, `closed`
+   * included. Slack shows its stop button while a session is `processing`. Best effort.
    */
   async setSessionStatus(
     channel: string,
     threadTs: string,
     status: AgentSessionStatus,
     initiator?: string,
-  ): Promise<boolean> {
+  ): Promise<AgentCallResult> {
     try {
       const result = await this.client.agents.sessions.setStatus({
         channel_id: channel,
@@ -401,31 +426,27 @@ export class SlackReplies {
         ...(initiator ? { initiator_user_id: initiator } : {}),
       });
       this.noteWarnings(result.response_metadata?.warnings);
-      return true;
+      return 'ok';
     } catch (error) {
-      this.logger.warn({ err: error, status }, 'could not set the agent session status');
-      return false;
-    }
-  }
-
-  /**
-   * Closes the agent sessions of conversations that ended (reset, channel closed, idle), one call at a time:
-   * a channel or a sweep can end many at once. Threads without a thread (a classic DM's main line) have none.
-   */
-  async closeSessions(threads: readonly { channelId: string; threadTs: string }[]): Promise<void> {
-    for (const { channelId, threadTs } of threads) {
-      if (!/^\d+\.\d+$/.test(threadTs)) continue;
-      await this.setSessionStatus(channelId, threadTs, 'closed');
+      return this.agentCallFailed(error, 'could not set the agent session status', { status });
     }
   }
 
   /** Names a thread's agent session (it must exist: set its status first). Best effort. */
-  async renameSession(channel: string, threadTs: string, title: string): Promise<void> {
+  async renameSession(channel: string, threadTs: string, title: string): Promise<AgentCallResult> {
     try {
       await this.client.agents.sessions.rename({ channel_id: channel, thread_ts: threadTs, title });
+      return 'ok';
     } catch (error) {
-      this.logger.warn({ err: error }, 'could not set the conversation title');
+      return this.agentCallFailed(error, 'could not set the conversation title');
     }
+  }
+
+  /** A refused agent-only call: Slack's "no agent features here" is the caller's to remember, not a warning. */
+  private agentCallFailed(error: unknown, message: string, fields: object = {}): AgentCallResult {
+    if (NOT_AGENT_APP_ERRORS.has(slackErrorCode(error) ?? '')) return 'not-agent-app';
+    this.logger.warn({ err: error, ...fields }, message);
+    return 'failed';
   }
 
   /** Logs each actionable warning once per process, with its fix. */
@@ -443,15 +464,16 @@ export class SlackReplies {
     channel: string,
     title: string,
     prompts: readonly { title: string; message: string }[],
-  ): Promise<void> {
+  ): Promise<AgentCallResult> {
     try {
       await this.client.assistant.threads.setSuggestedPrompts({
         channel_id: channel,
         title,
         prompts: [...prompts],
       });
+      return 'ok';
     } catch (error) {
-      this.logger.warn({ err: error }, 'could not set the suggested prompts');
+      return this.agentCallFailed(error, 'could not set the suggested prompts');
     }
   }
 }

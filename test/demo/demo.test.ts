@@ -70,17 +70,17 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
     expect(await page.getByTestId('composer-input').getAttribute('placeholder')).toContain('@agent');
     expect(await page.locator('#hint-mention').isVisible()).toBe(true);
 
-    // A mention in the channel: the working indicator, then the answer in the message's thread.
+    // A mention in the channel: an agent session from the first mention (manifest.yml makes the app an agent
+    // app), with Slack's stop button while the agent works, then the answer in the message's thread.
     await page.getByTestId('composer-input').fill('@agent What can you do?');
     await page.getByTestId('composer-input').press('Enter');
     const asked = inMain('What can you do?');
-    await expect
-      .poll(() => asked.locator('[data-testid="reaction"][data-name="eyes"]').count(), POLL)
-      .toBe(1);
+    await asked.getByTestId('stop-button').waitFor({ timeout: 10_000 });
     await asked.getByTestId('open-thread').click({ timeout: 10_000 });
     const thread = page.getByTestId('thread-panel');
     await thread.locator('[data-testid="message"]', { hasText: 'echo[s-1#1]: What can you do?' }).waitFor();
-    await expect.poll(() => asked.locator('[data-testid="reaction"]').count(), POLL).toBe(0);
+    await expect.poll(() => asked.getByTestId('stop-button').count(), POLL).toBe(0);
+    expect(await asked.locator('[data-testid="reaction"]').count()).toBe(0);
     expect(await traffic('createSession').count()).toBe(1);
 
     // A reply in the thread needs no mention and lands in the same session.

@@ -124,6 +124,43 @@ describe('an agent app: channel threads are agent sessions', () => {
     );
   });
 
+  it('opens no session where none was: a reset or a stop as the first word of a thread leaves it without one', async () => {
+    const { slack, bot } = stack;
+    for (const word of ['reset', 'stop']) {
+      const root = nextTs();
+      await send(bot, mentionIn(CHANNEL, word, root));
+      await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+      await sleep(300);
+      expect(slack.agentSession(CHANNEL, root), word).toBeUndefined();
+    }
+  });
+
+  it('on archive closes only the sessions it opened: a conversation whose session Slack never took gets none', async () => {
+    const { slack, bot } = stack;
+    const [opened, never] = [nextTs(), nextTs()];
+    await answered(stack, 'C0ARCHIVED', 'with a session', opened);
+    // Slack refuses every status call of this thread: it has a conversation, and no session.
+    slack.failFor(
+      'agents.sessions.setStatus',
+      { type: 'error', error: 'internal_error' },
+      60_000,
+      (args) => args.thread_ts === never,
+    );
+    await send(bot, mentionIn('C0ARCHIVED', 'without one', never));
+    await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === never && textOf(c).includes('without one'),
+    );
+    await sleep(300);
+    slack.clearFailures('agents.sessions.setStatus');
+    const archive = channelLifecycleEvent('channel_archive', { channel: 'C0ARCHIVED' });
+    slack.ingestEvent(archive);
+    await send(bot, archive);
+    await slack.waitForAgentSessionStatus('C0ARCHIVED', opened, 'closed');
+    await sleep(300);
+    expect(slack.agentSession('C0ARCHIVED', never)).toBeUndefined();
+  });
+
   it('the stop button drops the answer in progress, says so, and the next message goes on in the same session', async () => {
     const { slack, agent, bot } = stack;
     const root = nextTs();
@@ -401,6 +438,79 @@ describe('an agent app: an idle conversation closes its Slack session', () => {
       ]);
     }
     await waitFor(() => agent.sessionsOf(AGENT_ID).length === 0, 'agent sessions deleted', 8_000);
+  });
+});
+
+describe('an agent app: idle conversations close only the sessions the bot opened', () => {
+  const stack = useStack({ SLACK_AGENT_VIEW: 'true', SESSION_IDLE_TTL: '2s' });
+
+  it('leaves a conversation whose session Slack never took without one when it expires', async () => {
+    const { slack, agent, bot } = stack;
+    const root = nextTs();
+    slack.failFor(
+      'agents.sessions.setStatus',
+      { type: 'error', error: 'internal_error' },
+      60_000,
+      (args) => args.thread_ts === root,
+    );
+    await send(bot, mentionIn(CHANNEL, 'no session here', root));
+    await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+    await sleep(300);
+    slack.clearFailures('agents.sessions.setStatus');
+    await waitFor(() => agent.sessionsOf(AGENT_ID).length === 0, 'idle agent session deleted', 8_000);
+    await sleep(300);
+    expect(slack.agentSession(CHANNEL, root)).toBeUndefined();
+  });
+});
+
+describe('a fresh install from manifest.yml (SLACK_AGENT_VIEW at its default)', () => {
+  const stack = useStack({ SLACK_AGENT_VIEW: 'auto' });
+
+  it('makes the very first channel mention an agent session: processing with the stop button, then active', async () => {
+    const { slack, agent, bot } = stack;
+    agent.setLatency(400, 'sendMessage');
+    const root = nextTs();
+    try {
+      await send(bot, mentionIn(CHANNEL, 'first ever', root));
+      const processing = await slack.waitForAgentSessionStatus(CHANNEL, root, 'processing');
+      expect(processing.stopButtonVisible).toBe(true);
+    } finally {
+      agent.setLatency(0, 'sendMessage');
+    }
+    await slack.waitForAgentSessionStatus(CHANNEL, root, 'active');
+    await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('first ever'),
+    );
+    expect(slack.callsOf('reactions.add').filter((c) => c.args.timestamp === root)).toEqual([]);
+  });
+});
+
+describe('a classic app (no agent_view) left at SLACK_AGENT_VIEW=auto', () => {
+  const stack = useStack({ SLACK_AGENT_VIEW: 'auto' }, { agentView: false });
+
+  it("answers every mention, and stops trying agent sessions in the workspace after Slack's not_agent_app", async () => {
+    const { slack, bot } = stack;
+    const [first, second] = [nextTs(), nextTs()];
+    await send(bot, mentionIn(CHANNEL, 'first classic', first));
+    await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === first && textOf(c).includes('first classic'),
+    );
+    await send(bot, mentionIn('C0OTHER', 'second classic', second));
+    await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === second && textOf(c).includes('second classic'),
+    );
+    // Reactions show the second one's work; the first asked Slack once and was told.
+    await waitFor(
+      () => slack.callsOf('reactions.add').some((c) => c.args.timestamp === second && c.args.name === 'eyes'),
+      'working reaction on the second mention',
+    );
+    await sleep(300);
+    expect(slack.callsOf('agents.sessions.setStatus').map((c) => c.args.thread_ts)).toEqual([first]);
+    expect(slack.callsOf('agents.sessions.rename')).toEqual([]);
+    expect(slack.agentSessionList()).toEqual([]);
   });
 });
 

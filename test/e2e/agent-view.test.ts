@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_STATUS } from '../../src/slack-out/indicators.js';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
-import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
+import { FakeSlack, type FakeSlackOptions, type SlackApiCall } from '../fakes/slack.js';
 import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import { appHomeOpenedEvent, messageEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
 import { type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
@@ -11,7 +11,7 @@ import { sleep, waitFor } from '../helpers/wait.js';
 const DM = 'D0ALICE';
 const ALICE = 'U0ALICE';
 
-function useStack(env: Record<string, string>) {
+function useStack(env: Record<string, string>, slackOptions: FakeSlackOptions = {}) {
   const stack = {} as {
     slack: FakeSlack;
     agent: AgentServiceEmulator;
@@ -20,7 +20,7 @@ function useStack(env: Record<string, string>) {
   };
   beforeAll(async () => {
     stack.dataDir = await freshDataDir();
-    stack.slack = await FakeSlack.start({ channels: { [DM]: { type: 'im', user: ALICE } } });
+    stack.slack = await FakeSlack.start({ channels: { [DM]: { type: 'im', user: ALICE } }, ...slackOptions });
     stack.agent = await AgentServiceEmulator.start();
     stack.bot = await startBot({
       slack: stack.slack,
@@ -44,8 +44,9 @@ const statusCalls = (slack: FakeSlack, threadTs: string) =>
 const textOf = (call: SlackApiCall) => String(call.args.text);
 
 describe('agent experience (Messages tab)', () => {
-  // SLACK_AGENT_VIEW is left at its default (auto): opening the Messages tab is what makes a DM one.
+  // SLACK_AGENT_VIEW at its default (auto), installed from manifest.yml (features.agent_view).
   const stack = useStack({
+    SLACK_AGENT_VIEW: 'auto',
     SUGGESTED_PROMPTS: 'Plan::Plan my week|Explain::Explain this error to me',
     AGENT_VIEW_GREETING: 'Hello! Ask me anything.',
   });
@@ -101,26 +102,20 @@ describe('agent experience (Messages tab)', () => {
     expect(slack.channelMessages(bobDm).filter((m) => m.text === 'Hello! Ask me anything.')).toHaveLength(1);
   });
 
-  it('treats a DM as a classic one until its Messages tab is opened (apps without agent_view never are)', async () => {
+  it('makes a DM a Messages-tab conversation from its first message, whether or not the tab event came', async () => {
     const { slack, bot } = stack;
     const carolDm = 'D0CAROL';
-    const carol = (text: string) =>
-      messageEvent({ channel: carolDm, channelType: 'im', user: 'U0CAROL', text, ts: nextTs() });
-    await send(bot, carol('before the tab'));
-    const classic = await slack.waitForCall('chat.postMessage', (c) => c.args.channel === carolDm);
-    expect(classic.args.thread_ts).toBeUndefined();
-    expect(slack.callsOf('assistant.threads.setStatus').filter((c) => c.args.channel_id === carolDm)).toEqual(
-      [],
-    );
-
-    await send(bot, appHomeOpenedEvent({ channel: carolDm, user: 'U0CAROL' }));
-    const opened = carol('after the tab');
-    await send(bot, opened);
-    const threaded = await slack.waitForCall(
-      'chat.postMessage',
-      (c) => c.args.channel === carolDm && textOf(c).includes('after the tab'),
-    );
-    expect(threaded.args.thread_ts).toBe(opened.event.ts);
+    const first = messageEvent({
+      channel: carolDm,
+      channelType: 'im',
+      user: 'U0CAROL',
+      text: 'hi',
+      ts: nextTs(),
+    });
+    await send(bot, first);
+    const threaded = await slack.waitForCall('chat.postMessage', (c) => c.args.channel === carolDm);
+    expect(threaded.args.thread_ts).toBe(first.event.ts);
+    await slack.waitForAgentSessionStatus(carolDm, first.event.ts, 'active');
   });
 
   it('gives each conversation thread its own session, with status while working and a title set once', async () => {
@@ -260,5 +255,30 @@ describe('classic DM (agent experience off)', () => {
     expect(agent.requestsFor('createSession')).toHaveLength(1);
     expect(slack.callsOf('assistant.threads.setSuggestedPrompts')).toEqual([]);
     expect(slack.callsOf('assistant.threads.setStatus')).toEqual([]);
+  });
+});
+
+describe('a classic app (manifest.classic.yml) left at SLACK_AGENT_VIEW=auto', () => {
+  const stack = useStack(
+    { SLACK_AGENT_VIEW: 'auto', AGENT_VIEW_GREETING: 'Hello! Ask me anything.' },
+    { agentView: false },
+  );
+
+  it('hears the Messages tab opened (Slack sends it to classic apps too), greets nobody, and keeps its DMs classic once Slack said so', async () => {
+    const { slack, bot } = stack;
+    expect((await send(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }))).status).toBe(200);
+    // Slack's answer to the tab's prompts tells the bot what the app is.
+    await slack.waitForCall('assistant.threads.setSuggestedPrompts');
+    await send(bot, dmMessage('first'));
+    await send(bot, dmMessage('second'));
+    const replies = await slack.waitForCalls('chat.postMessage', 2, (c) => c.args.channel === DM);
+    expect(replies.map((c) => c.args.thread_ts)).toEqual([undefined, undefined]);
+    expect(replies.map(textOf)).toEqual(['echo[s-1#1]: first', 'echo[s-1#2]: second']);
+    await send(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }));
+    await sleep(300);
+    expect(slack.channelMessages(DM).filter((m) => m.text === 'Hello! Ask me anything.')).toEqual([]);
+    // Asked once; after Slack's not_agent_app nothing agent-only is tried again.
+    expect(slack.callsOf('assistant.threads.setSuggestedPrompts')).toHaveLength(1);
+    expect(slack.callsOf('agents.sessions.setStatus')).toEqual([]);
   });
 });

@@ -204,7 +204,9 @@ describe('threads, DMs and what is relayed', () => {
       .callsOf('chat.postEphemeral')
       .filter((c) => String(c.args.text).includes('edits are not re-sent'));
     expect(notices).toHaveLength(1);
-    expect(notices[0]?.args).toMatchObject({ user: 'U0ALICE', channel: CHANNEL, thread_ts: root });
+    expect(notices[0]?.args).toMatchObject({ user: 'U0ALICE', channel: CHANNEL });
+    const seen = slack.visibleEphemerals('U0ALICE', { channel: CHANNEL });
+    expect(seen.filter((m) => m.text?.includes('edits are not re-sent'))).toHaveLength(1);
     expect(promptsSent(agent).filter((p) => p?.includes('words'))).toEqual(['original words']);
   });
 
@@ -222,10 +224,10 @@ describe('threads, DMs and what is relayed', () => {
     ];
     await send(bot, body);
     await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
-    const note = await slack.waitForCall('chat.postEphemeral', (c) =>
-      String(c.args.text).includes('attachments are not forwarded'),
+    // Said before the answer, while the thread has no replies: Alice must see it all the same.
+    await slack.waitForVisibleEphemeral('U0ALICE', { channel: CHANNEL }, (m) =>
+      Boolean(m.text?.includes('attachments are not forwarded')),
     );
-    expect(note.args).toMatchObject({ user: 'U0ALICE', thread_ts: root });
     expect(promptsSent(agent)).toContain('see attached');
   });
 

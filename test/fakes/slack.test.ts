@@ -221,8 +221,9 @@ describe('FakeSlack agent sessions', () => {
   });
 
   it.each([
-    ['an unknown status', { status: 'done' }, 'invalid_arguments'],
-    ['no thread_ts', { status: 'processing', thread_ts: undefined }, 'invalid_arguments'],
+    ['an unknown status', { status: 'done' }, 'invalid_status'],
+    ['no status', { status: undefined }, 'invalid_arguments'],
+    ['no thread_ts', { status: 'processing', thread_ts: undefined }, 'thread_ts_required'],
     ['no channel_id', { status: 'processing', channel_id: undefined }, 'channel_not_found'],
     ['a title over 200 characters', { status: 'processing', title: 't'.repeat(201) }, 'invalid_arguments'],
     [
@@ -431,6 +432,111 @@ describe('FakeSlack agent sessions', () => {
       team_id: slack.teamId,
     });
     expect(slack.agentSession('C1', root)?.titles.at(-1)).toMatchObject({ title: 'New', via: 'user' });
+  });
+
+  it('answers not_agent_app to an app without features.agent_view, and creates nothing', async () => {
+    await slack.stop();
+    slack = await FakeSlack.start({ agentView: false });
+    client = clientFor(slack);
+    const calls = [
+      client.agents.sessions.setStatus({ channel_id: 'C1', thread_ts: root, status: 'processing' }),
+      client.agents.sessions.rename({ channel_id: 'C1', thread_ts: root, title: 'Trip' }),
+      client.assistant.threads.setSuggestedPrompts({
+        channel_id: 'D1',
+        prompts: [{ title: 'Hi', message: 'Hi' }],
+      }),
+    ];
+    for (const call of calls) expect((await refusal(call)).error).toBe('not_agent_app');
+    expect(slack.agentSessionList()).toEqual([]);
+    expect(slack.assistantThread('D1', undefined)).toBeUndefined();
+    // The thread's status line is an assistant feature, not an agent-only one.
+    await expect(
+      client.assistant.threads.setStatus({ channel_id: 'C1', thread_ts: root, status: 'is thinking…' }),
+    ).resolves.toMatchObject({ ok: true });
+  });
+});
+
+describe('FakeSlack ephemeral messages: what a person sees', () => {
+  let slack: FakeSlack;
+  let client: WebClient;
+
+  beforeEach(async () => {
+    slack = await FakeSlack.start({
+      channels: {
+        C1: { name: 'general' },
+        C2: { name: 'small', members: ['U0ALICE'] },
+        D1: { type: 'im', user: 'U0ALICE' },
+      },
+    });
+    client = clientFor(slack);
+  });
+
+  afterEach(async () => {
+    await slack.stop();
+  });
+
+  it('accepts a note into a thread without replies but never shows it; shows it once the thread has one', async () => {
+    const root = slack.seedMessage('C1', { user: 'U0ALICE', text: 'question' });
+    const hidden = await client.chat.postEphemeral({
+      channel: 'C1',
+      user: 'U0ALICE',
+      thread_ts: root,
+      text: 'lost',
+    });
+    expect(hidden.ok).toBe(true);
+    expect(slack.visibleEphemerals('U0ALICE')).toEqual([]);
+    expect(slack.ephemeralMessages).toEqual([expect.objectContaining({ text: 'lost', visible: false })]);
+
+    await client.chat.postEphemeral({ channel: 'C1', user: 'U0ALICE', text: 'in the channel' });
+    slack.seedMessage('C1', { user: 'U0BOB', text: 'a reply', threadTs: root });
+    await client.chat.postEphemeral({
+      channel: 'C1',
+      user: 'U0ALICE',
+      thread_ts: root,
+      text: 'in the thread',
+    });
+    expect(slack.visibleEphemerals('U0ALICE').map((m) => m.text)).toEqual([
+      'in the channel',
+      'in the thread',
+    ]);
+    expect(slack.visibleEphemerals('U0ALICE', { channel: 'C1', threadTs: root }).map((m) => m.text)).toEqual([
+      'in the thread',
+    ]);
+    expect(slack.visibleEphemerals('U0BOB')).toEqual([]);
+    await expect(slack.waitForVisibleEphemeral('U0ALICE', {}, (m) => m.text === 'lost', 50)).rejects.toThrow(
+      /sent but never shown: C1\/\d+\.\d+ "lost"/,
+    );
+  });
+
+  it('refuses a note to someone who is not in the channel', async () => {
+    for (const [channel, user] of [
+      ['C2', 'U0BOB'],
+      ['D1', 'U0BOB'],
+    ] as const) {
+      expect((await refusal(client.chat.postEphemeral({ channel, user, text: 'psst' }))).error).toBe(
+        'user_not_in_channel',
+      );
+    }
+    await client.chat.postEphemeral({ channel: 'D1', user: 'U0ALICE', text: 'hello' });
+    expect(slack.visibleEphemerals('U0ALICE', { channel: 'D1' })).toHaveLength(1);
+  });
+
+  it('shows a response_url answer to whoever interacted: in a thread with replies, else in the channel', async () => {
+    const lone = slack.seedMessage('C1', { user: 'U0ALICE', text: 'no replies' });
+    const answer = (id: string, threadTs: string) =>
+      fetch(slack.responseUrl(id, { channel: 'C1', user: 'U0ALICE', threadTs }), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ text: id }),
+      });
+    await answer('lone', lone);
+    const busy = slack.seedMessage('C1', { user: 'U0ALICE', text: 'replied' });
+    slack.seedMessage('C1', { user: 'U0BOB', text: 'yes', threadTs: busy });
+    await answer('busy', busy);
+    expect(slack.visibleEphemerals('U0ALICE').map((m) => [m.text, m.threadTs])).toEqual([
+      ['lone', undefined],
+      ['busy', busy],
+    ]);
   });
 });
 
@@ -803,12 +909,13 @@ describe('FakeSlack interactions', () => {
       },
       message: { ts: answerTs, thread_ts: root, user: 'U0BOT' },
     });
-    expect(slack.ephemeralMessages).toEqual([
+    expect(slack.visibleEphemerals('U0ALICE')).toEqual([
       expect.objectContaining({
         channel: 'C1',
         user: 'U0ALICE',
         text: 'Thanks for the feedback',
         threadTs: root,
+        via: 'response_url',
       }),
     ]);
   });
@@ -890,6 +997,7 @@ describe('FakeSlack interactions', () => {
     await answer({ delete_original: true });
     expect(slack.threadMessages('C1', root).map((m) => m.text)).toEqual(['question', 'Done again']);
     expect(slack.ephemeralMessages).toEqual([]);
+    expect(slack.visibleEphemerals('U0ALICE')).toEqual([]);
     expect(slack.callsOf('response_url')).toHaveLength(3);
   });
 

@@ -65,6 +65,11 @@ export interface FakeSlackChannel {
    * to it, as in Slack: conversations.info and conversations.replies answer `channel_not_found`.
    */
   botIsMember?: boolean;
+  /**
+   * The people in it, when a test cares: chat.postEphemeral to anyone else answers `user_not_in_channel` (its
+   * `user` "should be in the channel"). Unset: everyone is. An IM's members are its `user` and the bot.
+   */
+  members?: string[];
 }
 
 export interface FakeSlackOptions {
@@ -89,6 +94,11 @@ export interface FakeSlackOptions {
    * button and agents.sessions.setStatus warns `missing_agent_session_stopped_event_subscription`.
    */
   agentSessionStoppedSubscribed?: boolean;
+  /**
+   * Whether the app has `features.agent_view` (default true, as manifest.yml does). Without it agents.sessions.*
+   * and assistant.threads.setSuggestedPrompts answer `not_agent_app`.
+   */
+  agentView?: boolean;
   /** Every request (Web API, response URLs, mounts, WebSocket) this refuses is answered 403 and ignored. */
   acceptRequest?: (req: IncomingMessage) => boolean;
 }
@@ -140,6 +150,19 @@ export interface EphemeralMessage {
   messageTs: string;
   text?: string;
   blocks?: unknown[];
+  /** The thread it was sent to (for a response_url answer: the thread it shows in, if any). */
+  threadTs?: string;
+  /**
+   * Whether Slack shows it to `user`: one sent into a thread without replies is accepted and never shown
+   * (chat.postEphemeral, `thread_ts`: "only shown if there is already an active thread").
+   */
+  visible: boolean;
+  via: 'chat.postEphemeral' | 'response_url';
+}
+
+/** Where to look for ephemeral messages: a channel, and in it one thread (omitted: anywhere in the channel). */
+export interface EphemeralPlace {
+  channel?: string;
   threadTs?: string;
 }
 
@@ -417,6 +440,7 @@ export class FakeSlack {
   private readonly agentSessions = new Map<string, StoredAgentSession>();
   private readonly responseContexts = new Map<string, ResponseUrlContext>();
   private agentSessionStoppedSubscribed: boolean;
+  private readonly agentView: boolean;
   private readonly tickets = new Set<string>();
   private readonly sockets = new Set<SocketConnection>();
   private readonly pendingAcks = new Map<string, PendingAck>();
@@ -442,6 +466,7 @@ export class FakeSlack {
     this.latency = new Map(Object.entries(options.latencyMs ?? {}));
     this.socketPingIntervalMs = options.socketPingIntervalMs ?? 5000;
     this.agentSessionStoppedSubscribed = options.agentSessionStoppedSubscribed ?? true;
+    this.agentView = options.agentView ?? true;
     this.acceptRequest = options.acceptRequest ?? (() => true);
     this.users = new Map([
       [this.botUserId, { name: 'bot', realName: 'Bot', isBot: true }],
@@ -680,6 +705,37 @@ export class FakeSlack {
 
   reactionsOn(channel: string, ts: string): SlackReaction[] {
     return (this.reactions.get(`${channel}:${ts}`) ?? []).map((r) => ({ ...r, users: [...r.users] }));
+  }
+
+  /** The ephemeral messages Slack shows `user` (never those sent into a thread without replies), oldest first. */
+  visibleEphemerals(user: string, where: EphemeralPlace = {}): EphemeralMessage[] {
+    return this.ephemeralMessages.filter(
+      (m) =>
+        m.visible &&
+        m.user === user &&
+        (where.channel === undefined || m.channel === where.channel) &&
+        (where.threadTs === undefined || m.threadTs === where.threadTs),
+    );
+  }
+
+  /** Resolves with the first ephemeral message `user` sees (in `where`) that matches; fails naming hidden ones. */
+  waitForVisibleEphemeral(
+    user: string,
+    where: EphemeralPlace = {},
+    predicate: (message: EphemeralMessage) => boolean = () => true,
+    timeoutMs = 5000,
+  ): Promise<EphemeralMessage> {
+    return this.waitFor(
+      () => this.visibleEphemerals(user, where).find(predicate),
+      timeoutMs,
+      () => {
+        const hidden = this.ephemeralMessages.filter((m) => m.user === user && !m.visible);
+        return (
+          `FakeSlack: ${user} saw no matching ephemeral message within ${timeoutMs}ms; sent but never shown: ` +
+          (hidden.map((m) => `${m.channel}/${m.threadTs} "${m.text ?? ''}"`).join('; ') || '(none)')
+        );
+      },
+    );
   }
 
   /** `threadTs` undefined: what was set for the conversation as a whole (the Messages tab's prompts). */
@@ -1044,13 +1100,18 @@ export class FakeSlack {
       this.insertMessage(channel, message, threadTs);
       return;
     }
+    // Slack shows the answer to the person who interacted, where they did: in the thread if it has replies (as for
+    // chat.postEphemeral), else in the channel. Slack documents no thread rule here; this reading never hides one.
+    const shownIn = threadTs ?? context.threadTs;
     this.ephemeralMessages.push({
       channel,
       user: context.user,
       messageTs: nextTs(),
       text: typeof args.text === 'string' ? args.text : undefined,
       blocks: Array.isArray(args.blocks) ? args.blocks : undefined,
-      threadTs: threadTs ?? context.threadTs,
+      ...(shownIn !== undefined && this.hasReplies(channel, shownIn) ? { threadTs: shownIn } : {}),
+      visible: true,
+      via: 'response_url',
     });
   }
 
@@ -1231,6 +1292,20 @@ export class FakeSlack {
     return this.sortedMessages(channel).filter((m) => m.thread_ts === rootTs && m.ts !== rootTs);
   }
 
+  /** Whether the thread `ts` belongs to (a root or a reply) has at least one reply now. */
+  private hasReplies(channel: string, ts: string): boolean {
+    const rootTs = this.find(channel, ts)?.message.thread_ts ?? ts;
+    return this.replies(channel, rootTs).length > 0;
+  }
+
+  /** chat.postEphemeral's `user` "should be in the channel": configured members, an IM's person, else anyone. */
+  private isMember(channel: string, user: string): boolean {
+    const config = this.channelConfig.get(channel);
+    if (config?.members) return config.members.includes(user);
+    if (config?.type === 'im' && config.user !== undefined) return user === config.user;
+    return true;
+  }
+
   /** Slack resolves any ts inside a thread to the whole thread. */
   private thread(channel: string, ts: string): SlackMessage[] {
     const found = this.find(channel, ts)?.message;
@@ -1324,14 +1399,19 @@ export class FakeSlack {
   private addAgentSessionHandlers(h: Map<string, Handler>): void {
     const overrideKeys = ['icon_emoji', 'icon_url', 'username'] as const;
 
+    // Slack's reference for agents.sessions.* (slack-api-ref f4837c0c) names `feature_disabled` for a workspace
+    // without agent tasks and says nothing of an app without features.agent_view; setSuggestedPrompts names
+    // `not_agent_app` for that, so the fake answers it here too (the bot treats both alike).
     h.set('agents.sessions.setStatus', (args) => {
+      if (!this.agentView) return fail('not_agent_app');
       const status = str(args, 'status');
-      if (!status || !isAgentSessionStatus(status)) return fail('invalid_arguments');
+      if (!status) return fail('invalid_arguments');
+      if (!isAgentSessionStatus(status)) return fail('invalid_status');
       const channel = str(args, 'channel_id');
       if (!channel) return fail('channel_not_found');
       // Every session here is thread-based (the fake has no session channels), so thread_ts is required.
       const threadTs = str(args, 'thread_ts');
-      if (!threadTs) return fail('invalid_arguments');
+      if (!threadTs) return fail('thread_ts_required');
       const title = args.title;
       if (title !== undefined && (typeof title !== 'string' || title.length > AGENT_SESSION_TITLE_MAX)) {
         return fail('invalid_arguments');
@@ -1344,6 +1424,7 @@ export class FakeSlack {
       if (setsOverride && !this.scopes.includes('chat:write.customize')) {
         return { ...fail('missing_scope'), needed: 'chat:write.customize', provided: this.scopes.join(',') };
       }
+      // "creating the session if needed" (the method's description), whatever the status, `closed` included;
       // title and initiator_user_id only count when this call creates the session.
       const session = this.transitionAgentSession(channel, threadTs, status, 'agents.sessions.setStatus', {
         title: typeof title === 'string' && title !== '' ? title : undefined,
@@ -1369,6 +1450,7 @@ export class FakeSlack {
     });
 
     h.set('agents.sessions.rename', (args) => {
+      if (!this.agentView) return fail('not_agent_app');
       const channel = str(args, 'channel_id');
       if (!channel) return fail('channel_not_found');
       const title = args.title;
@@ -1376,7 +1458,7 @@ export class FakeSlack {
         return fail('invalid_arguments');
       }
       const threadTs = str(args, 'thread_ts');
-      if (!threadTs) return fail('invalid_arguments');
+      if (!threadTs) return fail('thread_ts_required');
       const session = this.liveAgentSession(channel, threadTs);
       if (!session) return fail('session_not_found');
       this.retitle(session, title, 'agents.sessions.rename');
@@ -1636,18 +1718,22 @@ export class FakeSlack {
       const channel = this.writableChannel(args);
       if (typeof channel !== 'string') return channel;
       const user = str(args, 'user');
-      if (!user) return fail('user_not_in_channel');
+      if (!user || !this.isMember(channel, user)) return fail('user_not_in_channel');
       const invalid = this.checkContent(args);
       if (invalid) return invalid;
       if (args.text === undefined && !args.blocks && !args.attachments) return fail('no_text');
       const messageTs = nextTs();
+      const threadTs = str(args, 'thread_ts');
       this.ephemeralMessages.push({
         channel,
         user,
         messageTs,
         text: typeof args.text === 'string' ? args.text : undefined,
         blocks: Array.isArray(args.blocks) ? args.blocks : undefined,
-        threadTs: str(args, 'thread_ts'),
+        threadTs,
+        // Accepted either way, shown only in a thread that already has replies (thread_ts, chat.postEphemeral).
+        visible: threadTs === undefined || this.hasReplies(channel, threadTs),
+        via: 'chat.postEphemeral',
       });
       return { ok: true, message_ts: messageTs };
     });
@@ -1806,6 +1892,7 @@ export class FakeSlack {
 
     // Agent apps (features.agent_view) send no thread_ts: the prompts belong to the Messages tab.
     h.set('assistant.threads.setSuggestedPrompts', (args) => {
+      if (!this.agentView) return fail('not_agent_app');
       const state = assistantThread(args, true);
       if ('ok' in state) return state;
       if (!Array.isArray(args.prompts)) return fail('invalid_arguments');

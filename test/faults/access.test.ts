@@ -36,17 +36,24 @@ const threadMessage = (user: string, text: string, threadTs: string, ts = nextTs
 const ONLY_ALICE_MAY_RESET =
   'Only <@U0ALICE>, who started this conversation with the agent, can reset it. You can start your own by mentioning me in a new thread.';
 
-/** Whatever the bot does first after Bob asks to reset the thread: a private note to him, or a reset there. */
-function answerToBobsReset(root: string): Promise<SlackApiCall> {
-  return waitFor(
-    () =>
-      stack.slack.calls.find(
-        (c) =>
-          (c.method === 'chat.postEphemeral' && c.args.user === 'U0BOB' && c.args.thread_ts === root) ||
-          (c.method === 'chat.postMessage' && c.args.thread_ts === root && /reset/i.test(textOf(c))),
-      ),
-    'an answer to Bob’s reset',
-  );
+/**
+ * Whatever Bob notices first after asking to reset the thread: a private note he sees (in the thread, or in the
+ * channel while the thread has no replies), or a reset there.
+ */
+async function answerToBobsReset(
+  root: string,
+  asked: () => Promise<unknown>,
+): Promise<{ kind: 'note' | 'reset'; text: string }> {
+  const before = stack.slack.visibleEphemerals('U0BOB', { channel: CHANNEL }).length;
+  await asked();
+  return waitFor(() => {
+    const note = stack.slack.visibleEphemerals('U0BOB', { channel: CHANNEL })[before];
+    if (note) return { kind: 'note' as const, text: note.text ?? '' };
+    const reset = stack.slack.calls.find(
+      (c) => c.method === 'chat.postMessage' && c.args.thread_ts === root && /reset/i.test(textOf(c)),
+    );
+    return reset && { kind: 'reset' as const, text: textOf(reset) };
+  }, 'an answer to Bob’s reset');
 }
 
 describe("someone else's thread", () => {
@@ -72,10 +79,9 @@ describe("someone else's thread", () => {
     expect(textOf(stopNotice)).toBe(
       'Nothing of yours is waiting for the agent in this conversation, so there is nothing to stop.',
     );
-    await mention(stack.bot, { channel: CHANNEL, user: 'U0BOB', text: '<@U0BOT> reset', threadTs: root });
-    const refusal = await answerToBobsReset(root);
-    expect(refusal.method).toBe('chat.postEphemeral');
-    expect(textOf(refusal)).toBe(ONLY_ALICE_MAY_RESET);
+    const asked = () =>
+      mention(stack.bot, { channel: CHANNEL, user: 'U0BOB', text: '<@U0BOT> reset', threadTs: root });
+    expect(await answerToBobsReset(root, asked)).toEqual({ kind: 'note', text: ONLY_ALICE_MAY_RESET });
 
     // Alice's three messages are all answered, in her one session, which Bob did not end.
     const answers = await stack.slack.waitForCalls(
@@ -122,10 +128,9 @@ describe('a thread whose conversation has not started yet', () => {
         (c) => c.args.timestamp === queued && c.args.name === 'hourglass_flowing_sand',
       );
 
-      await mention(stack.bot, { channel: CHANNEL, user: 'U0BOB', text: '<@U0BOT> reset', threadTs: root });
-      const answer = await answerToBobsReset(root);
-      expect(answer.method).toBe('chat.postEphemeral');
-      expect(textOf(answer)).toBe(ONLY_ALICE_MAY_RESET);
+      const asked = () =>
+        mention(stack.bot, { channel: CHANNEL, user: 'U0BOB', text: '<@U0BOT> reset', threadTs: root });
+      expect(await answerToBobsReset(root, asked)).toEqual({ kind: 'note', text: ONLY_ALICE_MAY_RESET });
 
       const answers = await stack.slack.waitForCalls(
         'chat.postMessage',
@@ -184,7 +189,7 @@ describe('ALLOWED_TEAM_IDS in a Slack Connect channel', () => {
         { user_team: OUTSIDER_TEAM, team: OUTSIDER_TEAM },
       ],
     ];
-    for (const [label, body, fields] of cases) {
+    for (const [index, [label, body, fields]] of cases.entries()) {
       expect(body.team_id).toBe('T0TEAM');
       const notes = stack.slack.callsOf('chat.postEphemeral').length;
       await send(fromOutsider(body, fields));
@@ -197,6 +202,11 @@ describe('ALLOWED_TEAM_IDS in a Slack Connect channel', () => {
       expect(stack.agent.requests.slice(before), label).toEqual([]);
       const note = stack.slack.callsOf('chat.postEphemeral').at(-1) as SlackApiCall;
       expect(note.args.user, label).toBe('U0MALLORY');
+      // What Mallory sees: one note for each message, wherever Slack shows it.
+      expect(
+        stack.slack.visibleEphemerals('U0MALLORY').map((m) => m.text),
+        label,
+      ).toEqual(Array.from({ length: index + 1 }, () => textOf(note)));
       expect(textOf(note), label).toBe(
         "Sorry, you're not on the list of people who can use the agent here, so I did not pass your message on. Ask an admin for access.",
       );

@@ -349,7 +349,10 @@ export function channelLifecycleEvent(
   return eventEnvelope(event, { teamId: options.teamId, eventId: options.eventId });
 }
 
-/** Someone opened a tab of the app; `messages` is where the agent experience's conversations live. */
+/**
+ * Someone opened a tab of the app; `messages` is the app's DM, where the agent experience's conversations live.
+ * Slack sends it to every app subscribed to it, classic ones (no features.agent_view) included.
+ */
 export function appHomeOpenedEvent(options: {
   channel: string;
   user: string;

@@ -63,6 +63,9 @@ export function botEnvironment(options: BotSetup, port: number, adminPort: numbe
     USER_RATE_LIMIT: '0',
     // Indicators show at once, so tests can watch them on fast answers; the delay has its own test.
     WORKING_INDICATOR_DELAY_MS: '0',
+    // Most suites are about the classic indicators (reactions, one DM conversation); the agent experience,
+    // the default with manifest.yml, has its own suites (SLACK_AGENT_VIEW=auto or true).
+    SLACK_AGENT_VIEW: 'false',
     ...(options.store.kind === 'embedded'
       ? { DATA_DIR: options.store.dataDir }
       : { DATABASE_URL: options.store.databaseUrl }),

@@ -40,7 +40,7 @@ describe('the status of an agent thread', () => {
       channelId: 'D0AGENT',
       ts: threadTs,
       replyThreadTs: threadTs,
-      agentSession: { initiator: 'U0ALICE', messagesTab: true },
+      agentSession: { teamId: 'T0TEAM', initiator: 'U0ALICE', messagesTab: true },
     });
     await sleep(420);
     await working.end();
@@ -158,7 +158,7 @@ describe('indicators of a job that goes on later or elsewhere', () => {
     const working = indicators.showWorking({
       ...target(threadTs),
       channelId: 'D0AGENT',
-      agentSession: { initiator: 'U0ALICE', messagesTab: true },
+      agentSession: { teamId: 'T0TEAM', initiator: 'U0ALICE', messagesTab: true },
     });
     await sleep(250);
     await working.end('leave');
@@ -184,7 +184,7 @@ describe('indicators of a job that goes on later or elsewhere', () => {
       {
         ...target(threadTs),
         channelId: 'D0AGENT',
-        agentSession: { initiator: 'U0ALICE', messagesTab: true },
+        agentSession: { teamId: 'T0TEAM', initiator: 'U0ALICE', messagesTab: true },
       },
       { stillWanted: async () => wanted },
     );

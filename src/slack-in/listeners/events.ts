@@ -184,7 +184,12 @@ export class EventIntake {
       const channel = typeof event.channel === 'string' ? event.channel : undefined;
       const userId = typeof event.user === 'string' ? event.user : '';
       const { agentViewConversations, access, claims, replies } = this.options;
-      if (agentViewConversations.mode === 'off' || event.tab !== 'messages' || !channel) {
+      // Classic apps hear the Messages tab opened too: only an agent app greets there (Slack says which it is).
+      if (
+        event.tab !== 'messages' ||
+        !channel ||
+        !(await agentViewConversations.isAgentView(teamId, channel))
+      ) {
         this.ignore(event.type, 'not-the-messages-tab');
         return;
       }
@@ -193,14 +198,20 @@ export class EventIntake {
         this.ignore(event.type, decision);
         return;
       }
-      await agentViewConversations.markOpened(teamId, channel);
       const greetingRef = { teamId, channelId: channel, ts: 'welcome' };
       const firstTime = await claims.claim(greetingRef, 'greeting');
       const { greeting, suggestedPrompts } = this.options.agentView;
+      const { features } = agentViewConversations;
       after.push(async () => {
-        if (suggestedPrompts.length > 0)
-          await replies.setSuggestedPrompts(channel, SUGGESTED_PROMPTS_TITLE, suggestedPrompts);
+        const agentApp =
+          suggestedPrompts.length === 0 ||
+          (await features.setSuggestedPrompts(teamId, channel, SUGGESTED_PROMPTS_TITLE, suggestedPrompts));
         if (!firstTime) return;
+        // Slack just said this is no agent app: its greeting would describe what the person will not get.
+        if (!agentApp || !(await agentViewConversations.isAgentView(teamId, channel))) {
+          await claims.release(greetingRef, 'greeting');
+          return;
+        }
         // A greeting that could not be posted is not used up: the next opening tries again.
         if ((await replies.notice({ channel }, greeting)) === undefined)
           await claims.release(greetingRef, 'greeting');
@@ -249,8 +260,8 @@ export class EventIntake {
     const retired = await this.options.sessions.retireWhere({ teamId, channelId }, 'channel-gone');
     await this.options.inbox.cancelOpenWithPrefix(`${teamId}:${channelId}:`);
     // Best effort: Slack may refuse calls in an archived channel, and a deleted one has no threads left.
-    if (event.type.endsWith('_archive') && (await this.options.agentViewConversations.isAgentApp(teamId))) {
-      after.push(() => this.options.replies.closeSessions(retired));
+    if (event.type.endsWith('_archive')) {
+      after.push(() => this.options.agentViewConversations.features.close(retired));
     }
     this.options.logger.info(
       { team: teamId, channel: channelId, event: event.type, count: retired.length },
@@ -389,8 +400,12 @@ export class EventIntake {
       // Slack leaves the status to the app on a stop (docs: agent_session_stopped). With nothing left to do the
       // session is ready for the next message (the button goes); while someone else's message is still being
       // answered it stays `processing`, which that job ends itself (setting it here could land after that end).
+      // Only a session the bot opened: setStatus would create one in a thread that never had one.
       if (agentSession && target.threadTs && !othersGoOn) {
-        await this.options.replies.setSessionStatus(target.channel, target.threadTs, 'active');
+        await this.options.agentViewConversations.features.update(
+          { teamId: thread.teamId, channelId: target.channel, threadTs: target.threadTs },
+          'active',
+        );
       }
       // Cancelled messages were waiting, so each shows the "queued" indicator.
       for (const message of cancelled as InboundMessage[])

@@ -1,0 +1,138 @@
+import type { AgentViewMode } from '../config.js';
+import type { Logger } from '../observability/logger.js';
+import type { AgentCallResult, AgentSessionStatus, SlackReplies } from './replies.js';
+
+/** A thread of a workspace, as agent sessions are named (channel + thread root ts). */
+export interface SessionThread {
+  teamId: string;
+  channelId: string;
+  threadTs: string;
+}
+
+/** The threads whose Slack agent session the bot opened, kept where every replica and restart finds them. */
+export interface OpenedSessions {
+  add(thread: SessionThread): Promise<void>;
+  has(thread: SessionThread): Promise<boolean>;
+  remove(thread: SessionThread): Promise<void>;
+}
+
+/**
+ * How long Slack's "not an agent app" is believed for a workspace: a reinstall with `features.agent_view` is
+ * noticed this late, and a classic app costs one refused call per workspace and replica this often.
+ */
+const NOT_AGENT_APP_TTL_MS = 60 * 60_000;
+/** Bounds the memory of a process serving very many workspaces. */
+const MAX_REMEMBERED = 10_000;
+
+/** Only in memory: one process's view (tests, and a default where nothing durable is needed). */
+export function openedSessionsInMemory(): OpenedSessions {
+  const keys = new Set<string>();
+  const key = (t: SessionThread) => `${t.teamId}:${t.channelId}:${t.threadTs}`;
+  return {
+    add: async (thread) => void keys.add(key(thread)),
+    has: async (thread) => keys.has(key(thread)),
+    remove: async (thread) => void keys.delete(key(thread)),
+  };
+}
+
+/**
+ * Slack's agent-only features (agent sessions, the Messages tab's suggested prompts), used only where Slack
+ * takes them. An app is taken to be an agent app (manifest.yml has `features.agent_view`) unless
+ * SLACK_AGENT_VIEW=false, or until Slack answers `not_agent_app` (or `feature_disabled`) in a workspace:
+ * from then on nothing agent-only is tried there for a while. A session is closed only if the bot opened it
+ * (agents.sessions.setStatus creates one where none exists, `closed` included).
+ */
+export class AgentFeatures {
+  private readonly notAgentAppUntil = new Map<string, number>();
+
+  constructor(
+    private readonly replies: SlackReplies,
+    readonly mode: AgentViewMode,
+    private readonly opened: OpenedSessions,
+    private readonly logger: Pick<Logger, 'info' | 'warn'> = { info: () => {}, warn: () => {} },
+    private readonly notAgentAppTtlMs = NOT_AGENT_APP_TTL_MS,
+  ) {}
+
+  /** Whether agent-only features are used in this workspace (its channel threads are agent sessions). */
+  isAgentApp(teamId: string): boolean {
+    if (this.mode === 'off') return false;
+    return (this.notAgentAppUntil.get(teamId) ?? 0) <= Date.now();
+  }
+
+  /** Sets the thread's session status, creating the session (with `initiator`) if it has none. Best effort. */
+  async setStatus(thread: SessionThread, status: AgentSessionStatus, initiator?: string): Promise<void> {
+    if (!this.isAgentApp(thread.teamId)) return;
+    const result = await this.replies.setSessionStatus(thread.channelId, thread.threadTs, status, initiator);
+    if (this.learn(thread.teamId, result) !== 'ok') return;
+    // Every time, not once per thread: another replica may have closed it, and a reset's next message reopens it.
+    try {
+      await this.opened.add(thread);
+    } catch (error) {
+      this.logger.warn({ err: error }, 'could not record an opened agent session; it may be left open');
+    }
+  }
+
+  /** Sets the status of a session the bot opened; a thread without one is left without one. */
+  async update(thread: SessionThread, status: AgentSessionStatus): Promise<void> {
+    if (await this.wasOpened(thread)) await this.setStatus(thread, status);
+  }
+
+  /**
+   * Closes the sessions the bot opened among these ended conversations (reset, channel archived, idle), one
+   * call at a time: a channel or a sweep can end many at once. Others get none.
+   */
+  async close(threads: readonly SessionThread[]): Promise<void> {
+    for (const thread of threads) {
+      if (!/^\d+\.\d+$/.test(thread.threadTs) || !(await this.wasOpened(thread))) continue;
+      if (this.isAgentApp(thread.teamId)) {
+        this.learn(
+          thread.teamId,
+          await this.replies.setSessionStatus(thread.channelId, thread.threadTs, 'closed'),
+        );
+      }
+      await this.opened.remove(thread).catch(() => {});
+    }
+  }
+
+  /** Names the thread's session (set its status first). Best effort. */
+  async rename(thread: SessionThread, title: string): Promise<void> {
+    if (!this.isAgentApp(thread.teamId)) return;
+    this.learn(thread.teamId, await this.replies.renameSession(thread.channelId, thread.threadTs, title));
+  }
+
+  /** The Messages tab's suggested prompts; false when the workspace is not (or no longer) an agent app. */
+  async setSuggestedPrompts(
+    teamId: string,
+    channel: string,
+    title: string,
+    prompts: readonly { title: string; message: string }[],
+  ): Promise<boolean> {
+    if (!this.isAgentApp(teamId)) return false;
+    return (
+      this.learn(teamId, await this.replies.setSuggestedPrompts(channel, title, prompts)) !== 'not-agent-app'
+    );
+  }
+
+  /** A store that cannot answer leaves the session as it is: closing might create one. */
+  private async wasOpened(thread: SessionThread): Promise<boolean> {
+    try {
+      return await this.opened.has(thread);
+    } catch {
+      return false;
+    }
+  }
+
+  /** Remembers Slack's "not an agent app" for the workspace, telling the operator once per workspace. */
+  private learn(teamId: string, result: AgentCallResult): AgentCallResult {
+    if (result !== 'not-agent-app') return result;
+    if (this.isAgentApp(teamId)) {
+      this.logger.info(
+        { team: teamId },
+        'Slack says the app has no agent features here (manifest without features.agent_view): threads show reactions instead of agent sessions; set SLACK_AGENT_VIEW=false to skip asking',
+      );
+    }
+    if (this.notAgentAppUntil.size >= MAX_REMEMBERED) this.notAgentAppUntil.clear();
+    this.notAgentAppUntil.set(teamId, Date.now() + this.notAgentAppTtlMs);
+    return result;
+  }
+}

@@ -1,0 +1,82 @@
+import { WebClient } from '@slack/web-api';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/observability/logger.js';
+import { AgentFeatures, openedSessionsInMemory } from '../../src/slack-out/agent-features.js';
+import { SlackReplies } from '../../src/slack-out/replies.js';
+import { FakeSlack, type FakeSlackOptions } from '../fakes/slack.js';
+import { LogCapture } from '../helpers/stack.js';
+import { sleep } from '../helpers/wait.js';
+
+/** Agent-only features decided from what Slack answers, against the fake's documented refusals. */
+describe('agent features', () => {
+  let slack: FakeSlack | undefined;
+  afterEach(() => slack?.stop());
+
+  async function start(options: FakeSlackOptions = {}) {
+    slack = await FakeSlack.start(options);
+    const client = new WebClient(slack.botToken, { slackApiUrl: slack.apiUrl, retryConfig: { retries: 0 } });
+    const logs = new LogCapture();
+    const logger = createLogger({ level: 'info', secrets: [], destination: logs });
+    return { slack, replies: new SlackReplies(client, client, logger), logger, logs };
+  }
+  const thread = (threadTs: string, teamId = 'T0TEAM') => ({ teamId, channelId: 'C1', threadTs });
+
+  it('closes only what it opened, also when another replica opened it', async () => {
+    const { slack, replies, logger } = await start();
+    const opened = openedSessionsInMemory();
+    const a = new AgentFeatures(replies, 'auto', opened, logger);
+    const b = new AgentFeatures(replies, 'auto', opened, logger);
+    await a.setStatus(thread('1.000001'), 'processing', 'U0ALICE');
+    await b.update(thread('1.000002'), 'active');
+    await b.close([thread('1.000001'), thread('1.000002'), thread('dm-main')]);
+    expect(slack.agentSession('C1', '1.000001')?.status).toBe('closed');
+    expect(slack.agentSession('C1', '1.000002')).toBeUndefined();
+    // Closed is forgotten: a second close asks nothing.
+    const calls = slack.callsOf('agents.sessions.setStatus').length;
+    await a.close([thread('1.000001')]);
+    expect(slack.callsOf('agents.sessions.setStatus')).toHaveLength(calls);
+  });
+
+  it.each([
+    ['not_agent_app', { agentView: false }],
+    ['feature_disabled', {}],
+  ] as const)(
+    'after %s stops asking in that workspace only, logs it once, and asks again after a while',
+    async (error, options) => {
+      const { slack, replies, logger, logs } = await start(options);
+      if (error === 'feature_disabled') {
+        slack.failFor(
+          'agents.sessions.setStatus',
+          { type: 'error', error },
+          60_000,
+          (args) => args.thread_ts !== '3.000001',
+        );
+      }
+      const features = new AgentFeatures(replies, 'auto', openedSessionsInMemory(), logger, 200);
+      await features.setStatus(thread('2.000001'), 'processing');
+      expect(features.isAgentApp('T0TEAM')).toBe(false);
+      expect(features.isAgentApp('T0OTHER')).toBe(true);
+      await features.setStatus(thread('2.000002'), 'processing');
+      await features.rename(thread('2.000001'), 'Title');
+      expect(await features.setSuggestedPrompts('T0TEAM', 'D1', 'Try', [{ title: 'a', message: 'a' }])).toBe(
+        false,
+      );
+      expect(slack.callsOf('agents.sessions.setStatus')).toHaveLength(1);
+      expect(slack.callsOf('agents.sessions.rename')).toEqual([]);
+      expect(logs.lines.filter((line) => line.includes('no agent features'))).toHaveLength(1);
+      expect(logs.text).not.toContain('could not set the agent session status');
+      await sleep(250);
+      expect(features.isAgentApp('T0TEAM')).toBe(true);
+    },
+  );
+
+  it('forced off, never asks', async () => {
+    const { slack, replies, logger } = await start();
+    const features = new AgentFeatures(replies, 'off', openedSessionsInMemory(), logger);
+    await features.setStatus(thread('4.000001'), 'processing');
+    expect(await features.setSuggestedPrompts('T0TEAM', 'D1', 'Try', [{ title: 'a', message: 'a' }])).toBe(
+      false,
+    );
+    expect(slack.calls).toEqual([]);
+  });
+});
