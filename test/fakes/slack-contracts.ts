@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+// Imported rather than read, so that a compiled copy (the bench's dist/) carries it along.
+import methodsJson from './slack-contracts/methods.json' with { type: 'json' };
 
 /**
  * The documented contracts of the Web API methods the fake implements (slack-contracts/methods.json, made by
@@ -69,9 +70,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 export function loadContracts(): SlackContracts {
-  const raw: unknown = JSON.parse(
-    readFileSync(new URL('./slack-contracts/methods.json', import.meta.url), 'utf8'),
-  );
+  const raw: unknown = methodsJson;
   if (!isRecord(raw) || !isRecord(raw.methods) || !Array.isArray(raw.commonErrors)) {
     throw new Error('test/fakes/slack-contracts/methods.json is not a contracts file; regenerate it');
   }

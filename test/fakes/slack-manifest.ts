@@ -1,8 +1,22 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 
+/** The nearest `name` above this module: the repository's, also when run compiled from dist/ (the bench). */
+function findUp(name: string): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const candidate = join(dir, name);
+    if (existsSync(candidate)) return candidate;
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error(`FakeSlack: no ${name} above ${fileURLToPath(import.meta.url)}`);
+    dir = parent;
+  }
+}
+
 /** The repository's default app manifest: what the fake's workspace has installed unless told otherwise. */
-export const DEFAULT_MANIFEST = new URL('../../manifest.yml', import.meta.url);
+export const DEFAULT_MANIFEST = findUp('manifest.yml');
 
 /** What an install of an app manifest grants, as far as the fake needs it. */
 export interface InstalledManifest {

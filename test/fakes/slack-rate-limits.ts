@@ -11,7 +11,7 @@ import type { MethodContract } from './slack-contracts.js';
  * which this bot is, so they are not the default here.
  */
 
-/** A token bucket: `burst` calls at once, refilled at `perMinute`. */
+/** A token bucket: `burst` calls at once, refilled at `perMinute` (Infinity: never refused). */
 export interface RateLimit {
   perMinute: number;
   /** Calls allowed at once (default: one minute's worth). */
@@ -54,6 +54,7 @@ export class RateLimiter {
   ): number | undefined {
     const perChannel = method === 'chat.postMessage';
     const limit = this.limitOf(method, tier);
+    if (limit.perMinute === Number.POSITIVE_INFINITY) return undefined;
     const capacity = limit.burst ?? limit.perMinute;
     const key = perChannel ? `${method}:${channel ?? ''}` : method;
     const perMs = limit.perMinute / 60_000;

@@ -1176,7 +1176,10 @@ describe('FakeSlack rate limits', () => {
       code: ErrorCode.RateLimitedError,
       retryAfter: 3,
     });
-    expect(slack.callsOf('reactions.remove')).toHaveLength(21);
+    // The refused call is recorded as throttled; callsOf and waitForCall/s count what Slack took in.
+    expect(slack.calls.filter((c) => c.method === 'reactions.remove')).toHaveLength(21);
+    expect(slack.calls.at(-1)?.throttled).toBe(true);
+    expect(slack.callsOf('reactions.remove')).toHaveLength(20);
     // Other methods have their own allowance.
     await expect(
       client.reactions.add({ channel: 'C1', timestamp: root, name: 'eyes' }),
@@ -1217,9 +1220,19 @@ describe('FakeSlack rate limits', () => {
   });
 
   it('take a per-method override for a test that must exceed Slack', async () => {
-    slack = await FakeSlack.start({ rateLimits: { 'chat.postMessage': { perMinute: 6000, burst: 20 } } });
+    slack = await FakeSlack.start({
+      rateLimits: {
+        'chat.postMessage': { perMinute: 6000, burst: 20 },
+        'reactions.remove': { perMinute: Number.POSITIVE_INFINITY },
+      },
+    });
     const client = clientFor(slack, { retries: 0, rejectRateLimitedCalls: true });
     for (let i = 0; i < 20; i += 1) await client.chat.postMessage({ channel: 'C1', text: `${i}` });
     expect(slack.channelMessages('C1')).toHaveLength(20);
+    for (let i = 0; i < 30; i += 1) {
+      await expect(
+        client.reactions.remove({ channel: 'C1', timestamp: '1.000001', name: 'eyes' }),
+      ).rejects.toMatchObject({ data: { error: 'no_reaction' } });
+    }
   });
 });

@@ -38,6 +38,8 @@ export interface SlackApiCall {
   args: Record<string, unknown>;
   at: number;
   tokenKind: SlackTokenKind;
+  /** Turned away by the workspace's rate limit (HTTP 429); the client waits and calls again. */
+  throttled?: true;
 }
 
 export interface SlackApiResponse {
@@ -579,8 +581,13 @@ export class FakeSlack {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * The calls of a method Slack took in. Calls the workspace's rate limit turned away are left out (here and in
+   * waitForCall/s): the client makes them again after Retry-After, and a test waits for what was done. They
+   * stay in `calls` and reach onCall listeners, marked `throttled`.
+   */
   callsOf(method: string): SlackApiCall[] {
-    return this.calls.filter((c) => c.method === method);
+    return this.calls.filter((c) => c.method === method && !c.throttled);
   }
 
   clearCalls(): void {
@@ -1179,7 +1186,10 @@ export class FakeSlack {
     if (!contract) throw new Error(`FakeSlack: no contract for ${call.method}`);
     const channel = str(call.args, 'channel') ?? str(call.args, 'channel_id');
     const retryAfterSeconds = this.rateLimiter.take(call.method, contract.tier, channel);
-    if (retryAfterSeconds !== undefined) return failureResponse({ type: 'rate_limited', retryAfterSeconds });
+    if (retryAfterSeconds !== undefined) {
+      call.throttled = true;
+      return failureResponse({ type: 'rate_limited', retryAfterSeconds });
+    }
     // Slack checks a call's arguments and the token's scopes before the method runs; a private conversation
     // the bot is not in does not exist for it, whatever its scopes (the method answers channel_not_found).
     const hidden = channel !== undefined && this.hiddenFromBot(channel);
