@@ -12,6 +12,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pg from 'pg';
 import { AgentServiceEmulator } from '../test/fakes/agent-service.js';
 import { FakeSlack } from '../test/fakes/slack.js';
+import type { RateLimit } from '../test/fakes/slack-rate-limits.js';
 import { freePort } from '../test/helpers/free-port.js';
 import { createTestDatabase, TEST_DATABASE_URL, type TestDatabase } from '../test/helpers/postgres.js';
 import { appMentionEvent, nextTs } from '../test/helpers/slack-events.js';
@@ -28,6 +29,35 @@ const BOT_TOKEN = 'xoxb-bench-token';
 const AGENT_ID = 'bench-agent';
 
 type Kind = 'bot' | 'relay';
+
+/**
+ * The bench loads one workspace far beyond Slack's rate limits on purpose (12 times its event limit, 50
+ * channels at 2 posts a second each): it measures the bot, not Slack's throttling, so the fake lets every
+ * method the bot calls through at that load.
+ */
+const BENCH_RATE_LIMITS: Record<string, RateLimit> = Object.fromEntries(
+  [
+    'auth.test',
+    'chat.postMessage',
+    'chat.update',
+    'chat.delete',
+    'chat.postEphemeral',
+    'chat.startStream',
+    'chat.appendStream',
+    'chat.stopStream',
+    'reactions.add',
+    'reactions.remove',
+    'users.info',
+    'conversations.info',
+    'conversations.replies',
+    'conversations.history',
+    'assistant.threads.setStatus',
+    'assistant.threads.setSuggestedPrompts',
+    'assistant.threads.setTitle',
+    'agents.sessions.setStatus',
+    'agents.sessions.rename',
+  ].map((method) => [method, { perMinute: Number.POSITIVE_INFINITY }]),
+);
 
 // Knobs for checking and investigating: BENCH_SCALE=0.1 divides every count and duration by 10 (rates stay);
 // BENCH_SCENARIOS=steady,burst runs a subset; BENCH_TARGETS=bot skips the relay; BENCH_CPU_PROF=dir writes a
@@ -277,7 +307,7 @@ class Subject {
 
   static async start(kind: Kind): Promise<Subject> {
     const started = performance.now();
-    const slack = await FakeSlack.start({ botToken: BOT_TOKEN });
+    const slack = await FakeSlack.start({ botToken: BOT_TOKEN, rateLimits: BENCH_RATE_LIMITS });
     const agent = await AgentServiceEmulator.start({ agents: [AGENT_ID] });
     const database = await createTestDatabase();
     const port = await freePort();

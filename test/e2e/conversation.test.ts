@@ -497,12 +497,21 @@ describe('correctness under real Slack delivery', () => {
     const { slack, agent, bot } = stack;
     agent.setLatency(1_000, 'sendMessage');
     const roots = Array.from({ length: 20 }, () => nextTs());
+    // One thread per channel: Slack takes about one post a second per channel, so 20 answers in one channel
+    // would measure Slack's pacing, not the bot's concurrency.
+    const channelOf = (i: number) => `${CHANNEL}${String(i).padStart(2, '0')}`;
     const started = Date.now();
     await Promise.all(
-      roots.map((ts, i) => mention(bot, { channel: CHANNEL, text: `<@U0BOT> parallel ${i}`, ts })),
+      roots.map((ts, i) => mention(bot, { channel: channelOf(i), text: `<@U0BOT> parallel ${i}`, ts })),
     );
     await Promise.all(
-      roots.map((ts) => slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === ts, 10_000)),
+      roots.map((ts, i) =>
+        slack.waitForCall(
+          'chat.postMessage',
+          (c) => c.args.channel === channelOf(i) && c.args.thread_ts === ts,
+          10_000,
+        ),
+      ),
     );
     const elapsed = Date.now() - started;
     agent.setLatency(0, 'sendMessage');

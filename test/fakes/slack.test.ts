@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { App, type BlockAction, LogLevel as BoltLogLevel } from '@slack/bolt';
 import { SocketModeClient } from '@slack/socket-mode';
 import { ErrorCode, LogLevel, retryPolicies, WebClient } from '@slack/web-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { freePort } from '../helpers/free-port.js';
 import {
   appContextChangedEvent,
@@ -10,6 +12,7 @@ import {
   postSignedInteraction,
 } from '../helpers/slack-events.js';
 import { DEFAULT_SCOPES, FakeSlack } from './slack.js';
+import { loadContracts, undocumentedAnswer } from './slack-contracts.js';
 
 describe('FakeSlack', () => {
   let slack: FakeSlack;
@@ -221,10 +224,12 @@ describe('FakeSlack agent sessions', () => {
   });
 
   it.each([
+    // Documented for a status outside the enum, and for a thread-based session without its thread.
     ['an unknown status', { status: 'done' }, 'invalid_status'],
     ['no status', { status: undefined }, 'invalid_arguments'],
     ['no thread_ts', { status: 'processing', thread_ts: undefined }, 'thread_ts_required'],
-    ['no channel_id', { status: 'processing', channel_id: undefined }, 'channel_not_found'],
+    // A required argument without an error of its own: Slack's generic answer.
+    ['no channel_id', { status: 'processing', channel_id: undefined }, 'invalid_arguments'],
     ['a title over 200 characters', { status: 'processing', title: 't'.repeat(201) }, 'invalid_arguments'],
     [
       'an icon without chat:write.customize',
@@ -1057,5 +1062,276 @@ describe('FakeSlack interactions', () => {
     // The viewer is the envelope's one authorization, a person's.
     const viewer = { team_id: 'T0TEAM', user_id: 'U0ALICE', is_bot: false, is_enterprise_install: false };
     expect(authorizations).toEqual([[expect.objectContaining(viewer)], [expect.objectContaining(viewer)]]);
+  });
+});
+
+describe('FakeSlack method contracts', () => {
+  let slack: FakeSlack;
+
+  afterEach(async () => {
+    // The first test starts none.
+    await slack?.stop();
+  });
+
+  /** Slack's answer to a raw call, whatever it is (WebClient's typed methods would refuse some calls first). */
+  async function answer(method: string, args: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const response = await fetch(`${slack.apiUrl}${method}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${slack.botToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify(args),
+    });
+    return (await response.json()) as Record<string, unknown>;
+  }
+
+  it('are taken from the method reference, whose source and version they name', () => {
+    const contracts = loadContracts();
+    expect(contracts.source).toMatchObject({
+      repository: 'slack-ruby/slack-api-ref',
+      commit: 'f4837c0cb6dba1b1122ce66a5b69195ce47213f8',
+    });
+    expect(contracts.methods['chat.postMessage']).toMatchObject({
+      tier: 'special',
+      botScopes: ['chat:write'],
+    });
+    expect(contracts.methods['chat.postMessage']?.errors).toEqual(
+      expect.arrayContaining(['rate_limited', 'message_limit_exceeded', 'msg_blocks_too_long']),
+    );
+    expect(contracts.methods['reactions.remove']).toMatchObject({ tier: 't2', required: ['name'] });
+  });
+
+  it('refuse a call without a required argument, with the error the method documents for it, else invalid_arguments', async () => {
+    slack = await FakeSlack.start();
+    const root = slack.seedMessage('C1', { user: 'U0ALICE', text: 'hi' });
+    const cases: [string, Record<string, unknown>, string, string][] = [
+      ['chat.postMessage', { text: 'hi' }, 'channel_not_found', 'channel'],
+      [
+        'assistant.threads.setStatus',
+        { channel_id: 'D1', status: 'thinking' },
+        'invalid_thread_ts',
+        'thread_ts',
+      ],
+      ['chat.getPermalink', { channel: 'C1' }, 'invalid_arguments', 'message_ts'],
+      ['assistant.threads.setTitle', { channel_id: 'D1', thread_ts: root }, 'invalid_arguments', 'title'],
+    ];
+    for (const [method, args, error, field] of cases) {
+      expect(await answer(method, args), method).toEqual({
+        ok: false,
+        error,
+        response_metadata: { messages: [`[ERROR] missing required field: ${field}`] },
+      });
+    }
+    // An empty status is present: it clears the status line.
+    expect(
+      await answer('assistant.threads.setStatus', { channel_id: 'D1', thread_ts: root, status: '' }),
+    ).toEqual({
+      ok: true,
+    });
+  });
+
+  it('refuse values outside the limits the reference states', async () => {
+    slack = await FakeSlack.start();
+    const root = slack.seedMessage('C1', { user: 'U0ALICE', text: 'hi' });
+    const posted = await answer('chat.postMessage', { channel: 'C1', text: 'short' });
+    expect(
+      await answer('chat.update', { channel: 'C1', ts: posted.ts, text: 'x'.repeat(4001) }),
+    ).toMatchObject({
+      ok: false,
+      error: 'msg_too_long',
+    });
+    expect(
+      await answer('assistant.threads.setStatus', {
+        channel_id: 'D1',
+        thread_ts: root,
+        status: 'thinking',
+        loading_messages: Array.from({ length: 11 }, (_, i) => `step ${i}`),
+      }),
+    ).toMatchObject({ ok: false, error: 'invalid_arguments' });
+    expect(await answer('conversations.replies', { channel: 'C1', ts: root, limit: 1001 })).toMatchObject({
+      ok: false,
+      error: 'invalid_arguments',
+    });
+    expect(
+      await answer('chat.postMessage', { channel: 'C1', markdown_text: 'x'.repeat(12_001) }),
+    ).toMatchObject({
+      ok: false,
+      error: 'invalid_arguments',
+    });
+    expect(slack.channelMessages('C1').map((m) => m.text)).toEqual(['hi', 'short']);
+  });
+
+  it('grant exactly the bot scopes of manifest.yml', async () => {
+    slack = await FakeSlack.start();
+    const manifest = parse(readFileSync(new URL('../../manifest.yml', import.meta.url), 'utf8')) as {
+      oauth_config: { scopes: { bot: string[] } };
+    };
+    const auth = await clientFor(slack).auth.test();
+    expect([...(auth.response_metadata?.scopes ?? [])].sort()).toEqual(
+      [...manifest.oauth_config.scopes.bot].sort(),
+    );
+    // The bot reads no reactions, so its manifest does not ask for reactions:read.
+    expect(DEFAULT_SCOPES).not.toContain('reactions:read');
+  });
+
+  it('answer missing_scope with needed and provided for a scope the installed manifest lacks', async () => {
+    slack = await FakeSlack.start({ manifest: new URL('../../manifest.classic.yml', import.meta.url) });
+    const root = slack.seedMessage('D1', { user: 'U0ALICE', text: 'hi' });
+    expect(
+      await answer('assistant.threads.setTitle', { channel_id: 'D1', thread_ts: root, title: 'Trip' }),
+    ).toEqual({
+      ok: false,
+      error: 'missing_scope',
+      needed: 'assistant:write',
+      provided: slack.grantedScopes.join(','),
+    });
+    expect(slack.grantedScopes).not.toContain('assistant:write');
+    expect(slack.assistantThread('D1', root)).toBeUndefined();
+  });
+
+  it('pick the scope a conversation method needs by the kind of conversation', async () => {
+    slack = await FakeSlack.start({
+      channels: { G1: { type: 'group' }, D1: { type: 'im', user: 'U0ALICE' } },
+    });
+    expect(await answer('conversations.info', { channel: 'C1' })).toMatchObject({ ok: true });
+    expect(await answer('conversations.info', { channel: 'G1' })).toMatchObject({ ok: true });
+    // manifest.yml asks for channels:read and groups:read only.
+    expect(await answer('conversations.info', { channel: 'D1' })).toMatchObject({
+      ok: false,
+      error: 'missing_scope',
+      needed: 'im:read',
+    });
+    await slack.stop();
+    slack = await FakeSlack.start({ scopes: DEFAULT_SCOPES.filter((scope) => scope !== 'users:read') });
+    expect(await answer('users.info', { user: 'U0BOT' })).toMatchObject({
+      ok: false,
+      error: 'missing_scope',
+      needed: 'users:read',
+    });
+  });
+
+  it('let a test inject only errors Slack documents for the method, such as HTTP 200 rate_limited', async () => {
+    slack = await FakeSlack.start();
+    const client = clientFor(slack, { retries: 0 });
+    expect(() => slack.failNext('chat.postMessage', { type: 'error', error: 'no_such_thing' })).toThrow(
+      /documents no error no_such_thing for chat.postMessage/,
+    );
+    expect(() => slack.failFor('reactions.add', { type: 'error', error: 'rate_limited' }, 1000)).toThrow(
+      /documents no error/,
+    );
+    expect(() => slack.failFor('*', { type: 'error', error: 'message_limit_exceeded' }, 1000)).toThrow(
+      /documents no error/,
+    );
+    slack.failFor('*', { type: 'error', error: 'service_unavailable' }, 1);
+
+    slack.failNextWith('chat.postMessage', 'rate_limited');
+    slack.failNextWith('chat.postMessage', 'message_limit_exceeded');
+    // HTTP 200 errors: WebClient neither waits nor retries; the caller sees them.
+    await expect(client.chat.postMessage({ channel: 'C1', text: 'a' })).rejects.toMatchObject({
+      code: ErrorCode.PlatformError,
+      data: { ok: false, error: 'rate_limited' },
+    });
+    await expect(client.chat.postMessage({ channel: 'C1', text: 'b' })).rejects.toMatchObject({
+      data: { ok: false, error: 'message_limit_exceeded' },
+    });
+    expect(slack.channelMessages('C1')).toEqual([]);
+  });
+
+  it('call an answer with an error the method does not document a contract violation', () => {
+    const contracts = loadContracts();
+    expect(undocumentedAnswer(contracts, 'reactions.remove', { ok: false, error: 'is_archived' })).toMatch(
+      /reactions.remove answered is_archived/,
+    );
+    expect(
+      undocumentedAnswer(contracts, 'reactions.add', { ok: false, error: 'is_archived' }),
+    ).toBeUndefined();
+    expect(
+      undocumentedAnswer(contracts, 'reactions.remove', { ok: false, error: 'invalid_auth' }),
+    ).toBeUndefined();
+    expect(undocumentedAnswer(contracts, 'reactions.remove', { ok: true })).toBeUndefined();
+  });
+});
+
+describe('FakeSlack rate limits', () => {
+  let slack: FakeSlack;
+
+  afterEach(async () => {
+    await slack.stop();
+  });
+
+  it('answer 429 with Retry-After once a method is over its tier in the workspace', async () => {
+    slack = await FakeSlack.start();
+    const client = clientFor(slack, { retries: 0, rejectRateLimitedCalls: true });
+    const root = slack.seedMessage('C1', { user: 'U0ALICE', text: 'hi' });
+    // reactions.remove is Tier 2: 20 a minute.
+    for (let i = 0; i < 20; i += 1) {
+      await expect(
+        client.reactions.remove({ channel: 'C1', timestamp: root, name: 'eyes' }),
+      ).rejects.toMatchObject({
+        data: { error: 'no_reaction' },
+      });
+    }
+    await expect(
+      client.reactions.remove({ channel: 'C1', timestamp: root, name: 'eyes' }),
+    ).rejects.toMatchObject({
+      code: ErrorCode.RateLimitedError,
+      retryAfter: 3,
+    });
+    // The refused call is recorded as throttled; callsOf and waitForCall/s count what Slack took in.
+    expect(slack.calls.filter((c) => c.method === 'reactions.remove')).toHaveLength(21);
+    expect(slack.calls.at(-1)?.throttled).toBe(true);
+    expect(slack.callsOf('reactions.remove')).toHaveLength(20);
+    // Other methods have their own allowance.
+    await expect(
+      client.reactions.add({ channel: 'C1', timestamp: root, name: 'eyes' }),
+    ).resolves.toMatchObject({
+      ok: true,
+    });
+  });
+
+  it('let chat.postMessage post about once a second per channel after a short burst', async () => {
+    slack = await FakeSlack.start();
+    const client = clientFor(slack, { retries: 0, rejectRateLimitedCalls: true });
+    const seen: { status: number; retryAfter?: string; body: unknown }[] = [];
+    slack.onCall((call, response) => {
+      if (call.method === 'chat.postMessage')
+        seen.push({
+          status: response.status,
+          retryAfter: response.headers['retry-after'],
+          body: response.body,
+        });
+    });
+    for (let i = 0; i < 4; i += 1) await client.chat.postMessage({ channel: 'C1', text: `burst ${i}` });
+    await expect(client.chat.postMessage({ channel: 'C1', text: 'one too many' })).rejects.toMatchObject({
+      code: ErrorCode.RateLimitedError,
+      retryAfter: 1,
+    });
+    expect(seen.at(-1)).toEqual({ status: 429, retryAfter: '1', body: { ok: false, error: 'ratelimited' } });
+    // Another channel is not affected, and a second later the first takes a post again.
+    await client.chat.postMessage({ channel: 'C2', text: 'elsewhere' });
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await client.chat.postMessage({ channel: 'C1', text: 'later' });
+    expect(slack.channelMessages('C1').map((m) => m.text)).toEqual([
+      'burst 0',
+      'burst 1',
+      'burst 2',
+      'burst 3',
+      'later',
+    ]);
+  });
+
+  it('take a per-method override for a test that must exceed Slack', async () => {
+    slack = await FakeSlack.start({
+      rateLimits: {
+        'chat.postMessage': { perMinute: 6000, burst: 20 },
+        'reactions.remove': { perMinute: Number.POSITIVE_INFINITY },
+      },
+    });
+    const client = clientFor(slack, { retries: 0, rejectRateLimitedCalls: true });
+    for (let i = 0; i < 20; i += 1) await client.chat.postMessage({ channel: 'C1', text: `${i}` });
+    expect(slack.channelMessages('C1')).toHaveLength(20);
+    for (let i = 0; i < 30; i += 1) {
+      await expect(
+        client.reactions.remove({ channel: 'C1', timestamp: '1.000001', name: 'eyes' }),
+      ).rejects.toMatchObject({ data: { error: 'no_reaction' } });
+    }
   });
 });

@@ -17,6 +17,18 @@ import {
   type SlackEventEnvelope,
 } from '../helpers/slack-events.js';
 import { validateMessageBlocks } from './slack-blocks.js';
+import {
+  type ContractRefusal,
+  type ConversationType,
+  checkArguments,
+  checkScope,
+  documentsError,
+  loadContracts,
+  type SlackContracts,
+  undocumentedAnswer,
+} from './slack-contracts.js';
+import { readManifest } from './slack-manifest.js';
+import { type RateLimit, RateLimiter } from './slack-rate-limits.js';
 
 export type SlackTokenKind = 'bot' | 'app' | 'none' | 'invalid';
 
@@ -26,6 +38,8 @@ export interface SlackApiCall {
   args: Record<string, unknown>;
   at: number;
   tokenKind: SlackTokenKind;
+  /** Turned away by the workspace's rate limit (HTTP 429); the client waits and calls again. */
+  throttled?: true;
 }
 
 export interface SlackApiResponse {
@@ -83,8 +97,21 @@ export interface FakeSlackOptions {
   appToken?: string;
   users?: Record<string, FakeSlackUser>;
   channels?: Record<string, FakeSlackChannel>;
-  /** Granted bot scopes, reported in the `x-oauth-scopes` response header. */
-  scopes?: string[];
+  /**
+   * The app manifest installed in the workspace (a path or file URL; default the repository's manifest.yml).
+   * Its `oauth_config.scopes.bot` are exactly the bot scopes granted.
+   */
+  manifest?: string | URL;
+  /**
+   * Granted bot scopes instead of the manifest's, for tests about missing scopes; reported in the
+   * `x-oauth-scopes` response header. A call needing a scope not granted answers `missing_scope`.
+   */
+  scopes?: readonly string[];
+  /**
+   * Per-method limits replacing Slack's (slack-rate-limits.ts), only for a test that must make more calls in
+   * one workspace than Slack allows; name the method, there is no switch for all.
+   */
+  rateLimits?: Readonly<Record<string, RateLimit>>;
   /** Artificial response delay per Web API method; the key `*` applies to every method. */
   latencyMs?: Record<string, number>;
   /** Interval of server-initiated WebSocket pings, as Slack sends; 0 disables. */
@@ -290,21 +317,10 @@ const AGENT_SESSION_STATUSES: ReadonlySet<string> = new Set(['active', 'processi
 const AGENT_SESSION_TITLE_MAX = 200;
 
 /** What an install from manifest.yml grants. */
-export const DEFAULT_SCOPES = [
-  'app_mentions:read',
-  'assistant:write',
-  'channels:history',
-  'channels:read',
-  'chat:write',
-  'commands',
-  'groups:history',
-  'groups:read',
-  'im:history',
-  'mpim:history',
-  'reactions:read',
-  'reactions:write',
-  'users:read',
-];
+export const DEFAULT_SCOPES: readonly string[] = readManifest().botScopes;
+
+/** Slack's method reference for the methods implemented here (slack-contracts/methods.json). */
+const CONTRACTS: SlackContracts = loadContracts();
 
 /** Free-text fields that must stay strings even if they happen to look like JSON. */
 const TEXT_FIELDS = new Set([
@@ -426,7 +442,10 @@ export class FakeSlack {
   private readonly users: Map<string, FakeSlackUser>;
   private readonly channelConfig: Map<string, FakeSlackChannel>;
   private readonly archived = new Set<string>();
-  private readonly scopes: string[];
+  private readonly scopes: readonly string[];
+  private readonly rateLimiter: RateLimiter;
+  /** Answers the fake gave that Slack does not document for the method; stop() fails while any exist. */
+  readonly contractViolations: string[] = [];
   private readonly latency: Map<string, number>;
   private readonly arrivalDelay = new Map<string, number>();
   private readonly failures = new Map<string, FailureSlot[]>();
@@ -462,7 +481,8 @@ export class FakeSlack {
     this.appId = options.appId ?? DEFAULT_APP_ID;
     this.botToken = options.botToken ?? 'xoxb-test-token';
     this.appToken = options.appToken ?? 'xapp-test-token';
-    this.scopes = options.scopes ?? DEFAULT_SCOPES;
+    this.scopes = options.scopes ?? readManifest(options.manifest).botScopes;
+    this.rateLimiter = new RateLimiter(options.rateLimits);
     this.latency = new Map(Object.entries(options.latencyMs ?? {}));
     this.socketPingIntervalMs = options.socketPingIntervalMs ?? 5000;
     this.agentSessionStoppedSubscribed = options.agentSessionStoppedSubscribed ?? true;
@@ -475,6 +495,12 @@ export class FakeSlack {
     this.channelConfig = new Map(Object.entries(options.channels ?? {}));
     for (const [id, channel] of this.channelConfig) if (channel.isArchived) this.archived.add(id);
     this.handlers = this.buildHandlers();
+    const uncontracted = [...this.handlers.keys()].filter((method) => !CONTRACTS.methods[method]);
+    if (uncontracted.length > 0) {
+      throw new Error(
+        `FakeSlack: no contract for ${uncontracted.join(', ')}; add them to slack-contracts/generate.ts`,
+      );
+    }
     this.server = createServer((req, res) => {
       this.handleHttp(req, res).catch((error: unknown) => {
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
@@ -513,6 +539,11 @@ export class FakeSlack {
     return `http://127.0.0.1:${this.port}/api/`;
   }
 
+  /** The bot scopes the workspace granted (the manifest's, or the `scopes` option). */
+  get grantedScopes(): readonly string[] {
+    return this.scopes;
+  }
+
   get socketConnectionCount(): number {
     return [...this.sockets].filter((c) => c.ws.readyState === WebSocket.OPEN).length;
   }
@@ -535,6 +566,11 @@ export class FakeSlack {
       // Keep-alive sockets from fetch's pool would otherwise hold close() open.
       this.server.closeAllConnections();
     });
+    if (this.contractViolations.length > 0) {
+      throw new Error(
+        `FakeSlack answered what Slack does not document:\n${this.contractViolations.join('\n')}`,
+      );
+    }
   }
 
   /**
@@ -570,8 +606,13 @@ export class FakeSlack {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * The calls of a method Slack took in. Calls the workspace's rate limit turned away are left out (here and in
+   * waitForCall/s): the client makes them again after Retry-After, and a test waits for what was done. They
+   * stay in `calls` and reach onCall listeners, marked `throttled`.
+   */
   callsOf(method: string): SlackApiCall[] {
-    return this.calls.filter((c) => c.method === method);
+    return this.calls.filter((c) => c.method === method && !c.throttled);
   }
 
   clearCalls(): void {
@@ -622,6 +663,7 @@ export class FakeSlack {
     times = 1,
     when?: (args: Record<string, unknown>) => boolean,
   ): void {
+    this.checkInjectable(method, failure);
     const queue = this.failures.get(method) ?? [];
     queue.push({ failure, remaining: times, ...(when ? { when } : {}) });
     this.failures.set(method, queue);
@@ -637,7 +679,31 @@ export class FakeSlack {
     ms: number,
     when?: (args: Record<string, unknown>) => boolean,
   ): void {
+    this.checkInjectable(method, failure);
     this.failureWindows.push({ method, failure, until: Date.now() + ms, ...(when ? { when } : {}) });
+  }
+
+  /**
+   * Answers the next call(s) of `method` with HTTP 200 and an error Slack documents for it, e.g.
+   * `failNextWith('chat.postMessage', 'rate_limited')` or `'message_limit_exceeded'`.
+   */
+  failNextWith(
+    method: string,
+    error: string,
+    times = 1,
+    when?: (args: Record<string, unknown>) => boolean,
+  ): void {
+    this.failNext(method, { type: 'error', error }, times, when);
+  }
+
+  /** An injected `{ type: 'error' }` may only be an error Slack documents for the method (`*`: for all). */
+  private checkInjectable(method: string, failure: SlackFailure): void {
+    if (failure.type !== 'error' || method === 'response_url') return;
+    if (method !== '*' && !CONTRACTS.methods[method])
+      throw new Error(`FakeSlack: ${method} is not implemented`);
+    if (!documentsError(CONTRACTS, method, failure.error)) {
+      throw new Error(`FakeSlack: Slack documents no error ${failure.error} for ${method}`);
+    }
   }
 
   /** Drops the failures still queued for a method, and its failFor windows (`*` windows with `*`). */
@@ -1177,7 +1243,40 @@ export class FakeSlack {
     if (call.tokenKind !== required) return { status: 200, headers, body: fail('not_allowed_token_type') };
     // Slack reports the token's granted scopes on every authenticated response.
     headers['x-oauth-scopes'] = call.tokenKind === 'app' ? 'connections:write' : this.scopes.join(',');
-    return { status: 200, headers, body: handler(call.args) };
+    const contract = CONTRACTS.methods[call.method];
+    if (!contract) throw new Error(`FakeSlack: no contract for ${call.method}`);
+    const channel = str(call.args, 'channel') ?? str(call.args, 'channel_id');
+    const retryAfterSeconds = this.rateLimiter.take(call.method, contract.tier, channel);
+    if (retryAfterSeconds !== undefined) {
+      call.throttled = true;
+      return failureResponse({ type: 'rate_limited', retryAfterSeconds });
+    }
+    // Slack checks a call's arguments and the token's scopes before the method runs; a private conversation
+    // the bot is not in does not exist for it, whatever its scopes (the method answers channel_not_found).
+    const hidden = channel !== undefined && this.hiddenFromBot(channel);
+    const refused: ContractRefusal | undefined =
+      checkArguments(contract, call.args) ??
+      (call.tokenKind === 'bot' && !hidden
+        ? checkScope(
+            contract,
+            this.scopes,
+            channel === undefined ? undefined : this.conversationType(channel),
+          )
+        : undefined);
+    const body = refused ?? handler(call.args);
+    const violation = undocumentedAnswer(CONTRACTS, call.method, body);
+    if (violation) {
+      this.contractViolations.push(violation);
+      throw new Error(`FakeSlack: ${violation}`);
+    }
+    return { status: 200, headers, body };
+  }
+
+  private conversationType(id: string): ConversationType {
+    return (
+      this.channelConfig.get(id)?.type ??
+      (id.startsWith('D') ? 'im' : id.startsWith('G') ? 'group' : 'channel')
+    );
   }
 
   private takeFailure(method: string, args: Record<string, unknown>): SlackFailure | undefined {
@@ -1491,11 +1590,14 @@ export class FakeSlack {
     };
   }
 
-  /** Checks shared by methods that write into a channel. */
-  private writableChannel(args: Args, key = 'channel'): string | ApiBody {
-    const channel = str(args, key);
+  /**
+   * Checks shared by methods that write into a channel. `archivedError`: what the method documents for an
+   * archived channel (chat.update: `is_inactive`).
+   */
+  private writableChannel(args: Args, archivedError = 'is_archived'): string | ApiBody {
+    const channel = str(args, 'channel');
     if (!channel) return fail('channel_not_found');
-    if (this.archived.has(channel)) return fail('is_archived');
+    if (this.archived.has(channel)) return fail(archivedError);
     return channel;
   }
 
@@ -1689,7 +1791,7 @@ export class FakeSlack {
     });
 
     h.set('chat.update', (args) => {
-      const channel = this.writableChannel(args);
+      const channel = this.writableChannel(args, 'is_inactive');
       if (typeof channel !== 'string') return channel;
       const ts = str(args, 'ts');
       const stored = ts ? this.find(channel, ts) : undefined;
@@ -1790,8 +1892,9 @@ export class FakeSlack {
       return { ok: true, channel, ts: stored.message.ts, message: this.view(channel, stored.message, true) };
     });
 
-    const reactionTarget = (args: Args): { key: string; name: string } | ApiBody => {
-      const channel = this.writableChannel(args);
+    // reactions.remove documents no error for an archived channel; `no_access` is the one that fits.
+    const reactionTarget = (args: Args, archivedError: string): { key: string; name: string } | ApiBody => {
+      const channel = this.writableChannel(args, archivedError);
       if (typeof channel !== 'string') return channel;
       const ts = str(args, 'timestamp');
       if (!ts) return fail('no_item_specified');
@@ -1803,7 +1906,7 @@ export class FakeSlack {
     };
 
     h.set('reactions.add', (args) => {
-      const target = reactionTarget(args);
+      const target = reactionTarget(args, 'is_archived');
       if ('ok' in target) return target;
       const list = this.reactions.get(target.key) ?? [];
       const existing = list.find((r) => r.name === target.name);
@@ -1819,7 +1922,7 @@ export class FakeSlack {
     });
 
     h.set('reactions.remove', (args) => {
-      const target = reactionTarget(args);
+      const target = reactionTarget(args, 'no_access');
       if ('ok' in target) return target;
       const list = this.reactions.get(target.key) ?? [];
       const existing = list.find((r) => r.name === target.name);

@@ -45,7 +45,8 @@ async function settledPosts(slack: FakeSlack, threadTs: string, after: number): 
       const now = postsIn(slack, threadTs).length;
       if (now > after && now === seen) return true;
       seen = now;
-      await sleep(500);
+      // Longer than a Retry-After: Slack paces posts in one channel to about one a second.
+      await sleep(1_500);
       return false;
     },
     'the thread to settle',

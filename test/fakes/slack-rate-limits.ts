@@ -1,0 +1,78 @@
+import type { MethodContract } from './slack-contracts.js';
+
+/**
+ * Slack's Web API rate limits, per method and workspace (https://docs.slack.dev/apis/web-api/rate-limits):
+ * Tier 1 1+ per minute, Tier 2 20+, Tier 3 50+, Tier 4 100+, each tolerating some burst; over the limit
+ * Slack answers HTTP 429 with `Retry-After` (seconds) and `ratelimited`. chat.postMessage's special limit is
+ * about one message per second per channel, short bursts allowed.
+ *
+ * The 2025 limits for commercially distributed apps that are not on the Marketplace (conversations.history
+ * and conversations.replies at 1 per minute) do not apply to an internal app installed in one workspace,
+ * which this bot is, so they are not the default here.
+ */
+
+/** A token bucket: `burst` calls at once, refilled at `perMinute` (Infinity: never refused). */
+export interface RateLimit {
+  perMinute: number;
+  /** Calls allowed at once (default: one minute's worth). */
+  burst?: number;
+}
+
+const TIER_PER_MINUTE: Record<Exclude<MethodContract['tier'], 'special'>, number> = {
+  t1: 1,
+  t2: 20,
+  t3: 50,
+  t4: 100,
+};
+
+/** chat.postMessage per channel: one a second; Slack allows "short bursts" without a figure, so a few. */
+export const POST_MESSAGE_PER_CHANNEL: Required<RateLimit> = { perMinute: 60, burst: 4 };
+
+/**
+ * Special-tier methods other than chat.postMessage (auth.test, chat.getPermalink, assistant.threads.setStatus)
+ * have no published figure; Tier 4's stands in.
+ */
+const SPECIAL_PER_MINUTE = TIER_PER_MINUTE.t4;
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+export class RateLimiter {
+  private readonly buckets = new Map<string, Bucket>();
+
+  /** `overrides`: per-method limits replacing Slack's, for a test that must exceed them (see FakeSlackOptions). */
+  constructor(private readonly overrides: Readonly<Record<string, RateLimit>> = {}) {}
+
+  /** Takes one call's allowance; returns the seconds to wait (Retry-After) when the call is over the limit. */
+  take(
+    method: string,
+    tier: MethodContract['tier'],
+    channel: string | undefined,
+    now = Date.now(),
+  ): number | undefined {
+    const perChannel = method === 'chat.postMessage';
+    const limit = this.limitOf(method, tier);
+    if (limit.perMinute === Number.POSITIVE_INFINITY) return undefined;
+    const capacity = limit.burst ?? limit.perMinute;
+    const key = perChannel ? `${method}:${channel ?? ''}` : method;
+    const perMs = limit.perMinute / 60_000;
+    const bucket = this.buckets.get(key) ?? { tokens: capacity, at: now };
+    bucket.tokens = Math.min(capacity, bucket.tokens + (now - bucket.at) * perMs);
+    bucket.at = now;
+    this.buckets.set(key, bucket);
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      return undefined;
+    }
+    return Math.max(1, Math.ceil((1 - bucket.tokens) / perMs / 1000));
+  }
+
+  private limitOf(method: string, tier: MethodContract['tier']): RateLimit {
+    const override = this.overrides[method];
+    if (override) return override;
+    if (method === 'chat.postMessage') return POST_MESSAGE_PER_CHANNEL;
+    return { perMinute: tier === 'special' ? SPECIAL_PER_MINUTE : TIER_PER_MINUTE[tier] };
+  }
+}
