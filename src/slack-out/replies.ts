@@ -57,7 +57,13 @@ const WARNING_FIXES: Readonly<Record<string, string>> = {
 /** Slack message metadata type of every message a job posts. */
 const JOB_METADATA_EVENT = 'agent_reply';
 /** Slack refuses the blocks, not the message: the same words go again as plain text. */
-const BLOCK_ERRORS = new Set(['invalid_blocks', 'invalid_blocks_format', 'msg_blocks_too_long']);
+// chat.update and chat.postEphemeral document `msg_too_long` where chat.postMessage says `msg_blocks_too_long`.
+const BLOCK_ERRORS = new Set([
+  'invalid_blocks',
+  'invalid_blocks_format',
+  'msg_blocks_too_long',
+  'msg_too_long',
+]);
 const NO_THREAD_ERRORS = new Set(['thread_not_found', 'message_not_found']);
 const RESPONSE_URL_TIMEOUT_MS = 10_000;
 /** Tries of a notice Slack refused for now (429, 503, rate_limited). */

@@ -148,7 +148,8 @@ describe('FakeSlack message-wide block rules', () => {
       text: 'x',
       blocks: [markdown(12_001)] as never,
     });
-    expect((await refusal(update)).error).toBe('msg_blocks_too_long');
+    // chat.update and chat.postEphemeral document msg_too_long, not msg_blocks_too_long.
+    expect((await refusal(update)).error).toBe('msg_too_long');
     expect(slack.channelMessages('C1')[0]?.blocks).toEqual([markdown(10)]);
     const ephemeral = client.chat.postEphemeral({
       channel: 'C1',
@@ -156,7 +157,7 @@ describe('FakeSlack message-wide block rules', () => {
       text: 'x',
       blocks: [markdown(12_001)] as never,
     });
-    expect((await refusal(ephemeral)).error).toBe('msg_blocks_too_long');
+    expect((await refusal(ephemeral)).error).toBe('msg_too_long');
     expect(slack.ephemeralMessages).toEqual([]);
   });
 

@@ -439,7 +439,7 @@ describe('FakeSlack agent sessions', () => {
     expect(slack.agentSession('C1', root)?.titles.at(-1)).toMatchObject({ title: 'New', via: 'user' });
   });
 
-  it('answers not_agent_app to an app without features.agent_view, and creates nothing', async () => {
+  it('refuses agent-only methods to an app without features.agent_view (each with its documented code), and creates nothing', async () => {
     await slack.stop();
     slack = await FakeSlack.start({ agentView: false });
     client = clientFor(slack);
@@ -451,7 +451,9 @@ describe('FakeSlack agent sessions', () => {
         prompts: [{ title: 'Hi', message: 'Hi' }],
       }),
     ];
-    for (const call of calls) expect((await refusal(call)).error).toBe('not_agent_app');
+    const errors = [];
+    for (const call of calls) errors.push((await refusal(call)).error);
+    expect(errors).toEqual(['feature_disabled', 'feature_disabled', 'not_agent_app']);
     expect(slack.agentSessionList()).toEqual([]);
     expect(slack.assistantThread('D1', undefined)).toBeUndefined();
     // The thread's status line is an assistant feature, not an agent-only one.
@@ -654,7 +656,8 @@ describe('FakeSlack block checks', () => {
       'invalid_blocks',
       '/column_settings/0/align',
     ],
-    ['two tables', [table(rows(1)), table(rows(1))], 'invalid_attachments', 'only_one_table_allowed'],
+    // The table page names this breach under invalid_attachments, which chat.postMessage does not document.
+    ['two tables', [table(rows(1)), table(rows(1))], 'invalid_blocks', 'only_one_table_allowed'],
     [
       'a 6,000-character table (the control: within limits)',
       [table([[rawText('x'.repeat(6000))]]), { type: 'section', text: { type: 'mrkdwn', text: 'between' } }],
@@ -711,7 +714,7 @@ describe('FakeSlack block checks', () => {
         attachments: [{ blocks: [table(rows(1))] as never }],
       }),
     );
-    expect(refused.error).toBe('invalid_attachments');
+    expect(refused.error).toBe('invalid_blocks');
 
     const posted = await client.chat.postMessage({
       channel: 'C1',

@@ -322,6 +322,18 @@ export const DEFAULT_SCOPES: readonly string[] = readManifest().botScopes;
 /** Slack's method reference for the methods implemented here (slack-contracts/methods.json). */
 const CONTRACTS: SlackContracts = loadContracts();
 
+/**
+ * The error a method documents for refused content. Slack's pages differ: chat.postMessage and chat.stopStream
+ * document `msg_blocks_too_long` for the blocks' text, chat.update and chat.postEphemeral only `msg_too_long`;
+ * chat.postMessage documents no `invalid_attachments` (an attachment's blocks are blocks: `invalid_blocks`).
+ */
+function contentError(method: string, error: string): string {
+  if (documentsError(CONTRACTS, method, error)) return error;
+  if (error === 'msg_blocks_too_long') return 'msg_too_long';
+  if (error === 'invalid_attachments') return 'invalid_blocks';
+  return error;
+}
+
 /** Free-text fields that must stay strings even if they happen to look like JSON. */
 const TEXT_FIELDS = new Set([
   'text',
@@ -1498,11 +1510,11 @@ export class FakeSlack {
   private addAgentSessionHandlers(h: Map<string, Handler>): void {
     const overrideKeys = ['icon_emoji', 'icon_url', 'username'] as const;
 
-    // Slack's reference for agents.sessions.* (slack-api-ref f4837c0c) names `feature_disabled` for a workspace
-    // without agent tasks and says nothing of an app without features.agent_view; setSuggestedPrompts names
-    // `not_agent_app` for that, so the fake answers it here too (the bot treats both alike).
+    // Slack's reference for agents.sessions.* (slack-api-ref f4837c0c) documents `feature_disabled` and says nothing
+    // of an app without features.agent_view, so that is the answer here; setSuggestedPrompts documents
+    // `not_agent_app` for it. The bot reads both as "not an agent app here".
     h.set('agents.sessions.setStatus', (args) => {
-      if (!this.agentView) return fail('not_agent_app');
+      if (!this.agentView) return fail('feature_disabled');
       const status = str(args, 'status');
       if (!status) return fail('invalid_arguments');
       if (!isAgentSessionStatus(status)) return fail('invalid_status');
@@ -1549,7 +1561,7 @@ export class FakeSlack {
     });
 
     h.set('agents.sessions.rename', (args) => {
-      if (!this.agentView) return fail('not_agent_app');
+      if (!this.agentView) return fail('feature_disabled');
       const channel = str(args, 'channel_id');
       if (!channel) return fail('channel_not_found');
       const title = args.title;
@@ -1601,19 +1613,19 @@ export class FakeSlack {
     return channel;
   }
 
-  private checkContent(args: Args): ApiBody | undefined {
+  private checkContent(method: string, args: Args): ApiBody | undefined {
     const blocks = args.blocks;
     if (blocks !== undefined && (!Array.isArray(blocks) || blocks.length > MAX_BLOCKS)) {
       return fail('invalid_blocks');
     }
     if (args.attachments !== undefined && !Array.isArray(args.attachments))
-      return fail('invalid_attachments');
+      return fail(contentError(method, 'invalid_attachments'));
     const violation = validateMessageBlocks(blocks, args.attachments);
+    if (!violation) return undefined;
+    const error = contentError(method, violation.error);
     // Slack names the breach in response_metadata.messages; WebClient surfaces it on the error's data.
-    if (violation?.message)
-      return { ok: false, error: violation.error, response_metadata: { messages: [violation.message] } };
-    if (violation) return fail(violation.error);
-    return undefined;
+    if (violation.message) return { ok: false, error, response_metadata: { messages: [violation.message] } };
+    return fail(error);
   }
 
   private applyContent(message: SlackMessage, args: Args): void {
@@ -1775,7 +1787,7 @@ export class FakeSlack {
     h.set('chat.postMessage', (args) => {
       const channel = this.writableChannel(args);
       if (typeof channel !== 'string') return channel;
-      const invalid = this.checkContent(args);
+      const invalid = this.checkContent('chat.postMessage', args);
       if (invalid) return invalid;
       if (args.text === undefined && args.markdown_text === undefined && !args.blocks && !args.attachments) {
         return fail('no_text');
@@ -1797,7 +1809,7 @@ export class FakeSlack {
       const stored = ts ? this.find(channel, ts) : undefined;
       if (!ts || !stored) return fail('message_not_found');
       if (stored.message.user !== this.botUserId) return fail('cant_update_message');
-      const invalid = this.checkContent(args);
+      const invalid = this.checkContent('chat.update', args);
       if (invalid) return invalid;
       this.applyContent(stored.message, args);
       stored.message.edited = { user: this.botUserId, ts: nextTs() };
@@ -1821,7 +1833,7 @@ export class FakeSlack {
       if (typeof channel !== 'string') return channel;
       const user = str(args, 'user');
       if (!user || !this.isMember(channel, user)) return fail('user_not_in_channel');
-      const invalid = this.checkContent(args);
+      const invalid = this.checkContent('chat.postEphemeral', args);
       if (invalid) return invalid;
       if (args.text === undefined && !args.blocks && !args.attachments) return fail('no_text');
       const messageTs = nextTs();
@@ -1878,7 +1890,7 @@ export class FakeSlack {
       if (!stored.streaming) return fail('message_not_in_streaming_state');
       const sessionStatus = str(args, 'session_status') ?? 'active';
       if (!isAgentSessionStatus(sessionStatus)) return fail('invalid_arguments');
-      const invalid = this.checkContent(args);
+      const invalid = this.checkContent('chat.stopStream', args);
       if (invalid) return invalid;
       stored.message.text += this.streamText(args);
       if (Array.isArray(args.blocks)) stored.message.blocks = args.blocks;
