@@ -119,7 +119,16 @@ describe("a developer's .env in the project's root", () => {
 
   beforeAll(async () => {
     copy = await mkdtemp(path.join(tmpdir(), 'bridge-with-dotenv-'));
-    for (const entry of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'vitest.config.ts', 'src']) {
+    // manifest.yml: the fake Slack grants the scopes and features of the manifest in use.
+    const entries = [
+      'package.json',
+      'tsconfig.json',
+      'tsconfig.build.json',
+      'vitest.config.ts',
+      'manifest.yml',
+      'src',
+    ];
+    for (const entry of entries) {
       await cp(path.join(ROOT, entry), path.join(copy, entry), { recursive: true });
     }
     await cp(path.join(ROOT, 'test'), path.join(copy, 'test'), {
