@@ -12,7 +12,8 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pg from 'pg';
 import { AgentServiceEmulator } from '../test/fakes/agent-service.js';
 import { FakeSlack } from '../test/fakes/slack.js';
-import type { RateLimit } from '../test/fakes/slack-rate-limits.js';
+import { loadContracts } from '../test/fakes/slack-contracts.js';
+import { type RateLimit, unthrottled } from '../test/fakes/slack-rate-limits.js';
 import { freePort } from '../test/helpers/free-port.js';
 import { createTestDatabase, TEST_DATABASE_URL, type TestDatabase } from '../test/helpers/postgres.js';
 import { appMentionEvent, nextTs } from '../test/helpers/slack-events.js';
@@ -35,29 +36,7 @@ type Kind = 'bot' | 'relay';
  * channels at 2 posts a second each): it measures the bot, not Slack's throttling, so the fake lets every
  * method the bot calls through at that load.
  */
-const BENCH_RATE_LIMITS: Record<string, RateLimit> = Object.fromEntries(
-  [
-    'auth.test',
-    'chat.postMessage',
-    'chat.update',
-    'chat.delete',
-    'chat.postEphemeral',
-    'chat.startStream',
-    'chat.appendStream',
-    'chat.stopStream',
-    'reactions.add',
-    'reactions.remove',
-    'users.info',
-    'conversations.info',
-    'conversations.replies',
-    'conversations.history',
-    'assistant.threads.setStatus',
-    'assistant.threads.setSuggestedPrompts',
-    'assistant.threads.setTitle',
-    'agents.sessions.setStatus',
-    'agents.sessions.rename',
-  ].map((method) => [method, { perMinute: Number.POSITIVE_INFINITY }]),
-);
+const BENCH_RATE_LIMITS: Record<string, RateLimit> = unthrottled(Object.keys(loadContracts().methods));
 
 // Knobs for checking and investigating: BENCH_SCALE=0.1 divides every count and duration by 10 (rates stay);
 // BENCH_SCENARIOS=steady,burst runs a subset; BENCH_TARGETS=bot skips the relay; BENCH_CPU_PROF=dir writes a

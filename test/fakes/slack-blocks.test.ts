@@ -1,5 +1,6 @@
 import { LogLevel, WebClient } from '@slack/web-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { refusal } from '../helpers/slack-refusal.js';
 import { FakeSlack } from './slack.js';
 
 /**
@@ -31,18 +32,6 @@ describe('FakeSlack message-wide block rules', () => {
       blocks: blocks as never,
       ...(attachments ? { attachments: attachments as never } : {}),
     });
-
-  /** The error Slack answered and its detail lines (undefined when it gave none). */
-  async function refusal(call: Promise<unknown>): Promise<{ error: unknown; messages: unknown }> {
-    const error: unknown = await call.then(
-      () => {
-        throw new Error('expected the call to be refused');
-      },
-      (e: unknown) => e,
-    );
-    const data = (error as { data?: { error?: unknown; response_metadata?: { messages?: unknown } } }).data;
-    return { error: data?.error, messages: data?.response_metadata?.messages };
-  }
 
   const markdown = (chars: number, fill = 'm') => ({ type: 'markdown', text: fill.repeat(chars) });
   const table = (cellChars: number, extra: Record<string, unknown> = {}) => ({

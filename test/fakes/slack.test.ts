@@ -11,6 +11,7 @@ import {
   blockActionsPayload,
   postSignedInteraction,
 } from '../helpers/slack-events.js';
+import { refusal } from '../helpers/slack-refusal.js';
 import { DEFAULT_SCOPES, FakeSlack } from './slack.js';
 import { loadContracts, undocumentedAnswer } from './slack-contracts.js';
 
@@ -147,18 +148,6 @@ function clientFor(
       options.retries === undefined ? retryPolicies.rapidRetryPolicy : { retries: options.retries },
     rejectRateLimitedCalls: options.rejectRateLimitedCalls ?? false,
   });
-}
-
-/** The `error` a WebClient call was refused with, and Slack's detail lines. */
-async function refusal(call: Promise<unknown>): Promise<{ error: unknown; messages: unknown }> {
-  const error: unknown = await call.then(
-    () => {
-      throw new Error('expected the call to be refused');
-    },
-    (e: unknown) => e,
-  );
-  const data = (error as { data?: { error?: unknown; response_metadata?: { messages?: unknown } } }).data;
-  return { error: data?.error, messages: data?.response_metadata?.messages };
 }
 
 const rawText = (text: string) => ({ type: 'raw_text', text });
