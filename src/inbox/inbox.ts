@@ -52,6 +52,19 @@ export interface ClaimedJob {
   queued: boolean;
   /** Since when Slack has been refusing this job's posts (it is retried until REPLY_RETRY_WINDOW). */
   slackFailingSince?: Date;
+  /**
+   * Claimed when another process's lease on it had lapsed. That process may be alive yet (the store was
+   * unreachable to it, so it could not renew the lease), holding an answer it is about to record.
+   */
+  takenOverFrom?: string;
+}
+
+/** How long a write that keeps an answer is retried through store errors (see `storeReply`). */
+export interface Hold {
+  /** From the first failure on. */
+  forMs: number;
+  /** Aborted when the process stops waiting for its jobs: then the write is given up. */
+  signal?: AbortSignal;
 }
 
 /** Why a job may no longer have side effects: another owner took it over, or its author stopped it. */
@@ -80,6 +93,7 @@ interface JobRow {
   slow_notice_ts: string | null;
   queued: boolean | null;
   slack_failing_since: Date | string | null;
+  lapsed_owner?: string | null;
 }
 
 /**
@@ -87,6 +101,11 @@ interface JobRow {
  * rides out a failover or a dropped connection instead of being lost with the job's progress.
  */
 const STORE_RETRY_DELAYS_MS = [250, 500, 1_000, 2_000, 4_000, 4_000, 4_000, 4_000];
+/**
+ * Waits between attempts of a held write (see `Hold`), the last repeated: short, so an answer is recorded
+ * within a second of the store's return, before another replica that finds its lease lapsed gives it up.
+ */
+const HOLD_RETRY_DELAYS_MS = [250, 500, 1_000];
 
 /** Finished jobs forgotten per statement: each one well inside the statement timeout. */
 const PRUNE_BATCH = 5_000;
@@ -262,18 +281,24 @@ export class Inbox {
     const rows = await this.db.query<JobRow>(
       `UPDATE inbox SET state = 'running', owner = $1, lease_until = now() + make_interval(secs => $2),
               attempts = attempts + 1
-       WHERE id IN (
-         SELECT j.id FROM inbox j
+       FROM (
+         SELECT j.id AS due_id, CASE WHEN j.state = 'running' THEN j.owner END AS lapsed_owner FROM inbox j
          WHERE j.${OPEN} AND j.run_after <= now()
            AND (j.state = 'pending' OR j.lease_until < now())
            AND NOT (j.id = ANY($4::bigint[]))
            AND NOT EXISTS (SELECT 1 FROM inbox o WHERE o.thread_key = j.thread_key AND o.${OPEN} AND o.id < j.id)
          ORDER BY j.id LIMIT $3
-         FOR UPDATE SKIP LOCKED)
-       RETURNING ${JOB_COLUMNS}`,
+         FOR UPDATE SKIP LOCKED) due
+       WHERE inbox.id = due.due_id
+       RETURNING ${JOB_COLUMNS}, due.lapsed_owner`,
       [this.owner, this.leaseMs / 1000, limit, running],
     );
-    return rows.map(toClaimedJob).sort((a, b) => a.id - b.id);
+    return rows
+      .map((row) => ({
+        ...toClaimedJob(row),
+        takenOverFrom: row.lapsed_owner && row.lapsed_owner !== this.owner ? row.lapsed_owner : undefined,
+      }))
+      .sort((a, b) => a.id - b.id);
   }
 
   /** Lets every running job be taken at once (the embedded store's only process restarted: they are orphans). */
@@ -315,12 +340,13 @@ export class Inbox {
 
   /**
    * Records what is to be posted. Unlike other progress this lands even if another owner took the job over
-   * meanwhile (this process may have been slow, not dead): the answer is kept for whoever posts it, and a
-   * job put back to wait for it runs at once. Then, in the same statement, it asks what assertWanted asks,
-   * and interrupts unless this owner may post it.
+   * meanwhile (this process may have been slow, or cut off from the store, not dead): the answer is kept for
+   * whoever posts it, and a job put back to wait for it runs at once. Then, in the same statement, it asks
+   * what assertWanted asks, and interrupts unless this owner may post it. With `hold`, it is retried through
+   * a store outage for that long (the answer exists only in this process until it lands).
    */
-  async storeReply(job: ClaimedJob, reply: string, isNotice: boolean): Promise<void> {
-    const rows = await this.persist(() =>
+  async storeReply(job: ClaimedJob, reply: string, isNotice: boolean, hold?: Hold): Promise<void> {
+    const store = () =>
       // The SELECT reads the row as it was before the UPDATE, which changes none of the columns it reads.
       this.db.query<WantedRow>(
         `WITH stored AS (
@@ -328,8 +354,8 @@ export class Inbox {
            WHERE id = $1 AND ${OPEN} AND agent_reply IS NULL AND NOT stop_requested RETURNING 1)
          SELECT owner, state, stop_requested FROM inbox WHERE id = $1`,
         [job.id, reply, isNotice],
-      ),
-    );
+      );
+    const rows = await this.persist(store, hold);
     this.throwUnlessWanted(rows[0]);
   }
 
@@ -477,15 +503,19 @@ export class Inbox {
     return pruned;
   }
 
-  /** Runs an idempotent write, retrying it through a short store outage. */
-  private async persist<T>(write: () => Promise<T>): Promise<T> {
+  /** Runs an idempotent write, retrying it through a short store outage, or for as long as `hold` says. */
+  private async persist<T>(write: () => Promise<T>, hold?: Hold): Promise<T> {
+    let firstFailure: number | undefined;
     for (let attempt = 0; ; attempt++) {
       try {
         return await write();
       } catch (error) {
-        const delay = STORE_RETRY_DELAYS_MS[attempt];
-        if (!(error instanceof StoreError) || delay === undefined) throw error;
-        await sleep(delay);
+        if (!(error instanceof StoreError)) throw error;
+        firstFailure ??= Date.now();
+        const delay = hold ? holdDelay(attempt, firstFailure + hold.forMs) : STORE_RETRY_DELAYS_MS[attempt];
+        if (delay === undefined || hold?.signal?.aborted) throw error;
+        // An abort ends the wait; the next attempt then gives up if it fails too.
+        await sleep(delay, undefined, { signal: hold?.signal }).catch(() => {});
       }
     }
   }
@@ -505,6 +535,13 @@ interface WantedRow {
   owner: string | null;
   state: string;
   stop_requested: boolean;
+}
+
+/** The wait before attempt `attempt + 1` of a held write, or undefined once `deadline` has passed. */
+function holdDelay(attempt: number, deadline: number): number | undefined {
+  const left = deadline - Date.now();
+  if (left <= 0) return undefined;
+  return Math.min(HOLD_RETRY_DELAYS_MS[Math.min(attempt, HOLD_RETRY_DELAYS_MS.length - 1)] ?? 1_000, left);
 }
 
 function toClaimedJob(row: JobRow): ClaimedJob {

@@ -80,13 +80,18 @@ function inboxContract(name: string, open: () => Promise<Database>) {
         await a.admit(message('t1', '1'), NO_LIMITS);
         await a.admit(message('t2', '1'), NO_LIMITS);
         const [j1, j2] = await a.claim(10);
+        expect(j1?.takenOverFrom).toBeUndefined();
         await db.query(`UPDATE inbox SET lease_until = now() - interval '1 second'`);
         // This process still runs j1 (say, its finish failed and is being retried), but lost track of j2.
         const retaken = await a.claim(10, [j1?.id ?? 0]);
         expect(retaken.map((job) => job.id)).toEqual([j2?.id]);
         expect(retaken[0]?.attempts).toBe(2);
-        // Another replica takes the one nobody holds a live lease on.
-        expect((await b.claim(10)).map((job) => job.id)).toEqual([j1?.id]);
+        expect(retaken[0]?.takenOverFrom).toBeUndefined();
+        // Another replica takes the one nobody holds a live lease on, and knows whose it was (that owner may
+        // be alive, cut off from the store, and about to record the answer it holds).
+        const taken = await b.claim(10);
+        expect(taken.map((job) => job.id)).toEqual([j1?.id]);
+        expect(taken[0]?.takenOverFrom).toBe('replica-a');
         // The former owner's progress no longer lands, and says why.
         await expect(a.markPartsPosted(j1 as ClaimedJob, 1)).rejects.toEqual(new JobInterruptedError('lost'));
       } finally {
