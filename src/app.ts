@@ -175,6 +175,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     maxPromptChars: config.conversation.maxPromptChars,
     agentTimeoutMs: config.agent.timeoutMs,
     replyRetryWindowMs: config.delivery.replyRetryWindowMs,
+    storeRetryWindowMs: config.delivery.storeRetryWindowMs,
     feedbackButtons: config.conversation.feedbackButtons,
     threadContextMessages: config.conversation.threadContextMessages,
     viewing,

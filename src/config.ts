@@ -60,6 +60,7 @@ const VARIABLES = [
   'SLASH_COMMAND',
   'SLOW_NOTICE_MS',
   'STORE_OUTAGE_ACK_MS',
+  'STORE_RETRY_WINDOW',
   'SUGGESTED_PROMPTS',
   'THREAD_CONTEXT_MESSAGES',
   'USER_RATE_LIMIT',
@@ -140,6 +141,11 @@ export interface Config {
      * acknowledged and their authors told to send again, so Slack does not disable the subscriptions.
      */
     storeOutageAckMs: number;
+    /**
+     * How long an answer the store cannot record (PostgreSQL restarting or failing over) is kept in memory
+     * and retried before the thread is told it was dropped.
+     */
+    storeRetryWindowMs: number;
   };
   access: {
     /** Empty: every workspace, channel or user is allowed. */
@@ -343,6 +349,7 @@ function readConfig(reader: EnvReader): Config {
       replyRetryWindowMs: reader.duration('REPLY_RETRY_WINDOW', '1h'),
       // Below Slack's last retry of an event (about 5 minutes after the first delivery): that retry gets the note.
       storeOutageAckMs: reader.integer('STORE_OUTAGE_ACK_MS', 120_000, 0, 240_000),
+      storeRetryWindowMs: storeRetryWindow(reader),
     },
     access: {
       teamIds: reader.idList('ALLOWED_TEAM_IDS'),
@@ -466,6 +473,19 @@ function readSuggestedPrompts(reader: EnvReader): SuggestedPrompt[] {
     reader.fail('SUGGESTED_PROMPTS', 'must give each entry a message: "title::message|title::message"');
   }
   return prompts.slice(0, MAX_SUGGESTED_PROMPTS);
+}
+
+/** From a second to an hour: a failover takes minutes, and no window would drop every answer at the first error. */
+function storeRetryWindow(reader: EnvReader): number {
+  const raw = reader.read('STORE_RETRY_WINDOW');
+  const fallback = 180_000;
+  if (raw === undefined) return fallback;
+  const ms = parseDuration(raw);
+  if (ms === undefined || ms < 1_000 || ms > 3_600_000) {
+    reader.fail('STORE_RETRY_WINDOW', `must be a duration from 1s to 1h, like 3m or 90s (got "${raw}")`);
+    return fallback;
+  }
+  return ms;
 }
 
 /** `30d`, `12h`, `15m`, `90s`, or `0`; undefined when it is none of those. */

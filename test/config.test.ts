@@ -52,6 +52,7 @@ describe('loadConfig', () => {
       shutdownTimeoutMs: 20_000,
       replyRetryWindowMs: 3_600_000,
       storeOutageAckMs: 120_000,
+      storeRetryWindowMs: 180_000,
     });
     expect(config.tracing).toEqual({ endpoint: undefined, serviceName: 'slack-agent-bridge' });
     expect(config.agentView.mode).toBe('auto');
@@ -104,6 +105,7 @@ describe('loadConfig', () => {
     ]);
     expect(config.sessions.idleTtlMs).toBe(12 * 3_600_000);
     expect(loadConfig({ ...valid, SESSION_IDLE_TTL: '0' }).sessions.idleTtlMs).toBe(0);
+    expect(loadConfig({ ...valid, STORE_RETRY_WINDOW: '90s' }).delivery.storeRetryWindowMs).toBe(90_000);
   });
 
   it('adds the trailing slash WebClient needs to SLACK_API_URL', () => {
@@ -128,6 +130,12 @@ describe('loadConfig', () => {
     [{ SLACK_API_URL: 'not a url' }, /^SLACK_API_URL must be an http\(s\) URL/],
     [{ AGENT_ROUTES: 'C01:agent-b' }, /^AGENT_ROUTES must be a comma-separated list of CHANNEL_ID=AGENT_ID/],
     [{ SESSION_IDLE_TTL: '30 days' }, /^SESSION_IDLE_TTL must be a duration like 30d/],
+    [
+      { STORE_RETRY_WINDOW: '0' },
+      /^STORE_RETRY_WINDOW must be a duration from 1s to 1h, like 3m or 90s \(got "0"\)/,
+    ],
+    [{ STORE_RETRY_WINDOW: '2h' }, /^STORE_RETRY_WINDOW must be a duration from 1s to 1h/],
+    [{ STORE_RETRY_WINDOW: 'soon' }, /^STORE_RETRY_WINDOW must be a duration from 1s to 1h/],
     [{ SLASH_COMMAND: 'agent' }, /^SLASH_COMMAND must look like \/agent/],
     [{ MENTION_ONLY: 'maybe' }, /^MENTION_ONLY must be true or false/],
     [{ MAX_PROMPT_CHARS: '0' }, /^MAX_PROMPT_CHARS must be/],

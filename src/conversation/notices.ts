@@ -118,6 +118,25 @@ export function notTakenNotice(userId: string): string {
   return `<@${userId}> :warning: I could not take your message just now because of a fault on my side, so it did not reach the agent. Please send it again in a few minutes.`;
 }
 
+/**
+ * The agent answered, but the store stayed unreachable for longer than STORE_RETRY_WINDOW, so the answer,
+ * which cannot be posted without being recorded (only what is recorded is posted exactly once), is dropped.
+ */
+export function answerDroppedNotice(windowMs: number, referenceId: string): string {
+  return `:warning: The agent answered this message, but my database was unreachable for more than ${durationWords(windowMs)}, so I could not record the answer and had to drop it. The agent may already have acted on your message. If you still need the answer, press *Send again*; it works once my database is back. (ref ${referenceId})`;
+}
+
+/** `3 minutes`, `90 seconds`, `1 hour`: a duration as people say it. */
+function durationWords(ms: number): string {
+  const [amount, unit] =
+    ms >= 3_600_000 && ms % 3_600_000 === 0
+      ? [ms / 3_600_000, 'hour']
+      : ms >= 60_000 && ms % 60_000 === 0
+        ? [ms / 60_000, 'minute']
+        : [Math.round(ms / 1_000), 'second'];
+  return `${amount} ${unit}${amount === 1 ? '' : 's'}`;
+}
+
 export const ORIGINAL_GONE_NOTICE =
   ':warning: I could not find your original message any more, so I could not send it again. Please write it again.';
 

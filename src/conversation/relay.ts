@@ -13,9 +13,11 @@ import { formatAgentReply, type SlackReplyPart } from '../slack-out/format.js';
 import type { WorkIndicators, Working } from '../slack-out/indicators.js';
 import { type ReplyTarget, SlackPostError, type SlackReplies } from '../slack-out/replies.js';
 import type { UserNameResolver } from '../slack-out/user-names.js';
+import { StoreError } from '../store/database.js';
 import { type InboundMessage, indicatorOf, type ResetRequest } from './jobs.js';
 import {
   ATTACHMENTS_NOT_FORWARDED,
+  answerDroppedNotice,
   EMPTY_PROMPT_HELP,
   FILES_ONLY_NOTICE,
   failureKindOf,
@@ -50,6 +52,8 @@ export interface RelayOptions {
   agentTimeoutMs: number;
   /** How long an answer Slack refuses is kept and retried. */
   replyRetryWindowMs: number;
+  /** How long an answer the store cannot record is held in memory and retried. */
+  storeRetryWindowMs: number;
   /** Feedback buttons under each answer. */
   feedbackButtons: boolean;
   /** Earlier thread messages sent with a first mention mid-thread (0: none). */
@@ -66,6 +70,8 @@ const MAX_ATTEMPTS = 25;
 const SLACK_BACKOFF_MAX_MS = 60_000;
 /** The job's part name of the notice saying Slack refused its output for too long. */
 const GAVE_UP_PART = 'gave-up';
+/** The job's part name of what it posted unrecorded: its notice, or the notice that its answer was dropped. */
+const UNRECORDED_PART = 'unrecorded';
 
 /** The agent's answer, and the session it came from (`fresh`: created for this message). */
 interface Answer {
@@ -84,6 +90,18 @@ interface JobOutput {
   wantedAsked?: boolean;
 }
 
+/** The store stayed unreachable for longer than STORE_RETRY_WINDOW: the job's output is not recorded. */
+class OutputNotRecordedError extends Error {
+  constructor(
+    readonly text: string,
+    readonly isNotice: boolean,
+    options: { cause: unknown },
+  ) {
+    super('the store could not record the output', options);
+    this.name = 'OutputNotRecordedError';
+  }
+}
+
 /**
  * Runs one inbox job: a message (prompt → agent → reply in the thread) or a thread reset. Progress is
  * checkpointed in the job, so a job taken over after a crash resumes where it stopped: the prompt is never
@@ -93,6 +111,8 @@ interface JobOutput {
 export class Relay {
   /** Set when shutdown stops waiting for the jobs still running: they must not act any more. */
   private abandoned = false;
+  /** Ends the holding of answers the store cannot record, when shutdown stops waiting. */
+  private readonly abandoning = new AbortController();
 
   constructor(private readonly options: RelayOptions) {}
 
@@ -103,6 +123,7 @@ export class Relay {
    */
   abandonRunning(): void {
     this.abandoned = true;
+    this.abandoning.abort();
   }
 
   readonly run = (job: ClaimedJob): Promise<JobOutcome> => {
@@ -153,6 +174,8 @@ export class Relay {
     let over = false;
     try {
       const outcome = await this.answer(job, message, target, working, logger).catch((error: unknown) => {
+        if (error instanceof OutputNotRecordedError)
+          return this.outputNotRecorded(job, message, target, error, logger);
         if (!(error instanceof SlackPostError)) throw error;
         return this.slackFailed(job, target, error, logger);
       });
@@ -173,7 +196,6 @@ export class Relay {
     working: Working,
     logger: Logger,
   ): Promise<JobOutcome> {
-    const { inbox } = this.options;
     if (job.agentReply !== undefined) {
       await this.postOutput(job, recorded, target, { text: job.agentReply, isNotice: job.replyIsNotice });
       // An answer kept through a Slack outage or a takeover: the thread is active now, when it is read.
@@ -249,7 +271,7 @@ export class Relay {
         'message could not be answered',
       );
       const notice = failureNotice(kind, referenceId);
-      await inbox.storeReply(job, notice, true);
+      await this.record(job, notice, true);
       await this.postOutput(job, message, target, { text: notice, isNotice: true, wantedAsked: true });
       return { kind: 'done' };
     }
@@ -315,8 +337,60 @@ export class Relay {
       reply = (await agent.sendMessage(agentId, session.sessionId, sent)).text;
     }
     logger.debug({ session: session.sessionId, chars: reply.length }, 'agent replied');
-    await inbox.storeReply(job, reply, false);
+    await this.record(job, reply, false);
     return { reply, session, fresh };
+  }
+
+  /**
+   * Records the job's output, which exists only in this process until then: through a store outage (a
+   * restart, a failover) it is held and retried for up to STORE_RETRY_WINDOW, even after the job's lease
+   * lapsed (another replica that took the job over then waits for it, see resumeAfterSend).
+   */
+  private async record(job: ClaimedJob, text: string, isNotice: boolean): Promise<void> {
+    try {
+      await this.options.inbox.storeReply(job, text, isNotice, {
+        forMs: this.options.storeRetryWindowMs,
+        signal: this.abandoning.signal,
+      });
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error;
+      if (this.abandoned) throw new JobInterruptedError('lost');
+      throw new OutputNotRecordedError(text, isNotice, { cause: error });
+    }
+  }
+
+  /**
+   * The store stayed unreachable for longer than STORE_RETRY_WINDOW. An answer is posted only once recorded
+   * (that is how it is posted exactly once, by whichever replica), so it is dropped, and the thread is told
+   * once, honestly; a notice is posted as it is. Either is marked as the job's, so whoever runs the job
+   * when the store is back finds it and says nothing more. No ownership check is possible with the store
+   * down: a post for this job by another process is looked for instead.
+   */
+  private async outputNotRecorded(
+    job: ClaimedJob,
+    message: InboundMessage,
+    target: ReplyTarget,
+    error: OutputNotRecordedError,
+    logger: Logger,
+  ): Promise<JobOutcome> {
+    const referenceId = newReferenceId();
+    logger.error(
+      { err: error.cause, ref: referenceId, windowMs: this.options.storeRetryWindowMs },
+      'the store could not record the output for longer than STORE_RETRY_WINDOW; it is dropped',
+    );
+    if ((await this.options.replies.postedJobParts(target, message.ts, job.dedupeKey)).size > 0)
+      return { kind: 'done' };
+    if (this.abandoned) throw new JobInterruptedError('lost');
+    const text = error.isNotice
+      ? error.text
+      : answerDroppedNotice(this.options.storeRetryWindowMs, referenceId);
+    const blocks = error.isNotice ? [] : sendAgainBlocks(text, job.dedupeKey);
+    await this.options.replies.postJobMessage(
+      target,
+      { ...noticePart(text), blocks },
+      { job: job.dedupeKey, part: UNRECORDED_PART },
+    );
+    return { kind: 'done' };
   }
 
   /** A mention that starts the bot's part in a channel thread people were already talking in. */
@@ -356,7 +430,13 @@ export class Relay {
     logger: Logger,
   ): Promise<JobOutcome> {
     if (!job.answerLost) {
-      const deadline = (job.sentAt?.getTime() ?? 0) + this.options.agentTimeoutMs + TAKEOVER_GRACE_MS;
+      // A sender still heard from may hold the agent's answer through a store outage (STORE_RETRY_WINDOW),
+      // so it is waited for that long beyond the agent's own timeout; a silent one is judged at once.
+      const deadline =
+        (job.sentAt?.getTime() ?? 0) +
+        this.options.agentTimeoutMs +
+        this.options.storeRetryWindowMs +
+        TAKEOVER_GRACE_MS;
       const verdict = await this.options.inbox.judgeSender(job, Date.now() >= deadline);
       if (verdict === undefined) {
         // The answer came in meanwhile (or the job is no longer this owner's: that interrupts here).

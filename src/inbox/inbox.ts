@@ -69,6 +69,14 @@ export function heartbeatEveryMs(leaseMs: number): number {
   return Math.max(50, leaseMs / 4);
 }
 
+/** How long a write that keeps an answer is retried through store errors (see `storeReply`). */
+export interface Hold {
+  /** From the first failure on. */
+  forMs: number;
+  /** Aborted when the process stops waiting for its jobs: then the write is given up. */
+  signal?: AbortSignal;
+}
+
 /** Why a job may no longer have side effects: another owner took it over, or its author stopped it. */
 export type JobInterruption = 'lost' | 'stopped';
 
@@ -103,6 +111,11 @@ interface JobRow {
  * rides out a failover or a dropped connection instead of being lost with the job's progress.
  */
 const STORE_RETRY_DELAYS_MS = [250, 500, 1_000, 2_000, 4_000, 4_000, 4_000, 4_000];
+/**
+ * Waits between attempts of a held write (see `Hold`), the last repeated: short, so an answer is recorded
+ * within a second of the store's return, before another replica that finds its lease lapsed gives it up.
+ */
+const HOLD_RETRY_DELAYS_MS = [250, 500, 1_000];
 
 /** Finished jobs forgotten per statement: each one well inside the statement timeout. */
 const PRUNE_BATCH = 5_000;
@@ -370,12 +383,13 @@ export class Inbox {
 
   /**
    * Records what is to be posted. Unlike other progress this lands even if another owner took the job over
-   * meanwhile (this process may have been slow, not dead): the answer is kept for whoever posts it, and a
-   * job put back to wait for it runs at once. Then, in the same statement, it asks what assertWanted asks,
-   * and interrupts unless this owner may post it.
+   * meanwhile (this process may have been slow, or cut off from the store, not dead): the answer is kept for
+   * whoever posts it, and a job put back to wait for it runs at once. Then, in the same statement, it asks
+   * what assertWanted asks, and interrupts unless this owner may post it. With `hold`, it is retried through
+   * a store outage for that long (the answer exists only in this process until it lands).
    */
-  async storeReply(job: ClaimedJob, reply: string, isNotice: boolean): Promise<void> {
-    const rows = await this.persist(() =>
+  async storeReply(job: ClaimedJob, reply: string, isNotice: boolean, hold?: Hold): Promise<void> {
+    const store = () =>
       // The SELECT reads the row as it was before the UPDATE, which changes none of the columns it reads.
       this.db.query<WantedRow & { answer_lost: boolean }>(
         `WITH stored AS (
@@ -384,8 +398,8 @@ export class Inbox {
            RETURNING 1)
          SELECT owner, state, stop_requested, answer_lost FROM inbox WHERE id = $1`,
         [job.id, reply, isNotice],
-      ),
-    );
+      );
+    const rows = await this.persist(store, hold);
     // The next owner already told the thread this answer was lost.
     if (rows[0]?.answer_lost) throw new JobInterruptedError('lost');
     this.throwUnlessWanted(rows[0]);
@@ -535,15 +549,19 @@ export class Inbox {
     return pruned;
   }
 
-  /** Runs an idempotent write, retrying it through a short store outage. */
-  private async persist<T>(write: () => Promise<T>): Promise<T> {
+  /** Runs an idempotent write, retrying it through a short store outage, or for as long as `hold` says. */
+  private async persist<T>(write: () => Promise<T>, hold?: Hold): Promise<T> {
+    let firstFailure: number | undefined;
     for (let attempt = 0; ; attempt++) {
       try {
         return await write();
       } catch (error) {
-        const delay = STORE_RETRY_DELAYS_MS[attempt];
-        if (!(error instanceof StoreError) || delay === undefined) throw error;
-        await sleep(delay);
+        if (!(error instanceof StoreError)) throw error;
+        firstFailure ??= Date.now();
+        const delay = hold ? holdDelay(attempt, firstFailure + hold.forMs) : STORE_RETRY_DELAYS_MS[attempt];
+        if (delay === undefined || hold?.signal?.aborted) throw error;
+        // An abort ends the wait; the next attempt then gives up if it fails too.
+        await sleep(delay, undefined, { signal: hold?.signal }).catch(() => {});
       }
     }
   }
@@ -563,6 +581,13 @@ interface WantedRow {
   owner: string | null;
   state: string;
   stop_requested: boolean;
+}
+
+/** The wait before attempt `attempt + 1` of a held write, or undefined once `deadline` has passed. */
+function holdDelay(attempt: number, deadline: number): number | undefined {
+  const left = deadline - Date.now();
+  if (left <= 0) return undefined;
+  return Math.min(HOLD_RETRY_DELAYS_MS[Math.min(attempt, HOLD_RETRY_DELAYS_MS.length - 1)] ?? 1_000, left);
 }
 
 function toClaimedJob(row: JobRow): ClaimedJob {

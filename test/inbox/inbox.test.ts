@@ -86,7 +86,8 @@ function inboxContract(name: string, open: () => Promise<Database>) {
         expect(retaken.map((job) => job.id)).toEqual([j2?.id]);
         expect(retaken[0]?.attempts).toBe(2);
         // Another replica takes the one nobody holds a live lease on.
-        expect((await b.claim(10)).map((job) => job.id)).toEqual([j1?.id]);
+        const taken = await b.claim(10);
+        expect(taken.map((job) => job.id)).toEqual([j1?.id]);
         // The former owner's progress no longer lands, and says why.
         await expect(a.markPartsPosted(j1 as ClaimedJob, 1)).rejects.toEqual(new JobInterruptedError('lost'));
       } finally {
