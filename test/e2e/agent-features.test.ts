@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { DEFAULT_SCOPES, FakeSlack, type FakeSlackOptions, type SlackApiCall } from '../fakes/slack.js';
 import { botPerSuite, type SuiteBot } from '../helpers/bot-per-suite.js';
@@ -17,7 +17,16 @@ import {
 import { AGENT_ID, metric, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
-const CHANNEL = 'C0AGENTS';
+/**
+ * Each test has a channel of its own: Slack takes about one message a second per channel (a short burst more),
+ * so tests posting into one channel back to back would be throttled as Slack throttles such a channel, and
+ * their answers and notices would come late and out of order. None of them is about that.
+ */
+let CHANNEL = 'C0AGENTS';
+let channelsUsed = 0;
+beforeEach(() => {
+  CHANNEL = `C0AGENTS${++channelsUsed}`;
+});
 const ALICE = 'U0ALICE';
 const textOf = (call: SlackApiCall) => String(call.args.text);
 const prompts = (agent: AgentServiceEmulator) => agent.requestsFor('sendMessage').map((r) => r.prompt ?? '');
@@ -26,7 +35,7 @@ const transitions = (slack: FakeSlack, channel: string, threadTs: string) =>
   (slack.agentSession(channel, threadTs)?.history ?? []).map(({ status, via }) => `${status} via ${via}`);
 
 function useStack(env: Record<string, string>, slackOptions: FakeSlackOptions = {}): SuiteBot {
-  return botPerSuite({
+  const stack = botPerSuite({
     slack: {
       users: { U0ALICE: { name: 'alice' }, U0BOB: { name: 'bob' } },
       channels: {
@@ -40,6 +49,19 @@ function useStack(env: Record<string, string>, slackOptions: FakeSlackOptions = 
     },
     env: { AGENT_TIMEOUT_MS: '2000', ...env },
   });
+  // What these tests prove must not hinge on Slack's rate limits: a throttled call comes late, and out of order.
+  let startedAt = 0;
+  beforeEach(() => {
+    startedAt = Date.now();
+  });
+  afterEach(() => {
+    const throttled = stack.slack.calls.filter((call) => call.throttled && call.at >= startedAt);
+    expect(
+      throttled.map((call) => `${call.method} in ${String(call.args.channel ?? call.args.channel_id)}`),
+      'calls throttled by the rate limits: spread the test over channels, or pace it as a person would',
+    ).toEqual([]);
+  });
+  return stack;
 }
 
 const send = (bot: RunningBot, body: unknown) => postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body);
@@ -585,11 +607,15 @@ describe('thread context turned off', () => {
 describe('an agent app: the Messages tab tells which channel the person looks at', () => {
   const stack = useStack({ SLACK_AGENT_VIEW: 'true' });
 
+  // A person reads an answer before asking again: about one message a second in the DM, as Slack takes them.
+  let answeredAt = 0;
   const ask = async (text: string) => {
     const { slack, agent, bot } = stack;
+    await sleep(Math.max(0, answeredAt + 1_000 - Date.now()));
     const ts = nextTs();
     await send(bot, messageEvent({ channel: 'D0ALICE', channelType: 'im', user: ALICE, text, ts }));
     await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === ts && textOf(c).includes(text));
+    answeredAt = Date.now();
     return prompts(agent).at(-1);
   };
 
