@@ -299,6 +299,66 @@ describe('an agent app: channel threads are agent sessions', () => {
     expect(prompts(agent)).not.toContain('bob waits');
   });
 
+  /** Slack turns away the thread's next `active` once (HTTP 429): the client sends it again after Retry-After. */
+  const holdBackNextActive = (slack: FakeSlack, root: string) =>
+    slack.failNext(
+      'agents.sessions.setStatus',
+      { type: 'rate_limited', retryAfterSeconds: 1 },
+      1,
+      (args) => args.status === 'active' && args.thread_ts === root,
+    );
+
+  it("stop, then a new question at once: the new answer shows processing even when Slack held back the stop's status", async () => {
+    const { slack, agent, bot } = stack;
+    const root = nextTs();
+    agent.setLatency(800, 'sendMessage');
+    try {
+      await send(bot, mentionIn(CHANNEL, 'a slow one', root));
+      await waitFor(() => prompts(agent).includes('a slow one'), 'prompt sent');
+      holdBackNextActive(slack, root);
+      await send(bot, slack.pressStopButton(CHANNEL, root, ALICE));
+      // Longer than the held-back call takes to go through again.
+      agent.setLatency(1_200, 'sendMessage');
+      await send(bot, mentionIn(CHANNEL, 'the quick one instead', nextTs(), root));
+      const answer = await slack.waitForCall(
+        'chat.postMessage',
+        (c) => c.args.thread_ts === root && textOf(c).includes('the quick one instead'),
+      );
+      // Until its answer came, the thread showed the new question in progress, stop button and all.
+      const before = (slack.agentSession(CHANNEL, root)?.history ?? []).filter((h) => h.at < answer.at);
+      expect(before.at(-1)?.status).toBe('processing');
+    } finally {
+      agent.setLatency(0, 'sendMessage');
+    }
+    await waitFor(() => slack.agentSession(CHANNEL, root)?.status === 'active', 'active after the answer');
+  });
+
+  it("a reset right after an answer closes the session, even when Slack held back the answer's active", async () => {
+    const { slack, bot } = stack;
+    const root = nextTs();
+    holdBackNextActive(slack, root);
+    await send(bot, mentionIn(CHANNEL, 'a short talk', root));
+    await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('a short talk'),
+    );
+    await send(bot, mentionIn(CHANNEL, 'reset', nextTs(), root));
+    await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('Conversation reset'),
+    );
+    await waitFor(
+      () => slack.agentSession(CHANNEL, root)?.history.some((h) => h.status === 'active'),
+      'the held-back active taken',
+    );
+    await sleep(300);
+    expect(transitions(slack, CHANNEL, root)).toEqual([
+      'processing via agents.sessions.setStatus',
+      'active via agents.sessions.setStatus',
+      'closed via agents.sessions.setStatus',
+    ]);
+  });
+
   it('sends the earlier messages of a thread with a first mention in it, labelled as context; later prompts carry only themselves', async () => {
     const { slack, agent, bot } = stack;
     const root = slack.seedMessage(CHANNEL, {
