@@ -41,9 +41,16 @@ export function openedSessionsInMemory(): OpenedSessions {
  * SLACK_AGENT_VIEW=false, or until Slack answers `not_agent_app` (or `feature_disabled`) in a workspace:
  * from then on nothing agent-only is tried there for a while. A session is closed only if the bot opened it
  * (agents.sessions.setStatus creates one where none exists, `closed` included).
+ *
+ * A thread's session calls reach Slack in the order they were made, whoever makes them (a job's indicators, a
+ * stop, a reset, an archive, the idle sweep): a call Slack throttles is sent again after Retry-After, and one
+ * made meanwhile would otherwise land first and be overwritten by the older one (a stop's `active` over the
+ * next answer's `processing`, an answer's `active` over a reset's `closed`).
  */
 export class AgentFeatures {
   private readonly notAgentAppUntil = new Map<string, number>();
+  /** The last session call per thread, while one is under way. */
+  private readonly lastCall = new Map<string, Promise<void>>();
 
   constructor(
     private readonly replies: SlackReplies,
@@ -60,7 +67,15 @@ export class AgentFeatures {
   }
 
   /** Sets the thread's session status, creating the session (with `initiator`) if it has none. Best effort. */
-  async setStatus(thread: SessionThread, status: AgentSessionStatus, initiator?: string): Promise<void> {
+  setStatus(thread: SessionThread, status: AgentSessionStatus, initiator?: string): Promise<void> {
+    return this.inOrder(thread, () => this.setStatusNow(thread, status, initiator));
+  }
+
+  private async setStatusNow(
+    thread: SessionThread,
+    status: AgentSessionStatus,
+    initiator?: string,
+  ): Promise<void> {
     if (!this.isAgentApp(thread.teamId)) return;
     const result = await this.replies.setSessionStatus(thread.channelId, thread.threadTs, status, initiator);
     if (this.learn(thread.teamId, result) !== 'ok') return;
@@ -73,8 +88,10 @@ export class AgentFeatures {
   }
 
   /** Sets the status of a session the bot opened; a thread without one is left without one. */
-  async update(thread: SessionThread, status: AgentSessionStatus): Promise<void> {
-    if (await this.wasOpened(thread)) await this.setStatus(thread, status);
+  update(thread: SessionThread, status: AgentSessionStatus): Promise<void> {
+    return this.inOrder(thread, async () => {
+      if (await this.wasOpened(thread)) await this.setStatusNow(thread, status);
+    });
   }
 
   /**
@@ -83,21 +100,26 @@ export class AgentFeatures {
    */
   async close(threads: readonly SessionThread[]): Promise<void> {
     for (const thread of threads) {
-      if (!/^\d+\.\d+$/.test(thread.threadTs) || !(await this.wasOpened(thread))) continue;
-      if (this.isAgentApp(thread.teamId)) {
-        this.learn(
-          thread.teamId,
-          await this.replies.setSessionStatus(thread.channelId, thread.threadTs, 'closed'),
-        );
-      }
-      await this.opened.remove(thread).catch(() => {});
+      if (!/^\d+\.\d+$/.test(thread.threadTs)) continue;
+      await this.inOrder(thread, async () => {
+        if (!(await this.wasOpened(thread))) return;
+        if (this.isAgentApp(thread.teamId)) {
+          this.learn(
+            thread.teamId,
+            await this.replies.setSessionStatus(thread.channelId, thread.threadTs, 'closed'),
+          );
+        }
+        await this.opened.remove(thread).catch(() => {});
+      });
     }
   }
 
   /** Names the thread's session (set its status first). Best effort. */
-  async rename(thread: SessionThread, title: string): Promise<void> {
-    if (!this.isAgentApp(thread.teamId)) return;
-    this.learn(thread.teamId, await this.replies.renameSession(thread.channelId, thread.threadTs, title));
+  rename(thread: SessionThread, title: string): Promise<void> {
+    return this.inOrder(thread, async () => {
+      if (!this.isAgentApp(thread.teamId)) return;
+      this.learn(thread.teamId, await this.replies.renameSession(thread.channelId, thread.threadTs, title));
+    });
   }
 
   /** The Messages tab's suggested prompts; false when the workspace is not (or no longer) an agent app. */
@@ -111,6 +133,18 @@ export class AgentFeatures {
     return (
       this.learn(teamId, await this.replies.setSuggestedPrompts(channel, title, prompts)) !== 'not-agent-app'
     );
+  }
+
+  /** Runs `call` after the thread's session call before it has ended (whether that one failed or not). */
+  private inOrder(thread: SessionThread, call: () => Promise<void>): Promise<void> {
+    const key = `${thread.teamId}:${thread.channelId}:${thread.threadTs}`;
+    const run = (this.lastCall.get(key) ?? Promise.resolve()).then(call, call);
+    this.lastCall.set(key, run);
+    void run.then(
+      () => this.lastCall.get(key) === run && this.lastCall.delete(key),
+      () => this.lastCall.get(key) === run && this.lastCall.delete(key),
+    );
+    return run;
   }
 
   /** A store that cannot answer leaves the session as it is: closing might create one. */

@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { DEFAULT_SCOPES, FakeSlack, type FakeSlackOptions, type SlackApiCall } from '../fakes/slack.js';
 import { botPerSuite, type SuiteBot } from '../helpers/bot-per-suite.js';
@@ -17,7 +17,16 @@ import {
 import { AGENT_ID, metric, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
-const CHANNEL = 'C0AGENTS';
+/**
+ * Each test has a channel of its own: Slack takes about one message a second per channel (a short burst more),
+ * so tests posting into one channel back to back would be throttled as Slack throttles such a channel, and
+ * their answers and notices would come late and out of order. None of them is about that.
+ */
+let CHANNEL = 'C0AGENTS';
+let channelsUsed = 0;
+beforeEach(() => {
+  CHANNEL = `C0AGENTS${++channelsUsed}`;
+});
 const ALICE = 'U0ALICE';
 const textOf = (call: SlackApiCall) => String(call.args.text);
 const prompts = (agent: AgentServiceEmulator) => agent.requestsFor('sendMessage').map((r) => r.prompt ?? '');
@@ -26,7 +35,7 @@ const transitions = (slack: FakeSlack, channel: string, threadTs: string) =>
   (slack.agentSession(channel, threadTs)?.history ?? []).map(({ status, via }) => `${status} via ${via}`);
 
 function useStack(env: Record<string, string>, slackOptions: FakeSlackOptions = {}): SuiteBot {
-  return botPerSuite({
+  const stack = botPerSuite({
     slack: {
       users: { U0ALICE: { name: 'alice' }, U0BOB: { name: 'bob' } },
       channels: {
@@ -40,6 +49,19 @@ function useStack(env: Record<string, string>, slackOptions: FakeSlackOptions = 
     },
     env: { AGENT_TIMEOUT_MS: '2000', ...env },
   });
+  // What these tests prove must not hinge on Slack's rate limits: a throttled call comes late, and out of order.
+  let startedAt = 0;
+  beforeEach(() => {
+    startedAt = Date.now();
+  });
+  afterEach(() => {
+    const throttled = stack.slack.calls.filter((call) => call.throttled && call.at >= startedAt);
+    expect(
+      throttled.map((call) => `${call.method} in ${String(call.args.channel ?? call.args.channel_id)}`),
+      'calls throttled by the rate limits: spread the test over channels, or pace it as a person would',
+    ).toEqual([]);
+  });
+  return stack;
 }
 
 const send = (bot: RunningBot, body: unknown) => postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body);
@@ -275,6 +297,66 @@ describe('an agent app: channel threads are agent sessions', () => {
     }
     await waitFor(() => slack.agentSession(CHANNEL, root)?.status === 'active', 'active after the answer');
     expect(prompts(agent)).not.toContain('bob waits');
+  });
+
+  /** Slack turns away the thread's next `active` once (HTTP 429): the client sends it again after Retry-After. */
+  const holdBackNextActive = (slack: FakeSlack, root: string) =>
+    slack.failNext(
+      'agents.sessions.setStatus',
+      { type: 'rate_limited', retryAfterSeconds: 1 },
+      1,
+      (args) => args.status === 'active' && args.thread_ts === root,
+    );
+
+  it("stop, then a new question at once: the new answer shows processing even when Slack held back the stop's status", async () => {
+    const { slack, agent, bot } = stack;
+    const root = nextTs();
+    agent.setLatency(800, 'sendMessage');
+    try {
+      await send(bot, mentionIn(CHANNEL, 'a slow one', root));
+      await waitFor(() => prompts(agent).includes('a slow one'), 'prompt sent');
+      holdBackNextActive(slack, root);
+      await send(bot, slack.pressStopButton(CHANNEL, root, ALICE));
+      // Longer than the held-back call takes to go through again.
+      agent.setLatency(1_200, 'sendMessage');
+      await send(bot, mentionIn(CHANNEL, 'the quick one instead', nextTs(), root));
+      const answer = await slack.waitForCall(
+        'chat.postMessage',
+        (c) => c.args.thread_ts === root && textOf(c).includes('the quick one instead'),
+      );
+      // Until its answer came, the thread showed the new question in progress, stop button and all.
+      const before = (slack.agentSession(CHANNEL, root)?.history ?? []).filter((h) => h.at < answer.at);
+      expect(before.at(-1)?.status).toBe('processing');
+    } finally {
+      agent.setLatency(0, 'sendMessage');
+    }
+    await waitFor(() => slack.agentSession(CHANNEL, root)?.status === 'active', 'active after the answer');
+  });
+
+  it("a reset right after an answer closes the session, even when Slack held back the answer's active", async () => {
+    const { slack, bot } = stack;
+    const root = nextTs();
+    holdBackNextActive(slack, root);
+    await send(bot, mentionIn(CHANNEL, 'a short talk', root));
+    await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('a short talk'),
+    );
+    await send(bot, mentionIn(CHANNEL, 'reset', nextTs(), root));
+    await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('Conversation reset'),
+    );
+    await waitFor(
+      () => slack.agentSession(CHANNEL, root)?.history.some((h) => h.status === 'active'),
+      'the held-back active taken',
+    );
+    await sleep(300);
+    expect(transitions(slack, CHANNEL, root)).toEqual([
+      'processing via agents.sessions.setStatus',
+      'active via agents.sessions.setStatus',
+      'closed via agents.sessions.setStatus',
+    ]);
   });
 
   it('sends the earlier messages of a thread with a first mention in it, labelled as context; later prompts carry only themselves', async () => {
@@ -585,11 +667,15 @@ describe('thread context turned off', () => {
 describe('an agent app: the Messages tab tells which channel the person looks at', () => {
   const stack = useStack({ SLACK_AGENT_VIEW: 'true' });
 
+  // A person reads an answer before asking again: about one message a second in the DM, as Slack takes them.
+  let answeredAt = 0;
   const ask = async (text: string) => {
     const { slack, agent, bot } = stack;
+    await sleep(Math.max(0, answeredAt + 1_000 - Date.now()));
     const ts = nextTs();
     await send(bot, messageEvent({ channel: 'D0ALICE', channelType: 'im', user: ALICE, text, ts }));
     await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === ts && textOf(c).includes(text));
+    answeredAt = Date.now();
     return prompts(agent).at(-1);
   };
 
