@@ -139,7 +139,8 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     timeout: SLACK_CALL_TIMEOUT_MS,
     retryConfig: { retries: 3, factor: 2, minTimeout: 500, maxTimeout: 4_000 },
   };
-  // Indicators never wait long for Slack: Retry-After is honoured once, on their own queues (see SlackWebClient).
+  // Each method on a queue of its own, as Slack limits each on its own (see SlackWebClient); indicators never
+  // wait long for Slack: Retry-After is honoured once.
   const slackClient = new SlackWebClient(config.slack.botToken, slackClientOptions, slackObserver, {
     retries: 1,
     factor: 2,

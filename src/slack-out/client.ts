@@ -46,12 +46,13 @@ export interface SlackCallObserver {
  * Bolt's WebClient, with every call reported (a thin wrapper of `apiCall`: WebClient binds its method
  * helpers to `apiCall`, so this sees them all).
  *
- * With `bestEffortRetries`, each best-effort method is called through a WebClient of its own, with that retry
- * policy: WebClient pauses its whole queue while a 429's Retry-After runs, and Slack limits each method on its
- * own, so a throttled reaction then holds up only more of the same, never a thread read or a post.
+ * With `bestEffortRetries`, each method is called through a WebClient of its own (best-effort methods with that
+ * retry policy): WebClient pauses its whole queue while a 429's Retry-After runs, and Slack limits each method
+ * on its own, so a throttled reaction or thread read then holds up only more of the same, never a name lookup,
+ * another read or a post.
  */
 export class SlackWebClient extends WebClient {
-  private readonly bestEffortClients = new Map<string, WebClient>();
+  private readonly methodClients = new Map<string, WebClient>();
 
   constructor(
     token: string,
@@ -80,14 +81,17 @@ export class SlackWebClient extends WebClient {
     return this.observer.around ? this.observer.around(method, call) : call();
   }
 
-  /** The client of a best-effort method's own queue; undefined: this client's queue. */
+  /** The client of a method's own queue; undefined: this client's queue. */
   private queueFor(method: string): WebClient | undefined {
-    if (!this.bestEffortRetries || !isBestEffortMethod(method)) return undefined;
-    let client = this.bestEffortClients.get(method);
+    if (!this.bestEffortRetries) return undefined;
+    let client = this.methodClients.get(method);
     if (!client) {
-      client = new WebClient(this.token, { ...this.clientOptions, retryConfig: this.bestEffortRetries });
+      const retryConfig = isBestEffortMethod(method)
+        ? this.bestEffortRetries
+        : this.clientOptions.retryConfig;
+      client = new WebClient(this.token, { ...this.clientOptions, retryConfig });
       client.on(WebClientEvent.RATE_LIMITED, () => this.observer.onRateLimited?.());
-      this.bestEffortClients.set(method, client);
+      this.methodClients.set(method, client);
     }
     return client;
   }

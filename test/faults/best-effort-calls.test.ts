@@ -51,3 +51,40 @@ describe.runIf(runPostgres)('an indicator call Slack rate-limits', () => {
     expect(fakes.slack.callsOf('reactions.add').length).toBeGreaterThan(0);
   });
 });
+
+/**
+ * The same holds between the calls a prompt waits for: a thread read Slack throttled (conversations.replies is
+ * limited per workspace, so a busy channel's retries can use it up) must not hold up the name lookup of a
+ * prompt in another channel.
+ */
+describe.runIf(runPostgres)('a thread read Slack rate-limits', () => {
+  const fakes = perTestFakes();
+
+  it("delays no other thread's prompt", async () => {
+    const bot = await fakes.startBot(ENV);
+    const root = fakes.slack.seedMessage(CHANNEL, { user: 'U0BOB', text: 'the build is red again' });
+    fakes.slack.failNext(
+      'conversations.replies',
+      { type: 'rate_limited', retryAfterSeconds: RETRY_AFTER_SECONDS },
+      1,
+      (args) => args.channel === CHANNEL,
+    );
+    await fakes.ask(bot.eventsUrl, CHANNEL, 'why?', { root });
+    await waitFor(
+      () => fakes.slack.calls.some((call) => call.method === 'conversations.replies'),
+      'the thread read, throttled',
+    );
+
+    // Elsewhere, a prompt that names a person: the bot looks the name up before sending it.
+    const elsewhere = 'C0ELSEWHERE';
+    const asked = Date.now();
+    const ts = await fakes.ask(bot.eventsUrl, elsewhere, 'what does <@U0BOB> think?');
+    await waitFor(
+      () => fakes.slack.threadMessages(elsewhere, ts).some((m) => m.text.startsWith('echo')),
+      'the answer elsewhere',
+      PROMPTLY_MS,
+    );
+    expect(Date.now() - asked).toBeLessThan(PROMPTLY_MS);
+    expect(fakes.prompts()).toEqual([expect.stringContaining('what does')]);
+  });
+});
