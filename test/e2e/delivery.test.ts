@@ -54,8 +54,8 @@ function guarantees(topology: Topology) {
 
     const send = (url: string, body: unknown, retryNum?: number) =>
       postSignedEvent(url, SIGNING_SECRET, body, retryNum === undefined ? {} : { retryNum });
-    const mentionBody = (text: string, ts: string, threadTs?: string) =>
-      appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: `<@U0BOT> ${text}`, ts, threadTs });
+    const mentionBody = (text: string, ts: string, threadTs?: string, channel = CHANNEL) =>
+      appMentionEvent({ channel, user: 'U0ALICE', text: `<@U0BOT> ${text}`, ts, threadTs });
 
     /** After a takeover: the job finished (indicator cleared), one reply in the thread, one prompt. */
     async function expectAnsweredOnce(root: string, prompt: string): Promise<void> {
@@ -118,12 +118,13 @@ function guarantees(topology: Topology) {
 
     it("creates one session when a new thread's first messages reach both instances at once", async () => {
       agent.setLatency(100, 'createSession');
-      // Ten new threads, each opened on one instance and answered into on the other at the same moment.
+      // Ten new threads, each opened on one instance and answered into on the other at the same moment; each in
+      // its own channel, as Slack takes about one post a second per channel.
       const roots = Array.from({ length: 10 }, () => nextTs());
       const results = await Promise.all(
         roots.flatMap((root, i) => [
-          send(a!.eventsUrl, mentionBody(`first ${i}`, root)),
-          send(b!.eventsUrl, mentionBody(`second ${i}`, nextTs(), root)),
+          send(a!.eventsUrl, mentionBody(`first ${i}`, root, undefined, `${CHANNEL}${i}`)),
+          send(b!.eventsUrl, mentionBody(`second ${i}`, nextTs(), root, `${CHANNEL}${i}`)),
         ]),
       );
       expect(results.every((r) => r.status === 200)).toBe(true);

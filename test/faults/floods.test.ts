@@ -140,6 +140,12 @@ describe('one message, one reply, one command: bounded', () => {
     const { slack, bot } = stack;
     const root = await startThread(stack);
     await mention(bot, { channel: CHANNEL, text: '<@U0BOT> write a million characters', threadTs: root });
+    // The parts may be paced by Slack's per-channel limit: wait for the one saying the reply was cut.
+    await waitFor(
+      () => postsIn(slack, root).some((post) => blockTextOf(post).includes(':scissors:')),
+      'the part saying the reply was cut',
+      20_000,
+    );
     const parts = (await settledPosts(slack, root, 1)).slice(1);
     expect(parts.length).toBeLessThanOrEqual(4);
     expect(blockTextOf(parts.at(-1) as SlackApiCall)).toMatch(

@@ -179,7 +179,15 @@ describe.runIf(runPostgres)('clean-up at start-up', () => {
     };
 
     await fakes.startBot({});
-    await waitFor(async () => (await remaining()).jobs.length === 1, 'the old rows forgotten', 10_000);
+    // The pass forgets jobs first, then claims: wait for both.
+    await waitFor(
+      async () => {
+        const { jobs, claims } = await remaining();
+        return jobs.length === 1 && claims.length === 1;
+      },
+      'the old rows forgotten',
+      10_000,
+    );
     expect(await remaining()).toEqual({ jobs: ['T0TEAM:C0KEEP:recent:message'], claims: ['recent'] });
   });
 });
