@@ -124,8 +124,8 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const claims = new MessageClaims(db);
   const viewing = new ViewingContext(db);
 
-  // Slack out: one client that retries calls harmless to repeat (best-effort calls on queues of their own),
-  // one that never repeats a post by itself.
+  // Slack out: one client that retries calls harmless to repeat (a queue per method, as Slack limits each
+  // method separately; best-effort calls retried once), one that never repeats a post by itself.
   const slackObserver = {
     onCall: ({ method, status }: { method: string; status: string }) =>
       metrics.slackCalls.inc({ method, status }),
@@ -230,13 +230,12 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const readiness = new Readiness({
     accepting: () => accepting,
     store: () =>
-      db.query('SELECT 1').then(
-        () => storeOutage.recovered(),
-        (error: unknown) => {
-          storeOutage.failed();
-          throw error;
-        },
-      ),
+      // A failed check starts the outage clock (a replica with no traffic); only a recorded event ends it, as a
+      // store that answers reads may still refuse writes (a read-only failover, a full disk).
+      db.query('SELECT 1').catch((error: unknown) => {
+        storeOutage.failed();
+        throw error;
+      }),
     storeWrites: () => db.writeProblem?.(),
     // Past the outage bound events are acknowledged without the store: a balancer must keep sending them.
     storeRequired: () => !storeOutage.acknowledging,

@@ -92,13 +92,17 @@ interface JobOutput {
 
 /** The store stayed unreachable for longer than STORE_RETRY_WINDOW: the job's output is not recorded. */
 class OutputNotRecordedError extends Error {
+  /** The output itself: not enumerable, so a logged error never carries it. */
+  declare readonly text: string;
+
   constructor(
-    readonly text: string,
+    text: string,
     readonly isNotice: boolean,
     options: { cause: unknown },
   ) {
     super('the store could not record the output', options);
     this.name = 'OutputNotRecordedError';
+    Object.defineProperty(this, 'text', { value: text, enumerable: false });
   }
 }
 

@@ -4,16 +4,9 @@ import type { Database, SqlQuery } from '../store/database.js';
 /**
  * What a claim is for: acting once on a control word, telling an author once that an edit is not re-sent or
  * that a request was refused, greeting a person once in the Messages tab; `agent-session` marks a thread
- * whose Slack agent session the bot opened (kept until it is closed). `agent-view` is no longer written.
+ * whose Slack agent session the bot opened (kept until it is closed). Rows of the retired `agent-view` purpose expire like the others.
  */
-export type ClaimPurpose =
-  | 'edit-notice'
-  | 'control'
-  | 'refusal'
-  | 'greeting'
-  | 'agent-view'
-  | 'agent-session'
-  | 'feedback';
+export type ClaimPurpose = 'edit-notice' | 'control' | 'refusal' | 'greeting' | 'agent-session' | 'feedback';
 
 export interface MessageRef {
   teamId: string;
@@ -58,7 +51,7 @@ export class MessageClaims {
         // A greeting is once per person for good, and an opened session's mark stays until it is closed.
         `DELETE FROM handled_messages WHERE ctid = ANY(ARRAY(
            SELECT ctid FROM handled_messages
-           WHERE handled_at < now() - make_interval(days => $1) AND purpose NOT IN ('greeting', 'agent-view', 'agent-session')
+           WHERE handled_at < now() - make_interval(days => $1) AND purpose NOT IN ('greeting', 'agent-session')
            LIMIT $2))
          RETURNING 1`,
         [olderThanDays, batch],

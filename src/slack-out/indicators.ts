@@ -226,7 +226,8 @@ export class WorkIndicators {
         for (const timer of timers) clearTimeout(timer);
         if (how === 'leave') return void (await awhile(calls));
         if (session.messagesTab) then(() => this.replies.setThreadStatus(channel, threadTs, ''));
-        then(() => features.setStatus(thread, 'active'));
+        // Only a session still open: a reset, archive or idle close may have ended it while this call waited.
+        then(() => features.update(thread, 'active'));
         await awhile(calls);
       },
     };

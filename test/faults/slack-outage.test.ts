@@ -171,12 +171,8 @@ describe.runIf(runPostgres)('Slack refusing the answer', () => {
     const root = await ask(bot.eventsUrl, 'over the limit');
 
     await finished(root);
-    await waitFor(
-      () => fakes.slack.ephemeralMessages.some((m) => m.user === 'U0ALICE'),
-      'a private note to the author',
-      10_000,
-    );
-    const note = fakes.slack.ephemeralMessages.find((m) => m.user === 'U0ALICE');
+    // What Alice sees, not merely what was sent: the thread has no reply, so a note there would be hidden.
+    const note = await fakes.slack.waitForVisibleEphemeral('U0ALICE', {}, () => true, 10_000);
     expect(note?.text).toMatch(/message limit/i);
     expect(threadTexts(root)).toEqual(['<@U0BOT> over the limit']);
     // Not retried: Slack would refuse it again until the limit resets.
