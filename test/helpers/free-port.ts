@@ -1,7 +1,9 @@
 import { createServer } from 'node:net';
 
-/** A TCP port that was free a moment ago (for servers that cannot report the port they bound). */
-export function freePort(): Promise<number> {
+/** Ports already handed out in this process: the system may offer a just-closed port again at once. */
+const handedOut = new Set<number>();
+
+function probePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();
@@ -12,4 +14,18 @@ export function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * A TCP port that was free a moment ago (for servers that cannot report the port they bound), never one this
+ * process was given before: two calls in a row (PORT and ADMIN_PORT, say) once got the same port.
+ */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await probePort();
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
 }
