@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { AgentClient } from '../agent/client.js';
 import { isAgentServiceError } from '../agent/errors.js';
 import { type ClaimedJob, type Inbox, JobInterruptedError } from '../inbox/inbox.js';
@@ -118,7 +119,10 @@ export class Relay {
   /** Ends the holding of answers the store cannot record, when shutdown stops waiting. */
   private readonly abandoning = new AbortController();
 
-  constructor(private readonly options: RelayOptions) {}
+  constructor(private readonly options: RelayOptions) {
+    // Every job holding an answer through a store outage waits on this one signal (up to WORKER_CONCURRENCY).
+    setMaxListeners(0, this.abandoning.signal);
+  }
 
   /**
    * The process is going away with jobs still running (the drain bound passed): from now on they post
