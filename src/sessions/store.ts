@@ -105,10 +105,14 @@ export class SessionStore {
     return all.filter((session) => session.agentId === agentId);
   }
 
-  /** Activity rows whose mapping is gone (a reset while an answer was being recorded). */
+  /**
+   * Activity rows whose mapping is gone (a reset while an answer was being recorded). Only old ones: a
+   * conversation being created has its activity row a moment before its mapping (see `create`), and the
+   * clean-up also runs at start-up, while the first messages are taken.
+   */
   async pruneActivity(): Promise<number> {
     const rows = await this.db.query(
-      `DELETE FROM session_activity a WHERE NOT EXISTS (
+      `DELETE FROM session_activity a WHERE a.last_active_at < now() - interval '10 minutes' AND NOT EXISTS (
          SELECT 1 FROM public.${SESSIONS_TABLE} k WHERE k.key = a.key) RETURNING 1`,
     );
     return rows.length;

@@ -10,7 +10,7 @@ import {
 import { SlackReplies } from '../../src/slack-out/replies.js';
 import { FakeSlack } from '../fakes/slack.js';
 import { LogCapture } from '../helpers/stack.js';
-import { sleep } from '../helpers/wait.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 describe('the status of an agent thread', () => {
   let slack: FakeSlack;
@@ -42,7 +42,15 @@ describe('the status of an agent thread', () => {
       replyThreadTs: threadTs,
       agentSession: { teamId: 'T0TEAM', initiator: 'U0ALICE', messagesTab: true },
     });
-    await sleep(420);
+    // Set again, and reworded, while the answer takes long: waited for rather than timed, as the calls of one
+    // thread go one after another and a busy machine may take longer than the intervals.
+    await waitFor(
+      () =>
+        statuses(threadTs).filter((status) => status === AGENT_STATUS).length >= 2 &&
+        statuses(threadTs).includes(AGENT_SLOW_STATUS),
+      'the status set again and reworded',
+      5_000,
+    );
     await working.end();
     const seen = statuses(threadTs);
     expect(seen[0]).toBe(AGENT_STATUS);
