@@ -1,3 +1,4 @@
+import { get } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
@@ -56,15 +57,24 @@ async function slowClient(first: string, dripMs?: number): Promise<void> {
   socket.once('close', () => clearInterval(drip));
 }
 
-/** How long /healthz takes to answer 200 (Infinity when it fails or takes over 3 s). */
-async function probe(): Promise<number> {
+/**
+ * How long /healthz takes to answer 200 (Infinity when it fails or takes over 3 s). On a new connection each
+ * time, as the kubelet probes: a kept-alive one from an earlier test would be the oldest idle connection, which
+ * the cap closes first, and the next probe would then fail on the client's side.
+ */
+function probe(): Promise<number> {
   const started = performance.now();
-  const response = await fetch(`${bot.adminUrl}/healthz`, { signal: AbortSignal.timeout(3_000) }).catch(
-    () => undefined,
-  );
-  if (response?.status !== 200) return Number.POSITIVE_INFINITY;
-  await response.text();
-  return performance.now() - started;
+  return new Promise((resolve) => {
+    const request = get(`${bot.adminUrl}/healthz`, { agent: false, timeout: 3_000 }, (response) => {
+      response.resume();
+      response.once('end', () =>
+        resolve(response.statusCode === 200 ? performance.now() - started : Number.POSITIVE_INFINITY),
+      );
+      response.once('error', () => resolve(Number.POSITIVE_INFINITY));
+    });
+    request.once('timeout', () => request.destroy());
+    request.once('error', () => resolve(Number.POSITIVE_INFINITY));
+  });
 }
 
 /** Probes /healthz every 250 ms for `ms`, as a kubelet would (more often), and returns each probe's time. */
