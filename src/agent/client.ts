@@ -2,6 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import axios, { type AxiosInstance, type AxiosResponse, isAxiosError } from 'axios';
+import { backoffMs, withJitter } from '../util/backoff.js';
 import { storableText } from '../util/storable-text.js';
 import {
   type AgentErrorKind,
@@ -238,9 +239,7 @@ export class AgentClient {
   private backoff(attempt: number, retryAfterMs: number | undefined): number {
     const { baseDelayMs, maxDelayMs } = this.retry;
     if (retryAfterMs !== undefined) return Math.min(maxDelayMs, retryAfterMs);
-    const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
-    // Jitter in [ceiling/2, ceiling] spreads retries from many threads after a shared outage.
-    return ceiling / 2 + Math.random() * (ceiling / 2);
+    return withJitter(backoffMs(attempt, baseDelayMs, maxDelayMs));
   }
 
   private report(

@@ -15,6 +15,7 @@ import type { WorkIndicators, Working } from '../slack-out/indicators.js';
 import { type ReplyTarget, SlackPostError, type SlackReplies } from '../slack-out/replies.js';
 import type { UserNameResolver } from '../slack-out/user-names.js';
 import { StoreError } from '../store/database.js';
+import { backoffMs, withJitter } from '../util/backoff.js';
 import { type InboundMessage, indicatorOf, type ResetRequest } from './jobs.js';
 import {
   ATTACHMENTS_NOT_FORWARDED,
@@ -580,8 +581,8 @@ export class Relay {
 
   /** Keeps the job, with what it is to post, for another try after a back-off (or Slack's Retry-After). */
   private retryLater(job: ClaimedJob, error: SlackPostError, logger: Logger): JobOutcome {
-    const backoff = Math.min(SLACK_BACKOFF_MAX_MS, 1_000 * 2 ** Math.min(job.attempts - 1, 10));
-    const delayMs = Math.max(error.retryAfterMs ?? 0, backoff / 2 + Math.random() * (backoff / 2));
+    const backoff = backoffMs(job.attempts, 1_000, SLACK_BACKOFF_MAX_MS);
+    const delayMs = Math.max(error.retryAfterMs ?? 0, withJitter(backoff));
     logger.warn(
       { code: error.code, retryInMs: Math.round(delayMs) },
       'Slack refused a post; the answer is kept and retried',

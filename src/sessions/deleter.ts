@@ -2,6 +2,7 @@ import type { AgentClient } from '../agent/client.js';
 import { isAgentServiceError } from '../agent/errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Database } from '../store/database.js';
+import { backoffMs } from '../util/backoff.js';
 import { CoalescedPass } from '../util/coalesced-pass.js';
 
 export type DeletionReason = 'reset' | 'channel-gone' | 'workspace-gone' | 'idle' | 'orphan';
@@ -118,10 +119,7 @@ export class SessionDeleter {
     } catch (error) {
       if (!isAgentServiceError(error) || error.kind !== 'session_not_found') {
         const attempts = deletion.attempts + 1;
-        const delayMs = Math.min(
-          this.options.retryBaseMs * 2 ** Math.min(attempts - 1, 20),
-          MAX_RETRY_DELAY_MS,
-        );
+        const delayMs = backoffMs(attempts, this.options.retryBaseMs, MAX_RETRY_DELAY_MS);
         const kind = isAgentServiceError(error) ? error.kind : 'internal';
         await this.db.query(
           `UPDATE pending_session_deletions

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ConversationsRepliesResponse, KnownBlock, WebClient } from '@slack/web-api';
 import axios from 'axios';
 import type { Logger } from '../observability/logger.js';
+import { backoffMs } from '../util/backoff.js';
 import { slackErrorCode } from './client.js';
 import { slackFailureKind } from './failures.js';
 import { plainText, type SlackReplyPart } from './format.js';
@@ -303,7 +304,7 @@ export class SlackReplies {
           this.logger.warn({ err: error, code: failure.code }, 'could not post a notice');
           return undefined;
         }
-        await sleep(failure.retryAfterMs ?? 500 * 2 ** (attempt - 1));
+        await sleep(failure.retryAfterMs ?? backoffMs(attempt, 500));
       }
     }
   }
