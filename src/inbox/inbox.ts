@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Database, type SqlQuery, StoreError } from '../store/database.js';
+import { startsWithPattern } from '../store/like.js';
 import { storableJson } from '../util/storable-text.js';
 import { claimWith, type MessageRef } from './claims.js';
 
@@ -465,7 +466,7 @@ export class Inbox {
       `UPDATE inbox SET state = 'cancelled', finished_at = now(), owner = NULL, lease_until = NULL,
               payload = '{}', agent_reply = NULL
        WHERE thread_key LIKE $1 AND ${OPEN} RETURNING 1`,
-      [`${prefix.replace(/[\\%_]/g, '\\$&')}%`],
+      [startsWithPattern(prefix)],
     );
     return rows.length;
   }

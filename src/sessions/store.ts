@@ -1,5 +1,6 @@
 import type Keyv from 'keyv';
 import { type Database, StoreError } from '../store/database.js';
+import { startsWithPattern } from '../store/like.js';
 import { SESSIONS_TABLE } from '../store/schema.js';
 import { sessionKeyString, type ThreadKey } from './thread-key.js';
 
@@ -78,7 +79,7 @@ export class SessionStore {
       `SELECT k.value, a.last_active_at FROM public.${SESSIONS_TABLE} k
        LEFT JOIN session_activity a ON a.key = k.key
        WHERE k.key LIKE $1`,
-      [`${NAMESPACE}:${escapeLike(prefix)}:%`],
+      [startsWithPattern(`${NAMESPACE}:${prefix}:`)],
     );
     return sessions
       .filter((session) => filter.startedBy === undefined || session.startedBy === filter.startedBy)
@@ -159,8 +160,4 @@ function isThreadSession(value: unknown): value is ThreadSession {
     typeof session.channelId === 'string' &&
     typeof session.agentId === 'string'
   );
-}
-
-function escapeLike(value: string): string {
-  return value.replace(/[\\%_]/g, '\\$&');
 }
