@@ -1,4 +1,5 @@
 import type { AgentClient, AgentSessionRecord } from '../agent/client.js';
+import { parseDuration } from '../config.js';
 import type { SessionStore, ThreadSession } from '../sessions/store.js';
 
 export interface SessionsCommandDeps {
@@ -146,9 +147,9 @@ export function parseSessionsArgs(argv: readonly string[]): SessionsCommandOptio
   return options;
 }
 
+/** Durations are read as the configuration reads them, so `--min-age` takes what SESSION_IDLE_TTL takes. */
 function parseAge(raw: string): number {
-  const match = /^(\d+)(s|m|h|d)$/.exec(raw);
-  if (!match?.[1] || !match[2]) throw new Error(`--min-age must look like 10m, 2h or 30s (got "${raw}")`);
-  const unit = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 's' | 'm' | 'h' | 'd'];
-  return Number(match[1]) * unit;
+  const ms = parseDuration(raw);
+  if (ms === undefined) throw new Error(`--min-age must look like 10m, 2h or 30s (got "${raw}")`);
+  return ms;
 }
