@@ -28,11 +28,10 @@ import { IdleSweeper } from './sessions/idle-sweeper.js';
 import { SessionManager } from './sessions/manager.js';
 import { SessionStore, type ThreadSession } from './sessions/store.js';
 import { AccessPolicy } from './slack-in/access.js';
-import { AgentViewConversations } from './slack-in/agent-view.js';
 import { createSlackApp } from './slack-in/bolt-app.js';
-import { registerActions } from './slack-in/listeners/actions.js';
-import { registerCommands } from './slack-in/listeners/commands.js';
-import { EventIntake } from './slack-in/listeners/events.js';
+import { registerActions } from './slack-in/listeners/actions/index.js';
+import { registerCommands } from './slack-in/listeners/commands/index.js';
+import { EventIntake } from './slack-in/listeners/events/index.js';
 import { AGENT_VIEW_SCOPES, missingScopes, scopePurpose } from './slack-in/requirements.js';
 import { ThreadResets } from './slack-in/resets.js';
 import { SocketHealth } from './slack-in/socket-health.js';
@@ -191,7 +190,6 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
 
   // Slack in.
   const access = new AccessPolicy(config.access);
-  const agentViewConversations = new AgentViewConversations(agentFeatures);
   const resets = new ThreadResets(inbox, sessions, indicators, agentFor, () => worker.kick());
   // An idle conversation's agent session is deleted, and the Slack session the bot opened for it closed.
   const sweeper = new IdleSweeper(sessions, config.sessions.idleTtlMs, logger, (expired) =>
@@ -208,7 +206,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     botUserId: identity.botUserId,
     mentionOnly: config.conversation.mentionOnly,
     agentView: config.agentView,
-    agentViewConversations,
+    agentFeatures,
     viewing,
     tracing,
     access,
@@ -274,7 +272,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     tracing,
     replies,
     userRateLimit: config.access.userRateLimit,
-    agentViewConversations,
+    agentFeatures,
     logger,
   });
   registerActions(app, {
@@ -282,7 +280,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     claims,
     replies,
     access,
-    agentViewConversations,
+    agentFeatures,
     userRateLimit: config.access.userRateLimit,
     onRecorded: () => worker.kick(),
     metrics,

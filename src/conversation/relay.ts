@@ -5,6 +5,7 @@ import { type ClaimedJob, type Inbox, JobInterruptedError } from '../inbox/inbox
 import type { JobOutcome } from '../inbox/worker.js';
 import type { Logger } from '../observability/logger.js';
 import type { Tracing } from '../observability/tracing.js';
+import { isDmChannel } from '../sessions/conversation-of.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { ThreadSession } from '../sessions/store.js';
 import type { ThreadKey } from '../sessions/thread-key.js';
@@ -406,7 +407,7 @@ export class Relay {
   private startsMidThread(message: InboundMessage): boolean {
     return (
       this.options.threadContextMessages > 0 &&
-      !message.thread.channelId.startsWith('D') &&
+      !isDmChannel(message.thread.channelId) &&
       message.replyThreadTs !== undefined &&
       message.replyThreadTs !== message.ts
     );

@@ -1,4 +1,5 @@
 import type { Logger } from '../observability/logger.js';
+import { mayHaveAgentViewSession } from './conversation-of.js';
 import type { SessionManager } from './manager.js';
 import type { ThreadSession } from './store.js';
 
@@ -11,7 +12,10 @@ export class IdleSweeper {
     private readonly sessions: SessionManager,
     private readonly idleTtlMs: number,
     private readonly logger: Logger,
-    /** Told of the conversations that ended, after their sessions were retired (best effort). */
+    /**
+     * Told of the ended conversations that may have a Slack agent-view session to close, after their agent
+     * sessions were retired (best effort).
+     */
     private readonly onExpired: (sessions: ThreadSession[]) => Promise<void> = async () => {},
   ) {}
 
@@ -35,7 +39,7 @@ export class IdleSweeper {
       const expired = await this.sessions.expireIdle(this.idleTtlMs);
       if (expired.length > 0) {
         this.logger.info({ expired: expired.length }, 'idle agent sessions expired');
-        await this.onExpired(expired).catch((error: unknown) =>
+        await this.onExpired(expired.filter(mayHaveAgentViewSession)).catch((error: unknown) =>
           this.logger.warn({ err: error }, 'could not close the Slack sessions of idle conversations'),
         );
       }

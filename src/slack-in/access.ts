@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import { isDmChannel } from '../sessions/conversation-of.js';
 
 export type AccessDecision = 'allowed' | 'team-not-allowed' | 'channel-not-allowed' | 'user-not-allowed';
 
@@ -26,7 +27,7 @@ export class AccessPolicy {
       if (!teamIds.has(request.teamId)) return 'team-not-allowed';
       if (request.userTeamId !== undefined && !teamIds.has(request.userTeamId)) return 'user-not-allowed';
     }
-    if (channelIds.size > 0 && !request.channelId.startsWith('D') && !channelIds.has(request.channelId)) {
+    if (channelIds.size > 0 && !isDmChannel(request.channelId) && !channelIds.has(request.channelId)) {
       return 'channel-not-allowed';
     }
     if (userIds.size > 0 && !userIds.has(request.userId)) return 'user-not-allowed';

@@ -1,7 +1,9 @@
 import type { types } from '@slack/bolt';
-import { DM_MAIN_THREAD, type ThreadKey } from '../sessions/thread-key.js';
 
-/** Slack envelopes and events → the bot's own shapes (pure: no I/O). */
+/**
+ * Slack envelopes and events → the bot's own shapes (pure: no I/O). Where a message belongs (DM or not, its
+ * thread, where replies go) is not decided here: sessions/conversation-of.ts says.
+ */
 
 type AllMessageEvents = types.AllMessageEvents;
 type AppMentionEvent = types.AppMentionEvent;
@@ -40,7 +42,6 @@ export function authorizedPerson(envelope: EventEnvelope): string | undefined {
 export interface HumanMessage {
   teamId: string;
   channel: string;
-  isDm: boolean;
   user: string;
   text: string;
   ts: string;
@@ -50,13 +51,6 @@ export interface HumanMessage {
   eventId?: string;
   /** The sender's own workspace, when Slack says (Slack Connect: it may differ from the envelope's). */
   userTeam?: string;
-}
-
-/** Where a message belongs: its conversation, and where the bot's replies to it go. */
-export interface Placement {
-  thread: ThreadKey;
-  /** A thread, or undefined for the top level of a 1:1 DM. */
-  replyThreadTs?: string;
 }
 
 /**
@@ -82,7 +76,6 @@ export function fromMention(
   return {
     teamId,
     channel: event.channel,
-    isDm: event.channel.startsWith('D'),
     user: event.user,
     text: event.text ?? '',
     ts: event.ts,
@@ -107,7 +100,6 @@ export function fromMessage(
   return {
     teamId,
     channel: event.channel,
-    isDm: event.channel_type === 'im',
     user: event.user,
     text,
     ts: event.ts,
@@ -115,32 +107,6 @@ export function fromMessage(
     hasFiles: (files?.length ?? 0) > 0,
     mentionsBot: text.includes(`<@${botUserId}`),
     userTeam: senderTeam(event),
-  };
-}
-
-/**
- * Classic DMs: top-level messages share one conversation answered at the top level. Everything else, and
- * every DM message in the agent experience (`agentView`, where each conversation is a thread of the
- * Messages tab), is per thread.
- */
-export function placementOf(
-  message: {
-    teamId: string;
-    channel: string;
-    isDm: boolean;
-    ts: string;
-    threadTs?: string;
-  },
-  agentView = false,
-): Placement {
-  const inThread = message.threadTs !== undefined && message.threadTs !== message.ts;
-  if (message.isDm && !inThread && !agentView) {
-    return { thread: { teamId: message.teamId, channelId: message.channel, threadTs: DM_MAIN_THREAD } };
-  }
-  const root = message.threadTs ?? message.ts;
-  return {
-    thread: { teamId: message.teamId, channelId: message.channel, threadTs: root },
-    replyThreadTs: root,
   };
 }
 
@@ -157,7 +123,6 @@ export function controlWordOf(text: string, botUserId: string): 'stop' | 'reset'
 export interface MessageEdit {
   teamId: string;
   channel: string;
-  isDm: boolean;
   user: string;
   ts: string;
   threadTs?: string;
@@ -177,7 +142,6 @@ export function editOf(event: AllMessageEvents, teamId: string, botUserId: strin
   return {
     teamId,
     channel: event.channel,
-    isDm: event.channel_type === 'im',
     user: edited.user,
     ts: edited.ts,
     threadTs: 'thread_ts' in edited ? edited.thread_ts : undefined,

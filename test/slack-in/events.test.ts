@@ -7,7 +7,6 @@ import {
   fromMention,
   fromMessage,
   isEventEnvelope,
-  placementOf,
   senderTeam,
 } from '../../src/slack-in/events.js';
 
@@ -44,7 +43,7 @@ describe('Slack events as the bot reads them', () => {
   });
 
   it('takes mentions and messages from people only', () => {
-    expect(fromMention(mention({}), 'T1', BOT)).toMatchObject({ user: 'U1', mentionsBot: true, isDm: false });
+    expect(fromMention(mention({}), 'T1', BOT)).toMatchObject({ user: 'U1', mentionsBot: true });
     expect(fromMention(mention({ bot_id: 'B1' }), 'T1', BOT)).toBeUndefined();
     expect(fromMessage(message({}), 'T1', BOT)).toMatchObject({ user: 'U1', mentionsBot: false });
     expect(fromMessage(message({ user: BOT }), 'T1', BOT)).toBeUndefined();
@@ -97,21 +96,6 @@ describe('Slack events as the bot reads them', () => {
     expect(senderTeam({ team: 'T1' })).toBe('T1');
     expect(senderTeam({})).toBeUndefined();
     expect(fromMention(mention({ user_team: 'T-OTHER' }), 'T1', BOT)?.userTeam).toBe('T-OTHER');
-  });
-
-  it('places a classic DM on one continuing line, and everything else in its thread', () => {
-    const dm = { teamId: 'T1', channel: 'D1', isDm: true, ts: '2.2' };
-    expect(placementOf(dm)).toEqual({ thread: { teamId: 'T1', channelId: 'D1', threadTs: 'dm' } });
-    expect(placementOf(dm, true)).toEqual({
-      thread: { teamId: 'T1', channelId: 'D1', threadTs: '2.2' },
-      replyThreadTs: '2.2',
-    });
-    expect(placementOf({ ...dm, threadTs: '1.0' })).toEqual({
-      thread: { teamId: 'T1', channelId: 'D1', threadTs: '1.0' },
-      replyThreadTs: '1.0',
-    });
-    const channel = { teamId: 'T1', channel: 'C1', isDm: false, ts: '3.3' };
-    expect(placementOf(channel).replyThreadTs).toBe('3.3');
   });
 
   it('reads stop and reset only when that is all the message says', () => {

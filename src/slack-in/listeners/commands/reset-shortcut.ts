@@ -1,0 +1,73 @@
+import type { App } from '@slack/bolt';
+import { RESET_FAILED_TEXT, resetNotAllowedText } from '../../../conversation/notices.js';
+import type { Logger } from '../../../observability/logger.js';
+import type { Tracing } from '../../../observability/tracing.js';
+import { agentViewIn, conversationOf, conversationOfThread } from '../../../sessions/conversation-of.js';
+import type { AgentFeatures } from '../../../slack-out/agent-features.js';
+import type { SlackReplies } from '../../../slack-out/replies.js';
+import type { ThreadResets } from '../../resets.js';
+import { type RequestRefusalDeps, requestRefusal } from './refusal.js';
+
+export const RESET_SHORTCUT_CALLBACK_ID = 'reset_conversation';
+
+export interface ResetShortcutDeps extends RequestRefusalDeps {
+  resets: Pick<ThreadResets, 'request'>;
+  /** In the agent view a top-level DM message starts its own thread, so it is reset as one. */
+  agentFeatures: Pick<AgentFeatures, 'mode' | 'isAgentApp'>;
+  tracing: Pick<Tracing, 'traceparent'>;
+  replies: Pick<SlackReplies, 'respond'>;
+  logger: Pick<Logger, 'error'>;
+}
+
+/** The "Reset conversation" message shortcut: resets the conversation of the message it was used on. */
+export function register(app: App, deps: ResetShortcutDeps): void {
+  app.shortcut(RESET_SHORTCUT_CALLBACK_ID, async ({ shortcut, ack }) => {
+    if (shortcut.type !== 'message_action') {
+      await ack();
+      return;
+    }
+    const message = shortcut.message as { ts: string; thread_ts?: string };
+    const channelId = shortcut.channel.id;
+    const teamId = shortcut.team?.id ?? shortcut.user.team_id ?? '';
+    const userId = shortcut.user.id;
+    const answer = (text: string) => deps.replies.respond(shortcut.response_url, text);
+    try {
+      const refused = await requestRefusal(deps, {
+        teamId,
+        userTeamId: shortcut.user.team_id,
+        channelId,
+        userId,
+      });
+      if (refused) {
+        await ack();
+        await answer(refused);
+        return;
+      }
+      // A message with thread_ts is in (or is the root of) a thread: that thread is reset. Otherwise the
+      // message's own conversation (in a classic 1:1 DM, the DM's main one).
+      const agentView = agentViewIn(deps.agentFeatures, teamId);
+      const conversation =
+        message.thread_ts === undefined
+          ? conversationOf({ teamId, channelId, ts: message.ts }, agentView)
+          : conversationOfThread({ teamId, channelId, threadTs: message.thread_ts }, agentView);
+      // Recorded before the acknowledgement, like events: a crash right after it still resets the thread.
+      const decided = await deps.resets.request(
+        {
+          thread: conversation.thread,
+          replyThreadTs: conversation.replyThreadTs,
+          responseUrl: shortcut.response_url,
+          agentSession: conversation.agentView,
+          traceparent: deps.tracing.traceparent(),
+        },
+        shortcut.action_ts,
+        userId,
+      );
+      await ack();
+      if (decided.outcome === 'not-allowed') await answer(resetNotAllowedText(decided.starter));
+    } catch (error) {
+      deps.logger.error({ err: error }, 'could not record a conversation reset');
+      await ack();
+      await answer(RESET_FAILED_TEXT);
+    }
+  });
+}

@@ -1,0 +1,61 @@
+import type { AgentClient } from '../../../agent/client.js';
+import type { Logger } from '../../../observability/logger.js';
+import type { SessionWithActivity } from '../../../sessions/store.js';
+import { DM_MAIN_THREAD } from '../../../sessions/thread-key.js';
+
+/** Pages of the agent's session list read for `/agent sessions` (creation times): a bounded look-up. */
+const SESSION_LIST_PAGES = 3;
+
+export interface SessionsSummaryDeps {
+  agent: Pick<AgentClient, 'listSessions'>;
+  /** Workspace URL from auth.test, for links to threads. */
+  workspaceUrl?: string;
+  logger: Pick<Logger, 'warn'>;
+}
+
+/** `/agent sessions`: the person's conversations here, with when each started and was last active. */
+export async function sessionsSummary(
+  deps: SessionsSummaryDeps,
+  mine: SessionWithActivity[],
+): Promise<string> {
+  if (mine.length === 0) return 'You have no conversations with the agent here yet.';
+  const createdOnService = await serviceCreationTimes(deps, mine);
+  const lines = mine.map((session) => {
+    const started = createdOnService.get(session.sessionId) ?? session.createdAt;
+    return `• ${threadLabel(deps.workspaceUrl, session)}: started ${slackDate(started)}, last active ${slackDate(session.lastActiveAt)}`;
+  });
+  const count = mine.length === 1 ? '1 conversation' : `${mine.length} conversations`;
+  return [`You have ${count} with the agent here:`, ...lines].join('\n');
+}
+
+/** Creation times as the service reports them (List Sessions, a few pages at most), where its ids match ours. */
+async function serviceCreationTimes(
+  deps: SessionsSummaryDeps,
+  sessions: SessionWithActivity[],
+): Promise<Map<string, string>> {
+  const times = new Map<string, string>();
+  for (const agentId of new Set(sessions.map((session) => session.agentId))) {
+    try {
+      for (const record of await deps.agent.listSessions(agentId, SESSION_LIST_PAGES)) {
+        if (record.createdAt) times.set(record.uuid, record.createdAt);
+      }
+    } catch (error) {
+      deps.logger.warn({ err: error, agentId }, 'could not list sessions; showing recorded times');
+    }
+  }
+  return times;
+}
+
+export function threadLabel(workspaceUrl: string | undefined, session: SessionWithActivity): string {
+  if (session.threadTs === DM_MAIN_THREAD) return 'this conversation';
+  if (!workspaceUrl) return `thread ${session.threadTs}`;
+  const base = workspaceUrl.endsWith('/') ? workspaceUrl : `${workspaceUrl}/`;
+  return `<${base}archives/${session.channelId}/p${session.threadTs.replace('.', '')}|thread>`;
+}
+
+/** A Slack date token: each reader sees it in their own time zone. */
+export function slackDate(value: string): string {
+  const millis = Date.parse(value);
+  if (Number.isNaN(millis)) return value;
+  return `<!date^${Math.floor(millis / 1000)}^{date_short_pretty} {time}|${new Date(millis).toISOString()}>`;
+}

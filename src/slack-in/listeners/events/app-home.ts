@@ -1,0 +1,60 @@
+import type { Config } from '../../../config.js';
+import type { MessageClaims } from '../../../inbox/claims.js';
+import { agentViewIn } from '../../../sessions/conversation-of.js';
+import type { AgentFeatures } from '../../../slack-out/agent-features.js';
+import type { SlackReplies } from '../../../slack-out/replies.js';
+import type { AccessPolicy } from '../../access.js';
+import { senderTeam } from '../../events.js';
+import type { EventRouter } from './router.js';
+
+/**
+ * The heading of the suggested prompts in the Messages tab. Not the greeting: that is posted as a message the
+ * first time, and the same words twice on one screen read as a glitch.
+ */
+export const SUGGESTED_PROMPTS_TITLE = 'Try asking me';
+
+export interface AppHomeDeps {
+  agentFeatures: Pick<AgentFeatures, 'mode' | 'isAgentApp' | 'setSuggestedPrompts'>;
+  access: Pick<AccessPolicy, 'check'>;
+  claims: Pick<MessageClaims, 'claim' | 'release'>;
+  replies: Pick<SlackReplies, 'notice'>;
+  /** The greeting and suggested prompts of the agent view. */
+  agentView: Pick<Config['agentView'], 'greeting' | 'suggestedPrompts'>;
+}
+
+/** The agent view's Messages tab was opened: greet once and suggest prompts, after the ack. */
+export function register(events: EventRouter, deps: AppHomeDeps): void {
+  events.on('app_home_opened', async ({ event, team_id: teamId }, after) => {
+    const channel = typeof event.channel === 'string' ? event.channel : undefined;
+    const userId = typeof event.user === 'string' ? event.user : '';
+    const { agentFeatures, access, claims, replies } = deps;
+    const inAgentView = () => agentViewIn(agentFeatures, teamId).inDms;
+    // Classic apps hear the Messages tab opened too: only an agent app greets there (Slack says which it is).
+    if (event.tab !== 'messages' || !channel || !inAgentView()) {
+      events.ignore(event.type, 'not-the-messages-tab');
+      return;
+    }
+    const decision = access.check({ teamId, channelId: channel, userId, userTeamId: senderTeam(event) });
+    if (decision !== 'allowed') {
+      events.ignore(event.type, decision);
+      return;
+    }
+    const greetingRef = { teamId, channelId: channel, ts: 'welcome' };
+    const firstTime = await claims.claim(greetingRef, 'greeting');
+    const { greeting, suggestedPrompts } = deps.agentView;
+    after.push(async () => {
+      const agentApp =
+        suggestedPrompts.length === 0 ||
+        (await agentFeatures.setSuggestedPrompts(teamId, channel, SUGGESTED_PROMPTS_TITLE, suggestedPrompts));
+      if (!firstTime) return;
+      // Slack just said this is no agent app: its greeting would describe what the person will not get.
+      if (!agentApp || !inAgentView()) {
+        await claims.release(greetingRef, 'greeting');
+        return;
+      }
+      // A greeting that could not be posted is not used up: the next opening tries again.
+      if ((await replies.notice({ channel }, greeting)) === undefined)
+        await claims.release(greetingRef, 'greeting');
+    });
+  });
+}

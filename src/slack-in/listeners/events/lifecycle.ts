@@ -1,0 +1,48 @@
+import type { Inbox } from '../../../inbox/inbox.js';
+import type { Logger } from '../../../observability/logger.js';
+import type { SessionManager } from '../../../sessions/manager.js';
+import type { AgentFeatures } from '../../../slack-out/agent-features.js';
+import type { EventEnvelope } from '../../events.js';
+import type { AfterAck, EventRouter } from './router.js';
+
+export interface LifecycleDeps {
+  sessions: Pick<SessionManager, 'retireWhere'>;
+  inbox: Pick<Inbox, 'cancelOpenWithPrefix'>;
+  agentFeatures: Pick<AgentFeatures, 'close'>;
+  logger: Pick<Logger, 'info'>;
+}
+
+/** Channels archived or deleted, and the app removed from a workspace: their conversations end. */
+export function register(events: EventRouter, deps: LifecycleDeps): void {
+  const channelGone = async ({ event, team_id: teamId }: EventEnvelope, after: AfterAck[]) => {
+    const channelId = String(event.channel);
+    const retired = await deps.sessions.retireWhere({ teamId, channelId }, 'channel-gone');
+    await deps.inbox.cancelOpenWithPrefix(`${teamId}:${channelId}:`);
+    // Best effort: Slack may refuse calls in an archived channel, and a deleted one has no threads left.
+    if (event.type.endsWith('_archive')) after.push(() => deps.agentFeatures.close(retired));
+    deps.logger.info(
+      { team: teamId, channel: channelId, event: event.type, count: retired.length },
+      'channel closed; its agent sessions are being deleted',
+    );
+  };
+  const workspaceGone = async ({ event, team_id: teamId }: EventEnvelope) => {
+    const retired = await deps.sessions.retireWhere({ teamId }, 'workspace-gone');
+    await deps.inbox.cancelOpenWithPrefix(`${teamId}:`);
+    deps.logger.info(
+      { team: teamId, event: event.type, count: retired.length },
+      'app removed from the workspace; its agent sessions are being deleted',
+    );
+  };
+
+  events.on('channel_archive', channelGone);
+  events.on('group_archive', channelGone);
+  events.on('channel_deleted', channelGone);
+  events.on('group_deleted', channelGone);
+  events.on('app_uninstalled', workspaceGone);
+  events.on('tokens_revoked', async (envelope) => {
+    // Revoking only user tokens leaves the bot working; only a revoked bot token ends the workspace.
+    const tokens = envelope.event.tokens as { bot?: unknown[] } | undefined;
+    if ((tokens?.bot?.length ?? 0) > 0) await workspaceGone(envelope);
+    else events.ignore(envelope.event.type, 'user-tokens-only');
+  });
+}

@@ -1,0 +1,44 @@
+import type { BotMetrics } from '../../../observability/metrics.js';
+import type { EventEnvelope } from '../../events.js';
+
+/** The Events API event types the bot acts on; manifest.yml must subscribe to each (a test checks). */
+export const HANDLED_EVENTS = [
+  'app_mention',
+  'message',
+  'channel_archive',
+  'group_archive',
+  'channel_deleted',
+  'group_deleted',
+  'app_uninstalled',
+  'tokens_revoked',
+  'app_home_opened',
+  'agent_session_stopped',
+  'app_context_changed',
+] as const;
+
+export type HandledEvent = (typeof HANDLED_EVENTS)[number];
+
+/** The `message` subtypes that are changes to a message already sent, each taken by its own listener. */
+export type MessageChange = 'message_changed' | 'message_deleted';
+
+/** A side effect for after the acknowledgement (notices, reactions): best effort, never delaying the ack. */
+export type AfterAck = () => Promise<void>;
+export type EventHandler = (envelope: EventEnvelope, after: AfterAck[]) => Promise<void>;
+
+/**
+ * Where each event family registers its listeners. Not Bolt's `app.event`: Bolt acknowledges an event before
+ * its listeners run, and the bot records what it must not lose first (see bolt-app.ts), so events are routed
+ * here, before the acknowledgement.
+ */
+export interface EventRouter {
+  on(type: HandledEvent, handler: EventHandler): void;
+  /** A `message` event of this subtype goes here instead of to the `message` listener. */
+  onChange(subtype: MessageChange, handler: EventHandler): void;
+  /** Counts an event the bot does not act on, with the reason. */
+  ignore(type: string, reason: string): void;
+}
+
+/** Counts ignored events; every listener reports through it. */
+export function ignoring(metrics: Pick<BotMetrics, 'eventsIgnored'>): EventRouter['ignore'] {
+  return (type, reason) => metrics.eventsIgnored.inc({ type, reason });
+}
