@@ -1,0 +1,47 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * Each decision is made in one place (issue 26): a second copy drifts from the first. This keeps the cheap
+ * ones so: the rule written anywhere but its home fails here, naming the file.
+ */
+const SRC = new URL('../src/', import.meta.url).pathname;
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return entry.name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+const sources = sourceFiles(SRC).map((path) => ({
+  file: relative(SRC, path),
+  text: readFileSync(path, 'utf8'),
+}));
+
+/** Files outside `home` (a path, or a folder and the file of that name) whose text matches `rule`. */
+function copiesOf(rule: RegExp, home: RegExp): string[] {
+  return sources.filter(({ file, text }) => !home.test(file) && rule.test(text)).map(({ file }) => file);
+}
+
+describe('each decision has one home in src/', () => {
+  it.each([
+    // By channel id (the rule) or by channel_type (which message events alone carry).
+    [
+      '"is this a DM?"',
+      /startsWith\(\s*['"]D['"]\s*\)|channel_type\s*===?\s*['"]im['"]/,
+      /^sessions\/conversation-of\.ts$/,
+    ],
+    ['the back-off formula', /\b2\s*\*\*|Math\.pow\(\s*2/, /^util\/backoff\.ts$/],
+    ['LIKE escaping', /\[\\\\%_\]/, /^store\/like\.ts$/],
+    // The configuration may be one file or a folder.
+    ['duration parsing', /\(s\|m\|h\|d\)/, /^config(\.ts$|\/)/],
+    ['the wording of a refusal', /\brefusalText\(/, /^(conversation\/notices|slack-in\/refusals)\.ts$/],
+  ])('%s: one home', (_decision, rule, home) => {
+    const homes = sources.filter(({ file, text }) => home.test(file) && rule.test(text));
+    expect(homes.length, 'the rule is found in its home (else this check guards nothing)').toBeGreaterThan(0);
+    expect(copiesOf(rule, home)).toEqual([]);
+  });
+});
