@@ -93,8 +93,11 @@ export function agentViewIn(
   features: Pick<AgentFeatures, 'mode' | 'isAgentApp'>,
   teamId: string,
 ): AgentViewState {
-  const agentApp = features.isAgentApp(teamId);
-  return { inDms: features.mode === 'auto' ? agentApp : features.mode === 'on', inChannels: agentApp };
+  const slackOffersIt = features.isAgentApp(teamId);
+  return {
+    inDms: features.mode === 'auto' ? slackOffersIt : features.mode === 'on',
+    inChannels: slackOffersIt,
+  };
 }
 
 /** Whether an ended conversation may have a Slack agent-view session to close: only threads have one. */

@@ -43,12 +43,12 @@ export function register(events: EventRouter, deps: AppHomeDeps): void {
     const firstTime = await claims.claim(greetingRef, 'greeting');
     const { greeting, suggestedPrompts } = deps.agentView;
     after.push(async () => {
-      const agentApp =
+      const promptsTaken =
         suggestedPrompts.length === 0 ||
         (await agentFeatures.setSuggestedPrompts(teamId, channel, SUGGESTED_PROMPTS_TITLE, suggestedPrompts));
       if (!firstTime) return;
       // Slack just said this is no agent app: its greeting would describe what the person will not get.
-      if (!agentApp || !inAgentView()) {
+      if (!promptsTaken || !inAgentView()) {
         await claims.release(greetingRef, 'greeting');
         return;
       }
