@@ -5,7 +5,7 @@ import { type ClaimedJob, type Inbox, JobInterruptedError } from '../inbox/inbox
 import type { JobOutcome } from '../inbox/worker.js';
 import type { Logger } from '../observability/logger.js';
 import type { Tracing } from '../observability/tracing.js';
-import { isDmChannel } from '../sessions/conversation-of.js';
+import { isDmChannel, isThreadReply } from '../sessions/conversation-of.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { ThreadSession } from '../sessions/store.js';
 import type { ThreadKey } from '../sessions/thread-key.js';
@@ -408,8 +408,7 @@ export class Relay {
     return (
       this.options.threadContextMessages > 0 &&
       !isDmChannel(message.thread.channelId) &&
-      message.replyThreadTs !== undefined &&
-      message.replyThreadTs !== message.ts
+      isThreadReply({ ts: message.ts, threadTs: message.replyThreadTs })
     );
   }
 

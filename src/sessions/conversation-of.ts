@@ -40,6 +40,11 @@ export interface Conversation {
   agentView: boolean;
 }
 
+/** A message's conversation, and whether the message is a reply in a thread (not top level, not a root). */
+export interface MessageConversation extends Conversation {
+  isReply: boolean;
+}
+
 /**
  * Whether a channel is a 1:1 DM. The channel id is the one authority: Slack's DM (`im`) ids start with `D`,
  * and the id is on every payload the bot gets (events, slash commands, shortcuts, buttons, stored thread
@@ -55,14 +60,19 @@ export function isDmChannel(channelId: string): boolean {
  * top level; everything else (channel messages, DM threads, and every DM message in the agent view, where each
  * conversation is a thread of the Messages tab) is its thread's.
  */
-export function conversationOf(message: MessagePosition, agentView: AgentViewState): Conversation {
+export function conversationOf(message: MessagePosition, agentView: AgentViewState): MessageConversation {
   const { teamId, channelId } = message;
-  const isDm = isDmChannel(channelId);
-  const inThread = message.threadTs !== undefined && message.threadTs !== message.ts;
-  if (isDm && !inThread && !agentView.inDms) {
-    return conversationOfThread({ teamId, channelId, threadTs: DM_MAIN_THREAD }, agentView);
-  }
-  return conversationOfThread({ teamId, channelId, threadTs: message.threadTs ?? message.ts }, agentView);
+  const isReply = isThreadReply(message);
+  const threadTs =
+    isDmChannel(channelId) && !isReply && !agentView.inDms
+      ? DM_MAIN_THREAD
+      : (message.threadTs ?? message.ts);
+  return { ...conversationOfThread({ teamId, channelId, threadTs }, agentView), isReply };
+}
+
+/** A reply in a thread: not a top-level message, nor the root of a thread (whose thread_ts is its own ts). */
+export function isThreadReply(message: Pick<MessagePosition, 'ts' | 'threadTs'>): boolean {
+  return message.threadTs !== undefined && message.threadTs !== message.ts;
 }
 
 /**

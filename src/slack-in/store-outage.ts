@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { types } from '@slack/bolt';
 import { notTakenNotice } from '../conversation/notices.js';
 import type { Logger } from '../observability/logger.js';
-import { isDmChannel } from '../sessions/conversation-of.js';
+import { isDmChannel, isThreadReply } from '../sessions/conversation-of.js';
 import type { ReplyTarget, SlackReplies } from '../slack-out/replies.js';
 import { type EventEnvelope, fromMention, fromMessage } from './events.js';
 
@@ -129,8 +129,7 @@ export class StoreOutagePolicy {
     const author = { target, user: message.user, ts: message.ts };
     if (event.type === 'app_mention' || isDmChannel(message.channel)) return author;
     // A channel message: its mention comes as app_mention too, and only a thread reply can be a follow-up.
-    const followUp =
-      message.threadTs !== undefined && message.threadTs !== message.ts && !message.mentionsBot;
+    const followUp = isThreadReply(message) && !message.mentionsBot;
     if (!followUp || this.options.mentionOnly) return undefined;
     return (await this.options.replies.botPostedIn(message.channel, target.threadTs)) ? author : undefined;
   }

@@ -6,6 +6,7 @@ import {
   conversationOf,
   conversationOfThread,
   isDmChannel,
+  isThreadReply,
   mayHaveAgentViewSession,
 } from '../../src/sessions/conversation-of.js';
 
@@ -16,30 +17,70 @@ const DMS_ONLY: AgentViewState = { inDms: true, inChannels: false };
 
 describe('conversationOf: where a message belongs', () => {
   it.each([
-    // where, view, message ts, thread_ts, → thread, reply thread, isDm, agentViewDm, agentView
-    ['channel top level', CLASSIC, 'C1', '3.3', undefined, '3.3', '3.3', false, false, false],
-    ['channel thread reply', CLASSIC, 'C1', '3.4', '3.3', '3.3', '3.3', false, false, false],
-    ['channel in the agent view', AGENT_VIEW, 'C1', '3.3', undefined, '3.3', '3.3', false, false, true],
-    ['channel thread in the agent view', AGENT_VIEW, 'C1', '3.4', '3.3', '3.3', '3.3', false, false, true],
-    ['channel with DMs-only agent view', DMS_ONLY, 'C1', '3.3', undefined, '3.3', '3.3', false, false, false],
-    ['group DM (mpim)', AGENT_VIEW, 'G1', '3.3', undefined, '3.3', '3.3', false, false, true],
-    ['classic DM top level', CLASSIC, 'D1', '2.2', undefined, 'dm', undefined, true, false, false],
-    ['classic DM, root of a thread', CLASSIC, 'D1', '2.2', '2.2', 'dm', undefined, true, false, false],
-    ['classic DM thread reply', CLASSIC, 'D1', '2.3', '2.2', '2.2', '2.2', true, false, false],
-    ['agent-view DM top level', AGENT_VIEW, 'D1', '2.2', undefined, '2.2', '2.2', true, true, true],
-    ['agent-view DM thread reply', AGENT_VIEW, 'D1', '2.3', '2.2', '2.2', '2.2', true, true, true],
-    ['DMs-only agent view, DM', DMS_ONLY, 'D1', '2.2', undefined, '2.2', '2.2', true, true, true],
-  ] as const)('%s', (_name, view, channelId, ts, threadTs, thread, reply, isDm, agentViewDm, agentView) => {
-    expect(conversationOf({ teamId: 'T1', channelId, ts, threadTs }, view)).toEqual({
-      teamId: 'T1',
-      channelId,
-      isDm,
-      thread: { teamId: 'T1', channelId, threadTs: thread },
-      replyThreadTs: reply,
-      agentViewDm,
-      agentView,
-    });
-  });
+    // where, view, channel, message ts, thread_ts → thread, reply thread, isDm, agentViewDm, agentView, isReply
+    ['channel top level', CLASSIC, 'C1', '3.3', undefined, '3.3', '3.3', false, false, false, false],
+    ['channel thread reply', CLASSIC, 'C1', '3.4', '3.3', '3.3', '3.3', false, false, false, true],
+    [
+      'channel in the agent view',
+      AGENT_VIEW,
+      'C1',
+      '3.3',
+      undefined,
+      '3.3',
+      '3.3',
+      false,
+      false,
+      true,
+      false,
+    ],
+    [
+      'channel thread in the agent view',
+      AGENT_VIEW,
+      'C1',
+      '3.4',
+      '3.3',
+      '3.3',
+      '3.3',
+      false,
+      false,
+      true,
+      true,
+    ],
+    [
+      'channel with DMs-only agent view',
+      DMS_ONLY,
+      'C1',
+      '3.3',
+      undefined,
+      '3.3',
+      '3.3',
+      false,
+      false,
+      false,
+      false,
+    ],
+    ['group DM (mpim)', AGENT_VIEW, 'G1', '3.3', undefined, '3.3', '3.3', false, false, true, false],
+    ['classic DM top level', CLASSIC, 'D1', '2.2', undefined, 'dm', undefined, true, false, false, false],
+    ['classic DM, root of a thread', CLASSIC, 'D1', '2.2', '2.2', 'dm', undefined, true, false, false, false],
+    ['classic DM thread reply', CLASSIC, 'D1', '2.3', '2.2', '2.2', '2.2', true, false, false, true],
+    ['agent-view DM top level', AGENT_VIEW, 'D1', '2.2', undefined, '2.2', '2.2', true, true, true, false],
+    ['agent-view DM thread reply', AGENT_VIEW, 'D1', '2.3', '2.2', '2.2', '2.2', true, true, true, true],
+    ['DMs-only agent view, DM', DMS_ONLY, 'D1', '2.2', undefined, '2.2', '2.2', true, true, true, false],
+  ] as const)(
+    '%s',
+    (_name, view, channelId, ts, threadTs, thread, reply, isDm, agentViewDm, agentView, isReply) => {
+      expect(conversationOf({ teamId: 'T1', channelId, ts, threadTs }, view)).toEqual({
+        teamId: 'T1',
+        channelId,
+        isDm,
+        thread: { teamId: 'T1', channelId, threadTs: thread },
+        replyThreadTs: reply,
+        agentViewDm,
+        agentView,
+        isReply,
+      });
+    },
+  );
 });
 
 describe('conversationOfThread: a known thread', () => {
@@ -66,7 +107,7 @@ describe('conversationOfThread: a known thread', () => {
         { channelId: 'C1', ts: '3.4', threadTs: '3.3' },
       ]) {
         const placed = conversationOf({ teamId: 'T1', ...position }, view);
-        expect(conversationOfThread(placed.thread, view)).toEqual(placed);
+        expect(placed).toMatchObject(conversationOfThread(placed.thread, view));
       }
     }
   });
@@ -115,5 +156,15 @@ describe('mayHaveAgentViewSession', () => {
   it('only threads have a Slack agent-view session; a classic DM main line has none', () => {
     expect(mayHaveAgentViewSession({ teamId: 'T1', channelId: 'D1', threadTs: 'dm' })).toBe(false);
     expect(mayHaveAgentViewSession({ teamId: 'T1', channelId: 'C1', threadTs: '3.3' })).toBe(true);
+  });
+});
+
+describe('isThreadReply', () => {
+  it.each([
+    [undefined, '1.1', false],
+    ['1.1', '1.1', false],
+    ['1.0', '1.1', true],
+  ])('thread_ts %s, ts %s: %s', (threadTs, ts, reply) => {
+    expect(isThreadReply({ ts, threadTs })).toBe(reply);
   });
 });

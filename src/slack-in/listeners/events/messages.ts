@@ -6,7 +6,12 @@ import type { Inbox } from '../../../inbox/inbox.js';
 import type { Logger } from '../../../observability/logger.js';
 import type { BotMetrics } from '../../../observability/metrics.js';
 import type { Tracing } from '../../../observability/tracing.js';
-import { agentViewIn, type Conversation, conversationOf } from '../../../sessions/conversation-of.js';
+import {
+  agentViewIn,
+  type Conversation,
+  conversationOf,
+  type MessageConversation,
+} from '../../../sessions/conversation-of.js';
 import type { SessionManager } from '../../../sessions/manager.js';
 import { threadKeyString } from '../../../sessions/thread-key.js';
 import type { AgentFeatures } from '../../../slack-out/agent-features.js';
@@ -72,8 +77,7 @@ export function register(events: EventRouter, deps: MessageDeps): void {
     }
     // Channels and group DMs: replies in a thread the bot is part of, without a mention (a mention also
     // arrives as app_mention and is taken from there).
-    const inThread = message.threadTs !== undefined && message.threadTs !== message.ts;
-    if (!inThread) events.ignore(event.type, 'not-in-a-thread');
+    if (!conversation.isReply) events.ignore(event.type, 'not-in-a-thread');
     else if (message.mentionsBot) events.ignore(event.type, 'taken-as-mention');
     else if (deps.mentionOnly) events.ignore(event.type, 'mention-only');
     else await acceptMessage(events, deps, { ...message, eventId }, conversation, true, after);
@@ -83,7 +87,7 @@ export function register(events: EventRouter, deps: MessageDeps): void {
 function conversationIn(
   deps: Pick<MessageDeps, 'agentFeatures'>,
   message: Pick<HumanMessage, 'teamId' | 'channel' | 'ts' | 'threadTs'>,
-): Conversation {
+): MessageConversation {
   return conversationOf(
     { teamId: message.teamId, channelId: message.channel, ts: message.ts, threadTs: message.threadTs },
     agentViewIn(deps.agentFeatures, message.teamId),
