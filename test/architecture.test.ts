@@ -77,7 +77,7 @@ describe('the layout of src/', () => {
         .filter((module) => module.dependencies.some((dependency) => dependency.module === name))
         .map((module) => module.source)
         .sort();
-    expect(importers('axios')).toEqual(['src/agent/client.ts', 'src/slack-out/replies.ts']);
+    expect(importers('axios')).toEqual(['src/agent/client.ts', 'src/slack-out/writes.ts']);
     for (const other of ['undici', 'node-fetch', 'got', 'ky']) expect(importers(other)).toEqual([]);
     const withFetch = modules
       .filter((module) => /\bfetch\(/.test(readFileSync(module.source, 'utf8')))

@@ -2,7 +2,7 @@ import { WebClient } from '@slack/web-api';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/observability/logger.js';
 import { AgentFeatures, openedSessionsInMemory } from '../../src/slack-out/agent-features.js';
-import { SlackReplies } from '../../src/slack-out/replies.js';
+import { SlackWrites } from '../../src/slack-out/writes.js';
 import { FakeSlack, type FakeSlackOptions } from '../fakes/slack.js';
 import { LogCapture } from '../helpers/stack.js';
 import { sleep } from '../helpers/wait.js';
@@ -17,7 +17,7 @@ describe('agent features', () => {
     const client = new WebClient(slack.botToken, { slackApiUrl: slack.apiUrl, retryConfig: { retries: 0 } });
     const logs = new LogCapture();
     const logger = createLogger({ level: 'info', secrets: [], destination: logs });
-    return { slack, replies: new SlackReplies(client, client, logger), logger, logs };
+    return { slack, replies: new SlackWrites(client, client, logger), logger, logs };
   }
   const thread = (threadTs: string, teamId = 'T0TEAM') => ({ teamId, channelId: 'C1', threadTs });
 

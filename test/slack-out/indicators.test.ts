@@ -7,7 +7,7 @@ import {
   AGENT_STATUS_REFRESH_MS,
   WorkIndicators,
 } from '../../src/slack-out/indicators.js';
-import { SlackReplies } from '../../src/slack-out/replies.js';
+import { SlackWrites } from '../../src/slack-out/writes.js';
 import { FakeSlack } from '../fakes/slack.js';
 import { LogCapture } from '../helpers/stack.js';
 import { sleep, waitFor } from '../helpers/wait.js';
@@ -34,7 +34,7 @@ describe('the status of an agent thread', () => {
 
   it('is set at once, set again while the answer takes long, reworded when slow, and cleared at the end', async () => {
     // Short intervals stand in for the real 90 s refresh and SLOW_NOTICE_MS.
-    const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 250, 0, 100);
+    const indicators = new WorkIndicators(new SlackWrites(client, client, logger), 250, 0, 100);
     const threadTs = '1700000000.000100';
     const working = indicators.showWorking({
       channelId: 'D0AGENT',
@@ -81,7 +81,7 @@ describe('reaction indicators', () => {
     slack.delayArrival('reactions.add', 150);
     const client = new WebClient(slack.botToken, { slackApiUrl: slack.apiUrl });
     const logger = createLogger({ level: 'silent', secrets: [] });
-    const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 0);
+    const indicators = new WorkIndicators(new SlackWrites(client, client, logger), 0);
     const target = { channelId: 'C0QUEUE', ts: '1700000000.000200', replyThreadTs: '1700000000.000200' };
     const showing = indicators.showQueued(target);
     await indicators.clearQueued(target);
@@ -106,7 +106,7 @@ describe('indicators of a job that goes on later or elsewhere', () => {
   const notices = (ts: string) => slack.threadMessages('C0LEAVE', ts).slice(1);
 
   it('stay shown when left: the reaction, and a slow notice recorded for whoever finishes the job', async () => {
-    const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 100);
+    const indicators = new WorkIndicators(new SlackWrites(client, client, logger), 100);
     const ts = slack.seedMessage('C0LEAVE', { user: 'U0ALICE', text: 'question' });
     const recorded: string[] = [];
     const working = indicators.showWorking(target(ts), {
@@ -122,7 +122,7 @@ describe('indicators of a job that goes on later or elsewhere', () => {
   });
 
   it('take back a slow notice nobody else knows of, and post none once the job is no longer wanted', async () => {
-    const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 100);
+    const indicators = new WorkIndicators(new SlackWrites(client, client, logger), 100);
     const unrecorded = slack.seedMessage('C0LEAVE', { user: 'U0ALICE', text: 'first' });
     const working = indicators.showWorking(target(unrecorded), {
       onSlowNotice: () => Promise.reject(new Error('the job was taken over')),
@@ -141,7 +141,7 @@ describe('indicators of a job that goes on later or elsewhere', () => {
 
   it('add no delayed working reaction once the job is no longer this process’s', async () => {
     // The reaction waits 150 ms (WORKING_INDICATOR_DELAY_MS); meanwhile another replica took the job over.
-    const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 0, 150);
+    const indicators = new WorkIndicators(new SlackWrites(client, client, logger), 0, 150);
     const ts = slack.seedMessage('C0LEAVE', { user: 'U0ALICE', text: 'taken over' });
     let wanted = true;
     const working = indicators.showWorking(target(ts), { stillWanted: async () => wanted });
@@ -161,7 +161,7 @@ describe('indicators of a job that goes on later or elsewhere', () => {
   });
 
   it('stop setting an agent thread status when left, without clearing it or making the session active', async () => {
-    const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 0, 0, 100);
+    const indicators = new WorkIndicators(new SlackWrites(client, client, logger), 0, 0, 100);
     const threadTs = '1700000000.000300';
     const working = indicators.showWorking({
       ...target(threadTs),
@@ -185,7 +185,7 @@ describe('indicators of a job that goes on later or elsewhere', () => {
 
   it('stop setting an agent thread status again once the job is no longer this process’s, before it ends', async () => {
     // Short intervals stand in for the real 90 s refresh and SLOW_NOTICE_MS.
-    const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 250, 0, 100);
+    const indicators = new WorkIndicators(new SlackWrites(client, client, logger), 250, 0, 100);
     const threadTs = '1700000000.000400';
     let wanted = true;
     const working = indicators.showWorking(
