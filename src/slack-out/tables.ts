@@ -93,21 +93,19 @@ export function tableChars(table: MarkdownTable): number {
 }
 
 /** The table as a Slack `table` block, each cell as text. */
-export function tableBlock(table: MarkdownTable): types.KnownBlock {
+export function tableBlock(table: MarkdownTable): types.TableBlock {
   // One settings object per column up to the last aligned one; Slack applies its defaults to the columns
   // after the list (docs: table block, column_settings). A column without alignment before an aligned one
   // spells Slack's default out (`left`) rather than sending `{}` (not in the documented schema) or `null`
   // (shown on the page to skip a column, but not in @slack/types): taken under every reading.
   const aligned = table.align.findLastIndex((align) => align !== undefined) + 1;
-  const block = {
+  return {
     type: 'table',
     rows: table.rows.map((row) => row.map((cell) => ({ type: 'raw_text', text: cellText(cell) }))),
     ...(aligned > 0
       ? { column_settings: table.align.slice(0, aligned).map((align) => ({ align: align ?? 'left' })) }
       : {}),
   };
-  // `table` is newer than the block types @slack/types 2 lists.
-  return block as unknown as types.KnownBlock;
 }
 
 /** The table as a monospace code block with its columns lined up: every cell kept, whatever its size. */
