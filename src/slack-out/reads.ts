@@ -2,7 +2,7 @@ import type { ConversationsRepliesResponse, WebClient } from '@slack/web-api';
 import type { Logger } from '../observability/logger.js';
 import { slackErrorCode } from './client.js';
 import { slackPostError } from './failures.js';
-import { markedPartOf, type ReplyTarget } from './reply-target.js';
+import { jobPartOf, type ReplyTarget } from './reply-target.js';
 
 /** A message of a thread, as read back for context. */
 export interface ThreadMessage {
@@ -64,7 +64,7 @@ export class SlackReads {
           ? await this.client.conversations.replies({ ...args, ts: target.threadTs })
           : await this.client.conversations.history(args);
         for (const message of history.messages ?? []) {
-          const part = markedPartOf(message.metadata, job);
+          const part = jobPartOf(message.metadata, job);
           if (part !== undefined) found.add(part);
         }
         cursor = history.response_metadata?.next_cursor || undefined;

@@ -15,13 +15,13 @@ export interface JobMark {
 /** Slack message metadata type of every message a job posts. */
 const JOB_METADATA_EVENT = 'agent_reply';
 
-/** The metadata that marks a message as `mark`'s, found again by `markedPartOf`. */
+/** The metadata that marks a message as `mark`'s, found again by `jobPartOf`. */
 export function jobMetadata(mark: JobMark) {
   return { event_type: JOB_METADATA_EVENT, event_payload: { job: mark.job, part: mark.part } };
 }
 
 /** Which part of `job` a message's metadata marks it as; undefined when it is not one of the job's. */
-export function markedPartOf(metadata: unknown, job: string): string | undefined {
+export function jobPartOf(metadata: unknown, job: string): string | undefined {
   const mark = metadata as
     | { event_type?: string; event_payload?: { job?: unknown; part?: unknown } }
     | undefined;
