@@ -6,7 +6,7 @@ import { WebClient, type WebClientOptions } from '@slack/web-api';
 import { AgentClient } from './agent/client.js';
 import { agentRouter } from './agent/routing.js';
 import { checkAgentService } from './agent/startup-check.js';
-import { type Config, StartupError } from './config.js';
+import { type Config, StartupError } from './config/index.js';
 import { Relay } from './conversation/relay.js';
 import { ViewingContext } from './conversation/viewing-context.js';
 import { MessageClaims, openedSessionsIn } from './inbox/claims.js';

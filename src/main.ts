@@ -1,5 +1,5 @@
 import { type Bot, createBot } from './app.js';
-import { ConfigError, loadConfig, loadDotEnv, StartupError, secretsOf } from './config.js';
+import { ConfigError, loadConfig, loadDotEnv, StartupError, secretsOf } from './config/index.js';
 import { createLogger } from './observability/logger.js';
 import { StoreError } from './store/database.js';
 

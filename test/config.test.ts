@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, secretsOf } from '../src/config.js';
+import { ConfigError, loadConfig, secretsOf } from '../src/config/index.js';
 import { emptyWorkdir, entryPoint, TSX } from './helpers/entry-point.js';
 
 const valid = {

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { lexer, type Token, type Tokens, walkTokens } from 'marked';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { ENV_VARIABLES } from '../src/config.js';
+import { ENV_VARIABLES } from '../src/config/index.js';
 
 /** The first-column names of the README's configuration table, in order, repeats kept. */
 function readmeTableVariables(): string[] {

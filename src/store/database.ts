@@ -1,7 +1,7 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
-import type { StoreConfig } from '../config.js';
+import type { StoreConfig } from '../config/index.js';
 import { describeFailure, diskProblemOf } from './disk-errors.js';
 
 /** The one SQL handle a process uses: PostgreSQL through one pg.Pool, or PGlite (PostgreSQL in WebAssembly). */
