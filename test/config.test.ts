@@ -150,6 +150,35 @@ describe('loadConfig', () => {
   });
 });
 
+describe('the placeholders of .env.example', () => {
+  it('are refused as placeholders, one line each, instead of as malformed or as refused by Slack', () => {
+    const problems = (() => {
+      try {
+        loadConfig({
+          ...valid,
+          SLACK_BOT_TOKEN: 'xoxb-...',
+          SLACK_APP_TOKEN: 'xapp-...',
+          AGENT_API_KEY: 'sk-…',
+        });
+      } catch (error) {
+        return (error as ConfigError).lines;
+      }
+      return [];
+    })();
+    expect(problems).toEqual([
+      'Configuration error: SLACK_BOT_TOKEN is still the placeholder ("xoxb-...") from .env.example: set the real value',
+      'Configuration error: SLACK_APP_TOKEN is still the placeholder ("xapp-...") from .env.example: set the real value',
+      'Configuration error: AGENT_API_KEY is still the placeholder ("sk-…") from .env.example: set the real value',
+    ]);
+  });
+
+  it('never echoes a longer value that only ends in dots', () => {
+    expect(errorFor({ ...valid, AGENT_API_KEY: 'a-real-looking-key...' })).toBe(
+      'AGENT_API_KEY is still the placeholder from .env.example: set the real value',
+    );
+  });
+});
+
 describe('start-up with bad configuration', () => {
   it('prints one line naming the variable and exits non-zero, without a stack trace', () => {
     const result = spawnSync(process.execPath, ['--import', TSX, entryPoint('src/main.ts')], {

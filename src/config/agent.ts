@@ -6,6 +6,8 @@ export function readAgentConfig(reader: EnvReader): AgentConfig {
     'AGENT_BASE_URL',
     reader.required('AGENT_BASE_URL', 'e.g. https://host/v1') || undefined,
   );
+  reader.placeholder('AGENT_API_KEY');
+  reader.placeholder('AGENT_ID');
   return {
     baseUrl: (baseUrl ?? '').replace(/\/+$/, ''),
     apiKey: reader.required('AGENT_API_KEY', 'the agent service API key'),

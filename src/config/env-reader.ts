@@ -21,6 +21,19 @@ export class EnvReader {
     this.problems.push({ variable, problem });
   }
 
+  /**
+   * A value still ending in `...` (or `…`), as `.env.example` has them (`xoxb-...`), is refused as a
+   * placeholder rather than sent to Slack or the agent service to be refused there.
+   */
+  placeholder(name: EnvVariable): boolean {
+    const value = this.read(name);
+    if (value === undefined || !/(\.\.\.|…)$/.test(value)) return false;
+    // Only a bare placeholder is echoed: a real secret with dots at its end must not be.
+    const shown = /^[a-z]{0,5}-?(\.\.\.|…)$/.test(value) ? ` ("${value}")` : '';
+    this.fail(name, `is still the placeholder${shown} from .env.example: set the real value`);
+    return true;
+  }
+
   required(name: EnvVariable, hint: string): string {
     const value = this.read(name);
     if (value === undefined) this.fail(name, `is required (${hint})`);

@@ -3,7 +3,7 @@ import type { SlackConfig, SlackConnection } from './types.js';
 
 export function readSlackConfig(reader: EnvReader): SlackConfig {
   const botToken = reader.required('SLACK_BOT_TOKEN', 'the Bot User OAuth Token, xoxb-…');
-  if (botToken !== '' && !botToken.startsWith('xoxb-')) {
+  if (!reader.placeholder('SLACK_BOT_TOKEN') && botToken !== '' && !botToken.startsWith('xoxb-')) {
     reader.fail('SLACK_BOT_TOKEN', 'must be a bot token starting with "xoxb-"');
   }
   const connection = readConnection(reader);
@@ -15,11 +15,13 @@ export function readSlackConfig(reader: EnvReader): SlackConfig {
 function readConnection(reader: EnvReader): SlackConnection {
   const appToken = reader.read('SLACK_APP_TOKEN');
   if (appToken !== undefined) {
-    if (!appToken.startsWith('xapp-')) {
+    if (!reader.placeholder('SLACK_APP_TOKEN') && !appToken.startsWith('xapp-')) {
       reader.fail('SLACK_APP_TOKEN', 'must be an app-level token starting with "xapp-"');
     }
+    reader.placeholder('SLACK_SIGNING_SECRET');
     return { mode: 'socket', appToken, signingSecret: reader.read('SLACK_SIGNING_SECRET') };
   }
+  reader.placeholder('SLACK_SIGNING_SECRET');
   return {
     mode: 'http',
     signingSecret: reader.required(
