@@ -25,13 +25,12 @@ async function main(): Promise<void> {
     bot = await createBot(config, logger);
     await bot.start();
   } catch (error) {
-    if (error instanceof StartupError || error instanceof StoreError) {
-      logger.fatal(error.message);
-      exitWith(`Start-up failed: ${error.message}`);
-    }
-    const port = addressInUse(error);
-    if (port !== undefined) exitWith(`Start-up failed: port ${port} is already in use (PORT or ADMIN_PORT)`);
-    throw error;
+    // Printed once, on stderr, one line per failure: an operator reads them, a log collector needs none.
+    const failures = error instanceof AggregateError ? (error.errors as unknown[]) : [error];
+    const secrets = secretsOf(config);
+    exitWith(
+      ...failures.map((failure) => `Start-up failed: ${redacted(startupFailureText(failure), secrets)}`),
+    );
   }
 
   let stopping = false;
@@ -59,6 +58,22 @@ async function main(): Promise<void> {
 function exitWith(...lines: string[]): never {
   process.stderr.write(`${lines.join('\n')}\n`);
   process.exit(1);
+}
+
+/** One line an operator acts on, whatever failed: no stack trace. */
+function startupFailureText(error: unknown): string {
+  if (error instanceof StartupError || error instanceof StoreError) return error.message;
+  const port = addressInUse(error);
+  if (port !== undefined) return `port ${port} is already in use (PORT or ADMIN_PORT)`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** These lines bypass the logger, and so its redaction: a library's error message must not leak a secret. */
+function redacted(line: string, secrets: readonly string[]): string {
+  // Longest first: the database URL before the password it holds.
+  return [...secrets]
+    .sort((a, b) => b.length - a.length)
+    .reduce((text, secret) => text.split(secret).join('[redacted]'), line);
 }
 
 function addressInUse(error: unknown): number | undefined {

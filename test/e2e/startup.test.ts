@@ -134,6 +134,43 @@ describe('start-up with the real services', () => {
       .find((candidate) => candidate.startsWith('Start-up failed:'));
     expect(line).toMatch(/^Start-up failed: AGENT_API_KEY was refused by the agent service \(HTTP 401/);
     expect(run.output()).not.toContain('not-the-key');
+    // Once: not also as a log line.
+    expect(run.output().split('AGENT_API_KEY was refused')).toHaveLength(2);
+  });
+
+  it('names DATABASE_URL, never its password, when the database cannot be reached', async () => {
+    const databaseUrl = `postgres://bridge:hunter2-secret@127.0.0.1:${await freePort()}/bridge`;
+    const run = runBot(await environment({ DATABASE_URL: databaseUrl }));
+    running.push(run);
+    expect(await run.exited).toBe(1);
+    const lines = run.output().trim().split('\n');
+    expect(lines).toEqual([
+      expect.stringMatching(
+        /^Start-up failed: cannot connect to the database in DATABASE_URL \(127\.0\.0\.1:\d+\/bridge\): connection refused \(ECONNREFUSED\); check DATABASE_URL/,
+      ),
+    ]);
+    expect(run.output()).not.toContain('hunter2');
+  });
+
+  it('runs every start-up check and lists all their failures together, once each', async () => {
+    const run = runBot(
+      await environment({
+        AGENT_API_KEY: 'not-the-key',
+        DATABASE_URL: `postgres://bridge:hunter2-secret@127.0.0.1:${await freePort()}/bridge`,
+      }),
+    );
+    running.push(run);
+    expect(await run.exited).toBe(1);
+    const failed = run
+      .output()
+      .trim()
+      .split('\n')
+      .filter((line) => line.startsWith('Start-up failed:'));
+    expect(failed).toEqual([
+      expect.stringMatching(/^Start-up failed: AGENT_API_KEY was refused by the agent service/),
+      expect.stringMatching(/^Start-up failed: cannot connect to the database in DATABASE_URL/),
+    ]);
+    expect(run.output()).not.toMatch(/^\s+at /m);
   });
 
   it('stops with a hint about /v1 when AGENT_BASE_URL lacks it', async () => {
