@@ -362,8 +362,8 @@ function customRoutes(handlers: Record<string, RouteHandler>): CustomRoute[] {
 }
 
 /**
- * Slack, the agent service and the store, checked at once: every failure is reported together (an
- * AggregateError of one-line errors), so an operator fixes them all in one round.
+ * Slack, the agent service and the store, each checked whatever the others found: every failure is reported
+ * together (an AggregateError of one-line errors), so an operator fixes them all in one round.
  */
 async function runStartupChecks(
   config: Config,
@@ -384,11 +384,13 @@ async function runStartupChecks(
     }
     return db;
   };
-  const [identity, agentCheck, db] = await Promise.allSettled([
+  const [identity, agentCheck] = await Promise.allSettled([
     checkSlackIdentity(config, logger),
     checkAgentService(agent, config.agent, logger),
-    openStore(),
   ]);
+  // After the others, whatever they found: opening the embedded store holds the event loop for a while, and
+  // would eat into the agent service check's 3 s.
+  const [db] = await Promise.allSettled([openStore()]);
   if (identity.status === 'fulfilled' && agentCheck.status === 'fulfilled' && db.status === 'fulfilled')
     return { identity: identity.value, db: db.value };
   // The store's lock (embedded) and connections are released before the process exits.
