@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { type Bot, createBot } from './app.js';
 import { ConfigError, loadConfig, loadDotEnv, StartupError, secretsOf } from './config/index.js';
 import { createLogger } from './observability/logger.js';
@@ -10,7 +11,7 @@ async function main(): Promise<void> {
   try {
     config = loadConfig();
   } catch (error) {
-    if (error instanceof ConfigError) exitWith(...error.lines);
+    if (error instanceof ConfigError) exitWith(...error.lines, ...firstRunHint(error));
     throw error;
   }
   const logger = createLogger({
@@ -58,6 +59,16 @@ async function main(): Promise<void> {
 function exitWith(...lines: string[]): never {
   process.stderr.write(`${lines.join('\n')}\n`);
   process.exit(1);
+}
+
+/** Required settings missing and no `.env`: most likely a first run, so say where to go from here. */
+function firstRunHint(error: ConfigError): string[] {
+  const missing = error.problems.some(({ problem }) => problem.startsWith('is required'));
+  if (!missing || existsSync('.env')) return [];
+  return [
+    'No .env here: copy .env.example to .env and fill it in (README.md, "Configuration"),',
+    'or run the bot with a fake Slack and an agent emulator, nothing to configure: npm run demo',
+  ];
 }
 
 /** One line an operator acts on, whatever failed: no stack trace. */

@@ -59,6 +59,9 @@ describe('configuration errors', () => {
       'Configuration error: AGENT_BASE_URL is required (e.g. https://host/v1)',
       'Configuration error: AGENT_API_KEY is required (the agent service API key)',
       'Configuration error: AGENT_ID is required (the default agent id)',
+      // Nothing configured and no .env: a first run, told where to go.
+      'No .env here: copy .env.example to .env and fill it in (README.md, "Configuration"),',
+      'or run the bot with a fake Slack and an agent emulator, nothing to configure: npm run demo',
     ]);
   });
 });
