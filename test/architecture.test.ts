@@ -16,7 +16,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['agent', 'slack-out'],
   ['store'],
   ['observability', 'util'],
-  ['config.ts'],
+  ['config'],
 ];
 
 /** `src/inbox/worker.ts` → `inbox`; `src/app.ts` → `app.ts`. */

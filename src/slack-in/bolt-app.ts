@@ -9,7 +9,7 @@ import {
   type ReceiverEvent,
   SocketModeReceiver,
 } from '@slack/bolt';
-import type { SlackConnection } from '../config.js';
+import type { SlackConnection } from '../config/index.js';
 import type { Logger } from '../observability/logger.js';
 import type { Tracing } from '../observability/tracing.js';
 import { type EventEnvelope, isEventEnvelope } from './events.js';

@@ -1,4 +1,4 @@
-import type { AgentViewMode } from '../config.js';
+import type { AgentViewMode } from '../config/index.js';
 import type { Logger } from '../observability/logger.js';
 import type { AgentCallResult, AgentSessionStatus, SlackWrites } from './writes.js';
 

@@ -1,5 +1,5 @@
 import type { types } from '@slack/bolt';
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/index.js';
 import { type InboundMessage, indicatorOf, jobKey } from '../../conversation/jobs.js';
 import {
   DELETED_BEFORE_SENT_NOTICE,
