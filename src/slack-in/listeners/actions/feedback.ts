@@ -3,11 +3,11 @@ import type { MessageClaims } from '../../../inbox/claims.js';
 import type { Logger } from '../../../observability/logger.js';
 import type { BotMetrics } from '../../../observability/metrics.js';
 import { FEEDBACK_ACTION_ID, parseFeedback } from '../../../slack-out/blocks.js';
-import type { SlackReplies } from '../../../slack-out/replies.js';
+import type { SlackWrites } from '../../../slack-out/writes.js';
 
 export interface FeedbackDeps {
   claims: Pick<MessageClaims, 'claim'>;
-  replies: Pick<SlackReplies, 'respond'>;
+  replies: Pick<SlackWrites, 'respond'>;
   metrics: Pick<BotMetrics, 'replyFeedback'>;
   logger: Pick<Logger, 'info' | 'warn'>;
 }

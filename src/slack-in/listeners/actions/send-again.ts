@@ -6,13 +6,13 @@ import type { Tracing } from '../../../observability/tracing.js';
 import { agentViewIn, conversationOfThread } from '../../../sessions/conversation-of.js';
 import type { AgentFeatures } from '../../../slack-out/agent-features.js';
 import { SEND_AGAIN_ACTION_ID, sentAgainBlocks } from '../../../slack-out/blocks.js';
-import type { SlackReplies } from '../../../slack-out/replies.js';
+import type { SlackWrites } from '../../../slack-out/writes.js';
 import type { AccessPolicy } from '../../access.js';
 import { accessRefusalText, admissionRefusalText, MAX_OPEN_PER_THREAD } from '../../refusals.js';
 
 export interface SendAgainDeps {
   inbox: Pick<Inbox, 'admit' | 'requestOf'>;
-  replies: Pick<SlackReplies, 'respond' | 'updateMessage'>;
+  replies: Pick<SlackWrites, 'respond' | 'updateMessage'>;
   access: Pick<AccessPolicy, 'check'>;
   agentFeatures: Pick<AgentFeatures, 'mode' | 'isAgentApp'>;
   userRateLimit: number;

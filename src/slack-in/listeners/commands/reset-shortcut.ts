@@ -4,7 +4,7 @@ import type { Logger } from '../../../observability/logger.js';
 import type { Tracing } from '../../../observability/tracing.js';
 import { agentViewIn, conversationOf, conversationOfThread } from '../../../sessions/conversation-of.js';
 import type { AgentFeatures } from '../../../slack-out/agent-features.js';
-import type { SlackReplies } from '../../../slack-out/replies.js';
+import type { SlackWrites } from '../../../slack-out/writes.js';
 import type { ThreadResets } from '../../resets.js';
 import { type RequestRefusalDeps, requestRefusal } from './refusal.js';
 
@@ -15,7 +15,7 @@ export interface ResetShortcutDeps extends RequestRefusalDeps {
   /** In the agent view a top-level DM message starts its own thread, so it is reset as one. */
   agentFeatures: Pick<AgentFeatures, 'mode' | 'isAgentApp'>;
   tracing: Pick<Tracing, 'traceparent'>;
-  replies: Pick<SlackReplies, 'respond'>;
+  replies: Pick<SlackWrites, 'respond'>;
   logger: Pick<Logger, 'error'>;
 }
 

@@ -4,7 +4,7 @@ import type { Tracing } from '../../../observability/tracing.js';
 import { agentViewIn, conversationOfThread, isDmChannel } from '../../../sessions/conversation-of.js';
 import type { SessionManager } from '../../../sessions/manager.js';
 import type { AgentFeatures } from '../../../slack-out/agent-features.js';
-import type { SlackReplies } from '../../../slack-out/replies.js';
+import type { SlackWrites } from '../../../slack-out/writes.js';
 import type { ThreadResets } from '../../resets.js';
 import { type RequestRefusalDeps, requestRefusal } from './refusal.js';
 import { type SessionsSummaryDeps, sessionsSummary } from './sessions-summary.js';
@@ -17,7 +17,7 @@ export interface SlashCommandDeps extends RequestRefusalDeps, SessionsSummaryDep
   agentFeatures: Pick<AgentFeatures, 'mode' | 'isAgentApp'>;
   tracing: Pick<Tracing, 'traceparent'>;
   /** Answers privately through the request's response_url. */
-  replies: Pick<SlackReplies, 'respond'>;
+  replies: Pick<SlackWrites, 'respond'>;
   logger: Pick<Logger, 'warn' | 'error'>;
 }
 

@@ -1,8 +1,8 @@
-import type { Config } from '../../../config.js';
+import type { Config } from '../../../config/index.js';
 import type { MessageClaims } from '../../../inbox/claims.js';
 import { agentViewIn } from '../../../sessions/conversation-of.js';
 import type { AgentFeatures } from '../../../slack-out/agent-features.js';
-import type { SlackReplies } from '../../../slack-out/replies.js';
+import type { SlackWrites } from '../../../slack-out/writes.js';
 import type { AccessPolicy } from '../../access.js';
 import { senderTeam } from '../../events.js';
 import type { EventRouter } from './router.js';
@@ -17,7 +17,7 @@ export interface AppHomeDeps {
   agentFeatures: Pick<AgentFeatures, 'mode' | 'isAgentApp' | 'setSuggestedPrompts'>;
   access: Pick<AccessPolicy, 'check'>;
   claims: Pick<MessageClaims, 'claim' | 'release'>;
-  replies: Pick<SlackReplies, 'notice'>;
+  replies: Pick<SlackWrites, 'notice'>;
   /** The greeting and suggested prompts of the agent view. */
   agentView: Pick<Config['agentView'], 'greeting' | 'suggestedPrompts'>;
 }

@@ -5,14 +5,14 @@ import type { MessageClaims } from '../../../inbox/claims.js';
 import type { Inbox } from '../../../inbox/inbox.js';
 import { agentViewIn, conversationOf } from '../../../sessions/conversation-of.js';
 import type { AgentFeatures } from '../../../slack-out/agent-features.js';
-import type { SlackReplies } from '../../../slack-out/replies.js';
+import type { SlackWrites } from '../../../slack-out/writes.js';
 import { deletionOf, editOf } from '../../events.js';
 import type { EventRouter } from './router.js';
 
 export interface EditDeps {
   inbox: Pick<Inbox, 'replaceWaitingPayload' | 'wasSent' | 'cancelWaitingMessage'>;
   claims: Pick<MessageClaims, 'claim'>;
-  replies: Pick<SlackReplies, 'ephemeral'>;
+  replies: Pick<SlackWrites, 'ephemeral'>;
   agentFeatures: Pick<AgentFeatures, 'mode' | 'isAgentApp'>;
   botUserId: string;
 }

@@ -16,7 +16,8 @@ import type { SessionManager } from '../../../sessions/manager.js';
 import { threadKeyString } from '../../../sessions/thread-key.js';
 import type { AgentFeatures } from '../../../slack-out/agent-features.js';
 import type { WorkIndicators } from '../../../slack-out/indicators.js';
-import type { ReplyTarget, SlackReplies } from '../../../slack-out/replies.js';
+import type { ReplyTarget } from '../../../slack-out/reply-target.js';
+import type { SlackWrites } from '../../../slack-out/writes.js';
 import type { AccessPolicy } from '../../access.js';
 import { controlWordOf, fromMention, fromMessage, type HumanMessage } from '../../events.js';
 import { accessRefusalText, admissionRefusalText, MAX_OPEN_PER_THREAD } from '../../refusals.js';
@@ -29,7 +30,7 @@ export interface MessageDeps extends StopDeps {
   claims: Pick<MessageClaims, 'claim'>;
   sessions: Pick<SessionManager, 'existing'>;
   resets: Pick<ThreadResets, 'request'>;
-  replies: Pick<SlackReplies, 'ephemeral' | 'notice'>;
+  replies: Pick<SlackWrites, 'ephemeral' | 'notice'>;
   indicators: Pick<WorkIndicators, 'showQueued' | 'clearQueued'>;
   agentFeatures: Pick<AgentFeatures, 'mode' | 'isAgentApp' | 'update'>;
   access: Pick<AccessPolicy, 'check'>;

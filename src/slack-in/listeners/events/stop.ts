@@ -6,14 +6,14 @@ import type { Conversation } from '../../../sessions/conversation-of.js';
 import { threadKeyString } from '../../../sessions/thread-key.js';
 import type { AgentFeatures } from '../../../slack-out/agent-features.js';
 import type { WorkIndicators } from '../../../slack-out/indicators.js';
-import type { SlackReplies } from '../../../slack-out/replies.js';
+import type { SlackWrites } from '../../../slack-out/writes.js';
 import type { AfterAck } from './router.js';
 
 export interface StopDeps {
   inbox: Pick<Inbox, 'stop'>;
   agentFeatures: Pick<AgentFeatures, 'update'>;
   indicators: Pick<WorkIndicators, 'clearQueued'>;
-  replies: Pick<SlackReplies, 'notice'>;
+  replies: Pick<SlackWrites, 'notice'>;
 }
 
 /**
