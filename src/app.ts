@@ -164,7 +164,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
 
   // The conversation: one job at a time per thread, up to WORKER_CONCURRENCY threads at once.
   const relay = new Relay({
-    inbox,
+    progress: inbox,
     agentFor,
     agent,
     sessions,
