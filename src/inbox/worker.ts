@@ -2,8 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ClaimedJob, JobOutcome, JobRunner } from '../conversation/job-progress.js';
 import type { Logger } from '../observability/logger.js';
 import { CoalescedPass } from '../util/coalesced-pass.js';
-import type { Inbox } from './inbox.js';
-import { heartbeatEveryMs } from './queue.js';
+import { heartbeatEveryMs, type JobQueue } from './queue.js';
 
 export interface WorkerOptions {
   /** Jobs (threads) worked on at once by this process. */
@@ -28,7 +27,8 @@ export class Worker {
   private stopped = true;
 
   constructor(
-    private readonly inbox: Inbox,
+    /** Only the queue's side of the inbox: what the job does meanwhile is the runner's. */
+    private readonly inbox: Pick<JobQueue, 'claim' | 'heartbeat' | 'defer' | 'finish' | 'release'>,
     private readonly runJob: JobRunner,
     private readonly logger: Logger,
     private readonly options: WorkerOptions,
