@@ -41,8 +41,9 @@ import { StoreOutagePolicy } from './slack-in/store-outage.js';
 import { AgentFeatures } from './slack-out/agent-features.js';
 import { SlackWebClient, slackErrorCode } from './slack-out/client.js';
 import { WorkIndicators } from './slack-out/indicators.js';
-import { SlackReplies } from './slack-out/replies.js';
+import { SlackReads } from './slack-out/reads.js';
 import { cachedUserNameResolver } from './slack-out/user-names.js';
+import { SlackWrites } from './slack-out/writes.js';
 import { openDatabase } from './store/database.js';
 import { createSessionKeyv } from './store/keyv.js';
 import { migrate } from './store/schema.js';
@@ -154,7 +155,8 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     { ...slackClientOptions, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true },
     slackObserver,
   );
-  const replies = new SlackReplies(slackClient, postClient, logger, identity.botUserId);
+  const reads = new SlackReads(slackClient, logger, identity.botUserId);
+  const replies = new SlackWrites(slackClient, postClient, logger, reads);
   const agentFeatures = new AgentFeatures(replies, config.agentView.mode, openedSessionsIn(marks), logger);
   const indicators = new WorkIndicators(
     replies,
@@ -172,6 +174,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     sessions,
     indicators,
     replies,
+    reads,
     agentFeatures,
     resolveUserName: cachedUserNameResolver(slackClient),
     botUserId: identity.botUserId,
@@ -224,6 +227,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const storeOutage = new StoreOutagePolicy({
     ackAfterMs: config.delivery.storeOutageAckMs,
     replies,
+    reads,
     botUserId: identity.botUserId,
     mentionOnly: config.conversation.mentionOnly,
     logger,

@@ -1,8 +1,9 @@
 import { isAgentServiceError } from '../agent/errors.js';
 import type { Logger } from '../observability/logger.js';
 import { sendAgainBlocks } from '../slack-out/blocks.js';
+import { SlackPostError } from '../slack-out/failures.js';
 import type { Working } from '../slack-out/indicators.js';
-import { type ReplyTarget, SlackPostError } from '../slack-out/replies.js';
+import type { ReplyTarget } from '../slack-out/reply-target.js';
 import { AnswerRecorder, OutputNotRecordedError } from './answer-record.js';
 import type { JobContext } from './job-context.js';
 import { JobPosts } from './job-posts.js';
@@ -111,7 +112,7 @@ export class AnswerJob {
 
     let message = recorded;
     if (recorded.resend) {
-      const text = await this.context.options.replies.messageText(
+      const text = await this.context.options.reads.messageText(
         target.channel,
         recorded.ts,
         recorded.replyThreadTs,
@@ -221,7 +222,7 @@ export class AnswerJob {
         return { kind: 'defer', delayMs, slackFailure: false };
       }
     }
-    if ((await this.context.options.replies.postedJobParts(target, message.ts, job.dedupeKey)).size > 0)
+    if ((await this.context.options.reads.postedJobParts(target, message.ts, job.dedupeKey)).size > 0)
       return { kind: 'done' };
     logger.warn({ session: job.sessionId }, 'prompt was sent before an interruption; its answer is lost');
     // Asking again is the author's choice (the prompt may be a command): one press of Send again.

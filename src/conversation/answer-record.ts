@@ -1,6 +1,6 @@
 import type { Logger } from '../observability/logger.js';
 import { sendAgainBlocks } from '../slack-out/blocks.js';
-import type { ReplyTarget } from '../slack-out/replies.js';
+import type { ReplyTarget } from '../slack-out/reply-target.js';
 import { StoreError } from '../store/database.js';
 import type { JobContext } from './job-context.js';
 import { noticePart, UNRECORDED_PART } from './job-posts.js';
@@ -65,7 +65,7 @@ export class AnswerRecorder {
       { err: error.cause, ref: referenceId, windowMs: this.context.options.storeRetryWindowMs },
       'the store could not record the output for longer than STORE_RETRY_WINDOW; it is dropped',
     );
-    if ((await this.context.options.replies.postedJobParts(target, message.ts, job.dedupeKey)).size > 0)
+    if ((await this.context.options.reads.postedJobParts(target, message.ts, job.dedupeKey)).size > 0)
       return { kind: 'done' };
     if (this.context.abandoned) throw new JobInterruptedError('lost');
     const text = error.isNotice

@@ -6,8 +6,9 @@ import type { SessionManager } from '../sessions/manager.js';
 import type { ThreadKey } from '../sessions/thread-key.js';
 import type { AgentFeatures } from '../slack-out/agent-features.js';
 import type { WorkIndicators } from '../slack-out/indicators.js';
-import type { SlackReplies } from '../slack-out/replies.js';
+import type { SlackReads } from '../slack-out/reads.js';
 import type { UserNameResolver } from '../slack-out/user-names.js';
+import type { SlackWrites } from '../slack-out/writes.js';
 import { type ClaimedJob, JobInterruptedError, type JobProgress } from './job-progress.js';
 import type { ViewingContext } from './viewing-context.js';
 
@@ -19,7 +20,8 @@ export interface RelayOptions {
   agent: AgentClient;
   sessions: SessionManager;
   indicators: WorkIndicators;
-  replies: SlackReplies;
+  replies: SlackWrites;
+  reads: SlackReads;
   /** Agent sessions: a reset closes the thread's, if the bot opened one. */
   agentFeatures: AgentFeatures;
   resolveUserName: UserNameResolver;

@@ -1,6 +1,6 @@
 import { feedbackBlock } from '../slack-out/blocks.js';
 import { formatAgentReply, type SlackReplyPart } from '../slack-out/format.js';
-import type { ReplyTarget } from '../slack-out/replies.js';
+import type { ReplyTarget } from '../slack-out/reply-target.js';
 import type { JobContext } from './job-context.js';
 import type { ClaimedJob } from './job-progress.js';
 import type { InboundMessage, ResetRequest } from './jobs.js';
@@ -34,7 +34,7 @@ export class JobPosts {
     target: ReplyTarget,
     output: JobOutput,
   ): Promise<void> {
-    const { progress, replies } = this.context.options;
+    const { progress, replies, reads } = this.context.options;
     const { text, isNotice, sessionId = job.sessionId } = output;
     const parts: SlackReplyPart[] = isNotice ? [noticePart(text)] : formatAgentReply(text);
     const last = parts.at(-1);
@@ -49,7 +49,7 @@ export class JobPosts {
     let wantedAsked = output.wantedAsked === true;
     if (job.attempts > 1) {
       // A resumed job may have posted more than it recorded (a crash, or a post whose outcome was unknown).
-      const found = await replies.postedJobParts(target, message.ts, job.dedupeKey);
+      const found = await reads.postedJobParts(target, message.ts, job.dedupeKey);
       // An earlier run said Slack refused this output for too long (and then failed to record the job done).
       if (found.has(GAVE_UP_PART)) return;
       while (found.has(String(next))) next++;
@@ -73,8 +73,8 @@ export class JobPosts {
     text: string,
     blocks: SlackReplyPart['blocks'] = [],
   ): Promise<void> {
-    const { replies } = this.context.options;
-    if (job.attempts > 1 && (await replies.postedJobParts(target, postsFrom(job), job.dedupeKey)).has(name)) {
+    const { replies, reads } = this.context.options;
+    if (job.attempts > 1 && (await reads.postedJobParts(target, postsFrom(job), job.dedupeKey)).has(name)) {
       return;
     }
     await this.context.assertWanted(job);

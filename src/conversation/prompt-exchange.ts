@@ -46,7 +46,7 @@ export class PromptExchange {
     let sent = prompt;
     // Only the bot's first conversation in a thread: after a reset the thread's history is what was reset.
     if (found.created && this.startsMidThread(message) && !(await progress.hasEarlierWork(job))) {
-      const earlier = await this.context.options.replies.threadMessagesBefore(
+      const earlier = await this.context.options.reads.threadMessagesBefore(
         message.thread.channelId,
         message.thread.threadTs,
         message.ts,
@@ -98,7 +98,7 @@ export class PromptExchange {
       userId: message.userId,
     });
     // Only a channel the bot itself can see: its name must not leak from a conversation the bot is not in.
-    const name = viewed ? await this.context.options.replies.visibleChannelName(viewed) : undefined;
+    const name = viewed ? await this.context.options.reads.visibleChannelName(viewed) : undefined;
     return name
       ? `[The person is looking at the Slack channel #${name} while writing this.]\n\n${prompt}`
       : prompt;

@@ -1,4 +1,4 @@
-import { SlackPostError } from '../slack-out/replies.js';
+import { SlackPostError } from '../slack-out/failures.js';
 import type { JobContext } from './job-context.js';
 import { JobPosts } from './job-posts.js';
 import type { ClaimedJob, JobOutcome } from './job-progress.js';

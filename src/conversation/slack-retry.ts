@@ -1,5 +1,6 @@
 import type { Logger } from '../observability/logger.js';
-import type { ReplyTarget, SlackPostError } from '../slack-out/replies.js';
+import type { SlackPostError } from '../slack-out/failures.js';
+import type { ReplyTarget } from '../slack-out/reply-target.js';
 import type { JobContext } from './job-context.js';
 import { GAVE_UP_PART } from './job-posts.js';
 import type { ClaimedJob, JobOutcome } from './job-progress.js';

@@ -210,7 +210,7 @@ export interface SlackAppOptions {
   host?: string;
   /** HTTP mode: the public port's health routes, served beside /slack/events. */
   routes: CustomRoute[];
-  /** Options of the WebClient Bolt builds for listeners (the bot itself writes through SlackReplies). */
+  /** Options of the WebClient Bolt builds for listeners (the bot itself writes through SlackWrites). */
   clientOptions: AppOptions['clientOptions'];
   boltLogger: BoltLogger;
   intake: (envelope: EventEnvelope) => Promise<void>;

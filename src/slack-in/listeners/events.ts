@@ -20,7 +20,8 @@ import type { Tracing } from '../../observability/tracing.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import { type ThreadKey, threadKeyString } from '../../sessions/thread-key.js';
 import type { WorkIndicators } from '../../slack-out/indicators.js';
-import type { ReplyTarget, SlackReplies } from '../../slack-out/replies.js';
+import type { ReplyTarget } from '../../slack-out/reply-target.js';
+import type { SlackWrites } from '../../slack-out/writes.js';
 import type { AccessPolicy } from '../access.js';
 import type { AgentViewConversations } from '../agent-view.js';
 import {
@@ -82,7 +83,7 @@ export interface EventIntakeOptions {
   marks: Pick<ConversationMarks, 'set' | 'clear'>;
   sessions: SessionManager;
   resets: ThreadResets;
-  replies: SlackReplies;
+  replies: SlackWrites;
   indicators: WorkIndicators;
   agentFor: (channelId: string) => string;
   botUserId: string;
