@@ -9,8 +9,9 @@ import { checkAgentService } from './agent/startup-check.js';
 import type { Config } from './config/index.js';
 import { Relay } from './conversation/relay.js';
 import { ViewingContext } from './conversation/viewing-context.js';
-import { MessageClaims, openedSessionsIn } from './inbox/claims.js';
+import { MessageClaims } from './inbox/claims.js';
 import { Inbox } from './inbox/inbox.js';
+import { ConversationMarks, openedSessionsIn } from './inbox/marks.js';
 import { Worker } from './inbox/worker.js';
 import {
   healthHandlers,
@@ -107,6 +108,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const owner = `${hostname()}/${process.pid}/${randomBytes(3).toString('hex')}`;
   const inbox = new Inbox(db, owner, config.delivery.leaseMs);
   const claims = new MessageClaims(db);
+  const marks = new ConversationMarks(db);
   const viewing = new ViewingContext(db);
 
   // Slack out: one client that retries calls harmless to repeat (a queue per method, as Slack limits each
@@ -139,7 +141,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   );
   const reads = new SlackReads(slackClient, logger, identity.botUserId);
   const replies = new SlackWrites(slackClient, postClient, logger, reads);
-  const agentFeatures = new AgentFeatures(replies, config.agentView.mode, openedSessionsIn(claims), logger);
+  const agentFeatures = new AgentFeatures(replies, config.agentView.mode, openedSessionsIn(marks), logger);
   const indicators = new WorkIndicators(
     replies,
     config.conversation.slowNoticeMs,
@@ -150,7 +152,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
 
   // The conversation: one job at a time per thread, up to WORKER_CONCURRENCY threads at once.
   const relay = new Relay({
-    inbox,
+    progress: inbox,
     agentFor,
     agent,
     sessions,
@@ -186,6 +188,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const intake = new EventIntake({
     inbox,
     claims,
+    marks,
     sessions,
     resets,
     replies,

@@ -34,6 +34,12 @@ describe('each decision has one home in src/', () => {
       /startsWith\(\s*['"]D['"]\s*\)|channel_type\s*===?\s*['"]im['"]/,
       /^sessions\/conversation-of\.ts$/,
     ],
+    // A classic DM's main line has no thread: whether a conversation is a thread is asked, not compared.
+    [
+      '"is this conversation a Slack thread?"',
+      /\bDM_MAIN_THREAD\b/,
+      /^sessions\/(thread-key|conversation-of)\.ts$/,
+    ],
     ['the back-off formula', /\b2\s*\*\*|Math\.pow\(\s*2/, /^util\/backoff\.ts$/],
     ['LIKE escaping', /\[\\\\%_\]/, /^store\/like\.ts$/],
     // The configuration may be one file or a folder.

@@ -81,7 +81,7 @@ export function isThreadReply(message: Pick<MessagePosition, 'ts' | 'threadTs'>)
  */
 export function conversationOfThread(thread: ThreadKey, agentView: AgentViewState): Conversation {
   const isDm = isDmChannel(thread.channelId);
-  const replyThreadTs = thread.threadTs === DM_MAIN_THREAD ? undefined : thread.threadTs;
+  const replyThreadTs = isSlackThread(thread) ? thread.threadTs : undefined;
   const agentViewDm = isDm && agentView.inDms && replyThreadTs !== undefined;
   return {
     teamId: thread.teamId,
@@ -110,7 +110,10 @@ export function agentViewIn(
   };
 }
 
-/** Whether an ended conversation may have a Slack agent-view session to close: only threads have one. */
-export function mayHaveAgentViewSession(thread: ThreadKey): boolean {
+/**
+ * Whether a conversation is a Slack thread, not a classic DM's main line: only a thread can be linked to, be
+ * replied in, or have an agent-view session to close.
+ */
+export function isSlackThread(thread: ThreadKey): boolean {
   return thread.threadTs !== DM_MAIN_THREAD;
 }

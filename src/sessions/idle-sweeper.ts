@@ -1,5 +1,5 @@
 import type { Logger } from '../observability/logger.js';
-import { mayHaveAgentViewSession } from './conversation-of.js';
+import { isSlackThread } from './conversation-of.js';
 import type { SessionManager } from './manager.js';
 import type { ThreadSession } from './store.js';
 
@@ -39,7 +39,7 @@ export class IdleSweeper {
       const expired = await this.sessions.expireIdle(this.idleTtlMs);
       if (expired.length > 0) {
         this.logger.info({ expired: expired.length }, 'idle agent sessions expired');
-        await this.onExpired(expired.filter(mayHaveAgentViewSession)).catch((error: unknown) =>
+        await this.onExpired(expired.filter(isSlackThread)).catch((error: unknown) =>
           this.logger.warn({ err: error }, 'could not close the Slack sessions of idle conversations'),
         );
       }

@@ -6,8 +6,8 @@ import {
   conversationOf,
   conversationOfThread,
   isDmChannel,
+  isSlackThread,
   isThreadReply,
-  mayHaveAgentViewSession,
 } from '../../src/sessions/conversation-of.js';
 
 const CLASSIC: AgentViewState = { inDms: false, inChannels: false };
@@ -152,10 +152,10 @@ describe('isDmChannel', () => {
   });
 });
 
-describe('mayHaveAgentViewSession', () => {
+describe('isSlackThread', () => {
   it('only threads have a Slack agent-view session; a classic DM main line has none', () => {
-    expect(mayHaveAgentViewSession({ teamId: 'T1', channelId: 'D1', threadTs: 'dm' })).toBe(false);
-    expect(mayHaveAgentViewSession({ teamId: 'T1', channelId: 'C1', threadTs: '3.3' })).toBe(true);
+    expect(isSlackThread({ teamId: 'T1', channelId: 'D1', threadTs: 'dm' })).toBe(false);
+    expect(isSlackThread({ teamId: 'T1', channelId: 'C1', threadTs: '3.3' })).toBe(true);
   });
 });
 

@@ -1,7 +1,7 @@
 import type { AgentClient } from '../../../agent/client.js';
 import type { Logger } from '../../../observability/logger.js';
+import { isSlackThread } from '../../../sessions/conversation-of.js';
 import type { SessionWithActivity } from '../../../sessions/store.js';
-import { DM_MAIN_THREAD } from '../../../sessions/thread-key.js';
 
 /** Pages of the agent's session list read for `/agent sessions` (creation times): a bounded look-up. */
 const SESSION_LIST_PAGES = 3;
@@ -47,7 +47,7 @@ async function serviceCreationTimes(
 }
 
 export function threadLabel(workspaceUrl: string | undefined, session: SessionWithActivity): string {
-  if (session.threadTs === DM_MAIN_THREAD) return 'this conversation';
+  if (!isSlackThread(session)) return 'this conversation';
   if (!workspaceUrl) return `thread ${session.threadTs}`;
   const base = workspaceUrl.endsWith('/') ? workspaceUrl : `${workspaceUrl}/`;
   return `<${base}archives/${session.channelId}/p${session.threadTs.replace('.', '')}|thread>`;

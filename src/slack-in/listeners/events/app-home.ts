@@ -1,5 +1,5 @@
 import type { Config } from '../../../config/index.js';
-import type { MessageClaims } from '../../../inbox/claims.js';
+import type { ConversationMarks } from '../../../inbox/marks.js';
 import { agentViewIn } from '../../../sessions/conversation-of.js';
 import type { AgentFeatures } from '../../../slack-out/agent-features.js';
 import type { SlackWrites } from '../../../slack-out/writes.js';
@@ -16,7 +16,8 @@ export const SUGGESTED_PROMPTS_TITLE = 'Try asking me';
 export interface AppHomeDeps {
   agentFeatures: Pick<AgentFeatures, 'mode' | 'isAgentApp' | 'setSuggestedPrompts'>;
   access: Pick<AccessPolicy, 'check'>;
-  claims: Pick<MessageClaims, 'claim' | 'release'>;
+  /** Who was greeted in the Messages tab. */
+  marks: Pick<ConversationMarks, 'set' | 'clear'>;
   replies: Pick<SlackWrites, 'notice'>;
   /** The greeting and suggested prompts of the agent view. */
   agentView: Pick<Config['agentView'], 'greeting' | 'suggestedPrompts'>;
@@ -27,7 +28,7 @@ export function register(events: EventRouter, deps: AppHomeDeps): void {
   events.on('app_home_opened', async ({ event, team_id: teamId }, after) => {
     const channel = typeof event.channel === 'string' ? event.channel : undefined;
     const userId = typeof event.user === 'string' ? event.user : '';
-    const { agentFeatures, access, claims, replies } = deps;
+    const { agentFeatures, access, marks, replies } = deps;
     const inAgentView = () => agentViewIn(agentFeatures, teamId).inDms;
     // Classic apps hear the Messages tab opened too: only an agent app greets there (Slack says which it is).
     if (event.tab !== 'messages' || !channel || !inAgentView()) {
@@ -39,8 +40,8 @@ export function register(events: EventRouter, deps: AppHomeDeps): void {
       events.ignore(event.type, decision);
       return;
     }
-    const greetingRef = { teamId, channelId: channel, ts: 'welcome' };
-    const firstTime = await claims.claim(greetingRef, 'greeting');
+    const conversation = { teamId, channelId: channel };
+    const firstTime = await marks.set(conversation, 'greeted');
     const { greeting, suggestedPrompts } = deps.agentView;
     after.push(async () => {
       const promptsTaken =
@@ -49,12 +50,12 @@ export function register(events: EventRouter, deps: AppHomeDeps): void {
       if (!firstTime) return;
       // Slack just said this is no agent app: its greeting would describe what the person will not get.
       if (!promptsTaken || !inAgentView()) {
-        await claims.release(greetingRef, 'greeting');
+        await marks.clear(conversation, 'greeted');
         return;
       }
       // A greeting that could not be posted is not used up: the next opening tries again.
       if ((await replies.notice({ channel }, greeting)) === undefined)
-        await claims.release(greetingRef, 'greeting');
+        await marks.clear(conversation, 'greeted');
     });
   });
 }
