@@ -10,7 +10,7 @@ import { type Config, StartupError } from './config.js';
 import { Relay } from './conversation/relay.js';
 import { ViewingContext } from './conversation/viewing-context.js';
 import { MessageClaims, openedSessionsIn } from './inbox/claims.js';
-import { Inbox } from './inbox/inbox.js';
+import { Inbox, storeRetryDelays } from './inbox/inbox.js';
 import { Worker } from './inbox/worker.js';
 import {
   healthHandlers,
@@ -47,8 +47,6 @@ import { createSessionKeyv } from './store/keyv.js';
 import { migrate } from './store/schema.js';
 
 const HOUSEKEEPING_INTERVAL_MS = 60 * 60 * 1000;
-/** One Slack call may take this long before it counts as failed (then a post is looked up, not repeated). */
-export const SLACK_CALL_TIMEOUT_MS = 20_000;
 
 /** Who the bot is in Slack, from auth.test. */
 export interface BotIdentity {
@@ -120,7 +118,12 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const sessions = new SessionManager(store, agent, deleter, logger);
   const agentFor = agentRouter(config.agent);
   const owner = `${hostname()}/${process.pid}/${randomBytes(3).toString('hex')}`;
-  const inbox = new Inbox(db, owner, config.delivery.leaseMs);
+  const inbox = new Inbox(
+    db,
+    owner,
+    config.delivery.leaseMs,
+    storeRetryDelays(config.delivery.storeWriteRetryMs),
+  );
   const claims = new MessageClaims(db);
   const viewing = new ViewingContext(db);
 
@@ -136,7 +139,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const slackClientOptions: WebClientOptions = {
     slackApiUrl: config.slack.apiUrl,
     logger: boltLogger(logger),
-    timeout: SLACK_CALL_TIMEOUT_MS,
+    timeout: config.slack.callTimeoutMs,
     retryConfig: { retries: 3, factor: 2, minTimeout: 500, maxTimeout: 4_000 },
   };
   // Each method on a queue of its own, as Slack limits each on its own (see SlackWebClient); indicators never

@@ -56,11 +56,13 @@ const VARIABLES = [
   'SLACK_API_URL',
   'SLACK_APP_TOKEN',
   'SLACK_BOT_TOKEN',
+  'SLACK_CALL_TIMEOUT_MS',
   'SLACK_SIGNING_SECRET',
   'SLASH_COMMAND',
   'SLOW_NOTICE_MS',
   'STORE_OUTAGE_ACK_MS',
   'STORE_RETRY_WINDOW',
+  'STORE_WRITE_RETRY_MS',
   'SUGGESTED_PROMPTS',
   'THREAD_CONTEXT_MESSAGES',
   'USER_RATE_LIMIT',
@@ -111,6 +113,8 @@ export interface Config {
     connection: SlackConnection;
     /** Web API base URL, always ending in `/` as WebClient expects. */
     apiUrl: string;
+    /** How long one Slack call may take before it counts as failed (then a post is looked up, not repeated). */
+    callTimeoutMs: number;
   };
   /** The address PORT and ADMIN_PORT listen on; undefined: every interface. */
   host?: string;
@@ -146,6 +150,8 @@ export interface Config {
      * and retried before the thread is told it was dropped.
      */
     storeRetryWindowMs: number;
+    /** How long any other store write that fails is retried before the job gives up on it (taken back once its lease lapses). */
+    storeWriteRetryMs: number;
   };
   access: {
     /** Empty: every workspace, channel or user is allowed. */
@@ -331,7 +337,12 @@ function readConfig(reader: EnvReader): Config {
   const maxPromptChars = reader.integer('MAX_PROMPT_CHARS', 8000, 1, 1_000_000);
 
   return {
-    slack: { botToken, connection, apiUrl: apiUrl.endsWith('/') ? apiUrl : `${apiUrl}/` },
+    slack: {
+      botToken,
+      connection,
+      apiUrl: apiUrl.endsWith('/') ? apiUrl : `${apiUrl}/`,
+      callTimeoutMs: reader.integer('SLACK_CALL_TIMEOUT_MS', 20_000, 1_000, 120_000),
+    },
     host: reader.read('HOST'),
     port,
     adminPort,
@@ -350,6 +361,7 @@ function readConfig(reader: EnvReader): Config {
       // Below Slack's last retry of an event (about 5 minutes after the first delivery): that retry gets the note.
       storeOutageAckMs: reader.integer('STORE_OUTAGE_ACK_MS', 120_000, 0, 240_000),
       storeRetryWindowMs: storeRetryWindow(reader),
+      storeWriteRetryMs: reader.integer('STORE_WRITE_RETRY_MS', 20_000, 0, 600_000),
     },
     access: {
       teamIds: reader.idList('ALLOWED_TEAM_IDS'),

@@ -107,10 +107,19 @@ interface JobRow {
 }
 
 /**
- * Waits between attempts of an idempotent write that met a store error: about 20 s in all, so an answer
- * rides out a failover or a dropped connection instead of being lost with the job's progress.
+ * Waits between attempts of an idempotent write that met a store error, doubling from 250 ms to 4 s while
+ * they add up to at most `budgetMs` (STORE_WRITE_RETRY_MS, 20 s by default), so an answer rides out a
+ * failover or a dropped connection instead of being lost with the job's progress.
  */
-const STORE_RETRY_DELAYS_MS = [250, 500, 1_000, 2_000, 4_000, 4_000, 4_000, 4_000];
+export function storeRetryDelays(budgetMs: number): number[] {
+  const delays: number[] = [];
+  let total = 0;
+  for (let delay = 250; total + delay <= budgetMs; delay = Math.min(delay * 2, 4_000)) {
+    delays.push(delay);
+    total += delay;
+  }
+  return delays;
+}
 /**
  * Waits between attempts of a held write (see `Hold`), the last repeated: short, so an answer is recorded
  * within a second of the store's return, before another replica that finds its lease lapsed gives it up.
@@ -164,6 +173,7 @@ export class Inbox {
     private readonly db: Database,
     readonly owner: string,
     private readonly leaseMs: number,
+    private readonly storeRetryDelaysMs: readonly number[] = storeRetryDelays(20_000),
   ) {}
 
   /**
@@ -558,7 +568,7 @@ export class Inbox {
       } catch (error) {
         if (!(error instanceof StoreError)) throw error;
         firstFailure ??= Date.now();
-        const delay = hold ? holdDelay(attempt, firstFailure + hold.forMs) : STORE_RETRY_DELAYS_MS[attempt];
+        const delay = hold ? holdDelay(attempt, firstFailure + hold.forMs) : this.storeRetryDelaysMs[attempt];
         if (delay === undefined || hold?.signal?.aborted) throw error;
         // An abort ends the wait; the next attempt then gives up if it fails too.
         await sleep(delay, undefined, { signal: hold?.signal }).catch(() => {});
