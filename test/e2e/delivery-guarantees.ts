@@ -5,27 +5,27 @@ import { openDatabase } from '../../src/store/database.js';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
 import { type BotProcess, spawnBot } from '../helpers/bot-process.js';
-import { createTestDatabase, shouldRunPostgresTests } from '../helpers/postgres.js';
 import { appMentionEvent, messageEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
 import { AGENT_ID, type RunningBot, SIGNING_SECRET, type StoreChoice, startBot } from '../helpers/stack.js';
-import { forEachStore } from '../helpers/stores.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
-const runPostgres = await shouldRunPostgresTests();
-
-const CHANNEL = 'C0DELIVER';
-const ENV = { JOB_LEASE_MS: '3000', SLOW_NOTICE_MS: '0', SHUTDOWN_TIMEOUT_MS: '8000' };
+export const CHANNEL = 'C0DELIVER';
+export const ENV = { JOB_LEASE_MS: '3000', SLOW_NOTICE_MS: '0', SHUTDOWN_TIMEOUT_MS: '8000' };
 const textOf = (call: SlackApiCall) => String(call.args.text);
 const prompts = (agent: AgentServiceEmulator) => agent.requestsFor('sendMessage').map((r) => r.prompt);
 
-interface Topology {
+export interface Topology {
   name: string;
   /** Two bot instances on one store (PostgreSQL), or one (the embedded store is one process's). */
   twoInstances: boolean;
   prepare(): Promise<{ store: StoreChoice; cleanup(): Promise<void> }>;
 }
 
-function guarantees(topology: Topology) {
+/**
+ * What a message may rely on, however Slack delivers it and whatever happens to the process answering it;
+ * run once per store, each in a file of its own so the two run side by side.
+ */
+export function guarantees(topology: Topology) {
   describe(topology.name, () => {
     let slack: FakeSlack;
     let agent: AgentServiceEmulator;
@@ -330,47 +330,3 @@ function guarantees(topology: Topology) {
     });
   });
 }
-
-forEachStore(runPostgres, (kind, prepare) =>
-  guarantees({
-    name:
-      kind === 'embedded'
-        ? 'delivery guarantees, embedded store (one process)'
-        : 'delivery guarantees, two replicas on one PostgreSQL',
-    twoInstances: kind === 'postgres',
-    prepare,
-  }),
-);
-
-describe.runIf(runPostgres)('PostgreSQL store outage', () => {
-  it('reports not ready and does not acknowledge events while the store is unreachable', async () => {
-    const database = await createTestDatabase();
-    const slack = await FakeSlack.start();
-    const agent = await AgentServiceEmulator.start();
-    const bot = await startBot({
-      slack,
-      agent,
-      store: { kind: 'postgres', databaseUrl: database.url },
-      env: ENV,
-    });
-    const before = agent.requests.length; // the start-up check's call
-    try {
-      expect((await fetch(`${bot.baseUrl}/readyz`)).status).toBe(200);
-      await database.drop();
-      // Readiness is cached for a second: probes must not each cost a store query.
-      await waitFor(async () => (await fetch(`${bot.baseUrl}/readyz`)).status === 503, 'not ready', 3_000);
-      const result = await postSignedEvent(
-        bot.eventsUrl,
-        SIGNING_SECRET,
-        appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> anyone?' }),
-      );
-      expect(result.status).toBe(500); // not acknowledged: Slack will deliver it again
-      await sleep(200);
-      expect(agent.requests.slice(before)).toEqual([]);
-      expect((await fetch(`${bot.baseUrl}/healthz`)).status).toBe(200);
-    } finally {
-      await bot.stop();
-      await Promise.all([slack.stop(), agent.stop()]);
-    }
-  });
-});
