@@ -35,20 +35,21 @@ describe.runIf(runPostgres)('Slack refusing the answer', () => {
   const finished = (root: string) =>
     fakes.slack.waitForCall('reactions.remove', (c) => c.args.timestamp === root, 30_000);
 
-  it('posts the answer once Slack is back after 10 s of 503s, asking the agent once and never saying it failed', async () => {
+  // Longer than the lease, and than the first few back-offs: the answer is kept and posted on a later try.
+  it('posts the answer once Slack is back after 5 s of 503s, asking the agent once and never saying it failed', async () => {
     const bot = await fakes.startBot(ENV);
-    fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 10_000);
+    fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 5_000);
     const asked = Date.now();
     const root = await ask(bot.eventsUrl, 'through the outage');
 
     await waitFor(() => threadTexts(root).length > 1, 'the answer in the thread', 30_000);
-    expect(Date.now() - asked).toBeGreaterThanOrEqual(10_000);
+    expect(Date.now() - asked).toBeGreaterThanOrEqual(5_000);
     await finished(root);
     await sleep(300);
     expect(threadTexts(root)).toEqual(['<@U0BOT> through the outage', 'echo[s-1#1]: through the outage']);
     expect(prompts()).toEqual(['through the outage']);
-    // Backed off, not hammered: a handful of attempts in the 10 s.
-    expect(answerPosts(root).length).toBeLessThanOrEqual(7);
+    // Backed off, not hammered: a handful of attempts in the 5 s (back-offs of about 1, 2 and 4 s).
+    expect(answerPosts(root).length).toBeLessThanOrEqual(6);
   });
 
   it('leaves no "taking a while" notice behind once the kept answer is posted', async () => {
@@ -95,8 +96,9 @@ describe.runIf(runPostgres)('Slack refusing the answer', () => {
     const bot = await fakes.startBot(ENV);
     fakes.slack.failFor(
       'chat.postMessage',
-      { type: 'rate_limited', retryAfterSeconds: 4 },
-      9_000,
+      // Longer than the bot's own first back-offs (about 1 and 2 s), so the waits below are Slack's.
+      { type: 'rate_limited', retryAfterSeconds: 2 },
+      5_000,
       isAnswerPost,
     );
     const root = await ask(bot.eventsUrl, 'rate limited');
@@ -108,7 +110,7 @@ describe.runIf(runPostgres)('Slack refusing the answer', () => {
     const attempts = answerPosts(root).map((c) => c.at);
     expect(attempts.length).toBeGreaterThanOrEqual(3);
     for (let i = 1; i < attempts.length; i++)
-      expect(attempts[i]! - attempts[i - 1]!).toBeGreaterThanOrEqual(3_950);
+      expect(attempts[i]! - attempts[i - 1]!).toBeGreaterThanOrEqual(1_950);
   });
 
   it('posts the answer and a notice that Slack refused with HTTP 200 rate_limited, backing off as for a 429', async () => {
