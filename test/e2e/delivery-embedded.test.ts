@@ -1,9 +1,10 @@
 import { prepareEmbeddedStore } from '../helpers/stores.js';
 import { guarantees } from './delivery-guarantees.js';
 
-// The PostgreSQL half runs in delivery-postgres.test.ts, beside this one.
+// The takeover cases run in delivery-embedded-takeover.test.ts, the PostgreSQL ones in delivery-postgres*.
 guarantees({
   name: 'delivery guarantees, embedded store (one process)',
   twoInstances: false,
   prepare: prepareEmbeddedStore,
+  part: 'delivery',
 });

@@ -10,9 +10,14 @@ import { CHANNEL, ENV, guarantees } from './delivery-guarantees.js';
 
 const runPostgres = await shouldRunPostgresTests();
 
-// The embedded half runs in delivery-embedded.test.ts, beside this one.
+// The takeover cases run in delivery-postgres-takeover.test.ts, the embedded store's in delivery-embedded*.
 onPostgres(runPostgres, (_, prepare) =>
-  guarantees({ name: 'delivery guarantees, two replicas on one PostgreSQL', twoInstances: true, prepare }),
+  guarantees({
+    name: 'delivery guarantees, two replicas on one PostgreSQL',
+    twoInstances: true,
+    prepare,
+    part: 'delivery',
+  }),
 );
 
 describe.runIf(runPostgres)('PostgreSQL store outage', () => {
