@@ -1,5 +1,5 @@
 /**
- * The benchmark's targets, one table: `npm run bench` prints a PASS/FAIL line for each and the README quotes
+ * The benchmark's targets, one table: `npm run bench` prints a PASS/FAIL line for each and docs/benchmark.md quotes
  * them. Every target is on the bot; "ratio" targets divide the bot's figure by the minimal durable relay's
  * in the same scenario of the same run.
  */
@@ -25,7 +25,7 @@ export interface Target {
   /** '<': under the limit; '<=': at most the limit. */
   compare: '<' | '<=';
   limit: number;
-  /** As the PASS/FAIL line and the README say it. */
+  /** As the PASS/FAIL line and docs/benchmark.md say it. */
   text: string;
 }
 

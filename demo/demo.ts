@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { type Bot, createBot } from '../src/app.js';
-import { loadConfig, secretsOf } from '../src/config.js';
+import { loadConfig, secretsOf } from '../src/config/index.js';
 import { createLogger } from '../src/observability/logger.js';
 import { AGENT_VIEW_SCOPES, REQUIRED_BOT_SCOPES } from '../src/slack-in/requirements.js';
 import { embeddedStoreOwner } from '../src/store/database.js';

@@ -6,7 +6,7 @@
  *   AGENT_BASE_URL=https://…/v1 AGENT_API_KEY=… AGENT_ID=… npm run demo   # a real agent
  */
 import { parseArgs } from 'node:util';
-import { ConfigError } from '../src/config.js';
+import { ConfigError } from '../src/config/index.js';
 import { type RunningDemo, startDemo } from './demo.js';
 
 function fail(line: string): never {

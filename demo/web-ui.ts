@@ -339,6 +339,11 @@ export function mountWebUi(options: WebUiOptions): { close(): void } {
       req.method === 'GET' && Object.hasOwn(STATIC_FILES, url.pathname)
         ? STATIC_FILES[url.pathname]
         : undefined;
+    // The page names its icon inline; a browser that asks for the conventional one anyway gets nothing, not a 404.
+    if (req.method === 'GET' && url.pathname === '/favicon.ico') {
+      res.writeHead(204).end();
+      return;
+    }
     if (!asset) {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('Not Found');
       return;

@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import { hostname } from 'node:os';
 import type { CustomRoute } from '@slack/bolt';
-import { WebClient, type WebClientOptions } from '@slack/web-api';
+import type { WebClientOptions } from '@slack/web-api';
 import { AgentClient } from './agent/client.js';
 import { agentRouter } from './agent/routing.js';
 import { checkAgentService } from './agent/startup-check.js';
-import { type Config, StartupError } from './config.js';
+import type { Config } from './config/index.js';
 import { Relay } from './conversation/relay.js';
 import { ViewingContext } from './conversation/viewing-context.js';
 import { MessageClaims, openedSessionsIn } from './inbox/claims.js';
@@ -33,31 +33,21 @@ import { createSlackApp } from './slack-in/bolt-app.js';
 import { registerActions } from './slack-in/listeners/actions.js';
 import { registerCommands } from './slack-in/listeners/commands.js';
 import { EventIntake } from './slack-in/listeners/events.js';
-import { AGENT_VIEW_SCOPES, missingScopes, scopePurpose } from './slack-in/requirements.js';
 import { ThreadResets } from './slack-in/resets.js';
 import { SocketHealth } from './slack-in/socket-health.js';
+import { type BotIdentity, checkSlackIdentity, reportMissingScopes } from './slack-in/startup-check.js';
 import { StoreOutagePolicy } from './slack-in/store-outage.js';
 import { AgentFeatures } from './slack-out/agent-features.js';
-import { SlackWebClient, slackErrorCode } from './slack-out/client.js';
+import { SlackWebClient } from './slack-out/client.js';
 import { WorkIndicators } from './slack-out/indicators.js';
-import { SlackReplies } from './slack-out/replies.js';
+import { SlackReads } from './slack-out/reads.js';
 import { cachedUserNameResolver } from './slack-out/user-names.js';
-import { openDatabase } from './store/database.js';
+import { SlackWrites } from './slack-out/writes.js';
+import { type Database, openDatabase } from './store/database.js';
 import { createSessionKeyv } from './store/keyv.js';
 import { migrate } from './store/schema.js';
 
 const HOUSEKEEPING_INTERVAL_MS = 60 * 60 * 1000;
-
-/** Who the bot is in Slack, from auth.test. */
-export interface BotIdentity {
-  teamId?: string;
-  botUserId: string;
-  botId?: string;
-  /** Workspace URL, e.g. https://acme.slack.com/ */
-  url?: string;
-  /** Bot scopes Slack reports as granted (x-oauth-scopes), when it reports them. */
-  scopes?: string[];
-}
 
 export interface Bot {
   identity: BotIdentity;
@@ -71,8 +61,6 @@ export interface Bot {
 
 /** Builds the whole bot from configuration: Slack identity, store, agent client, Bolt app. */
 export async function createBot(config: Config, logger: Logger): Promise<Bot> {
-  const identity = await checkSlackIdentity(config, logger);
-  reportMissingScopes(identity, config.agentView.mode === 'on', logger);
   const metrics = new BotMetrics();
   const tracing = await startTracing(config.tracing);
   const agent = new AgentClient({
@@ -95,18 +83,16 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
       if (operation === 'createSession' && outcome === 'ok') metrics.sessionsCreated.inc();
     },
   });
-  await checkAgentService(agent, config.agent, logger);
-
-  const db = await openDatabase(config.store, {
-    onQuery: (durationMs, ok) =>
-      metrics.storeQuerySeconds.observe({ outcome: ok ? 'ok' : 'error' }, durationMs / 1000),
-  });
+  let startup: { identity: BotIdentity; db: Database };
   try {
-    await migrate(db);
+    startup = await runStartupChecks(config, agent, metrics, logger);
   } catch (error) {
-    await db.close().catch(() => {});
+    agent.close();
+    await tracing.shutdown().catch(() => {});
     throw error;
   }
+  const { identity, db } = startup;
+  reportMissingScopes(identity, config.agentView.mode === 'on', logger);
 
   // Storage and the agent service.
   const store = new SessionStore(createSessionKeyv<ThreadSession>(db, SessionStore.namespace), db);
@@ -155,7 +141,8 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     { ...slackClientOptions, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true },
     slackObserver,
   );
-  const replies = new SlackReplies(slackClient, postClient, logger, identity.botUserId);
+  const reads = new SlackReads(slackClient, logger, identity.botUserId);
+  const replies = new SlackWrites(slackClient, postClient, logger, reads);
   const agentFeatures = new AgentFeatures(replies, config.agentView.mode, openedSessionsIn(claims), logger);
   const indicators = new WorkIndicators(
     replies,
@@ -173,6 +160,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     sessions,
     indicators,
     replies,
+    reads,
     agentFeatures,
     resolveUserName: cachedUserNameResolver(slackClient),
     botUserId: identity.botUserId,
@@ -224,6 +212,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const storeOutage = new StoreOutagePolicy({
     ackAfterMs: config.delivery.storeOutageAckMs,
     replies,
+    reads,
     botUserId: identity.botUserId,
     mentionOnly: config.conversation.mentionOnly,
     logger,
@@ -379,48 +368,44 @@ function customRoutes(handlers: Record<string, RouteHandler>): CustomRoute[] {
   return Object.entries(handlers).map(([path, handler]) => ({ path, method: ['GET', 'HEAD'], handler }));
 }
 
-async function checkSlackIdentity(config: Config, logger: Logger): Promise<BotIdentity> {
-  const client = new WebClient(config.slack.botToken, {
-    slackApiUrl: config.slack.apiUrl,
-    // Fail fast at start-up instead of retrying for half an hour.
-    retryConfig: { retries: 2, factor: 2, minTimeout: 500, maxTimeout: 2000 },
-    timeout: 10_000,
-    logger: boltLogger(logger),
-  });
-  let result: Awaited<ReturnType<WebClient['auth']['test']>>;
-  try {
-    result = await client.auth.test();
-  } catch (error) {
-    const code = slackErrorCode(error);
-    if (code) throw new StartupError(`SLACK_BOT_TOKEN was rejected by Slack (auth.test: ${code})`);
-    throw new StartupError(
-      `cannot reach Slack at ${config.slack.apiUrl} (auth.test failed: ${error instanceof Error ? error.message : String(error)}); check SLACK_API_URL and the network`,
-    );
-  }
-  if (!result.user_id)
-    throw new StartupError('auth.test did not return the bot user id; is SLACK_BOT_TOKEN a bot token?');
-  return {
-    teamId: result.team_id,
-    botUserId: result.user_id,
-    botId: result.bot_id,
-    url: result.url,
-    scopes: result.response_metadata?.scopes,
+/**
+ * Slack, the agent service and the store, each checked whatever the others found: every failure is reported
+ * together (an AggregateError of one-line errors), so an operator fixes them all in one round.
+ */
+async function runStartupChecks(
+  config: Config,
+  agent: AgentClient,
+  metrics: BotMetrics,
+  logger: Logger,
+): Promise<{ identity: BotIdentity; db: Database }> {
+  const openStore = async () => {
+    const db = await openDatabase(config.store, {
+      onQuery: (durationMs, ok) =>
+        metrics.storeQuerySeconds.observe({ outcome: ok ? 'ok' : 'error' }, durationMs / 1000),
+    });
+    try {
+      await migrate(db);
+    } catch (error) {
+      await db.close().catch(() => {});
+      throw error;
+    }
+    return db;
   };
+  const [identity, agentCheck] = await Promise.allSettled([
+    checkSlackIdentity(config, logger),
+    checkAgentService(agent, config.agent, logger),
+  ]);
+  // After the others, whatever they found: opening the embedded store holds the event loop for a while, and
+  // would eat into the agent service check's 3 s.
+  const [db] = await Promise.allSettled([openStore()]);
+  if (identity.status === 'fulfilled' && agentCheck.status === 'fulfilled' && db.status === 'fulfilled')
+    return { identity: identity.value, db: db.value };
+  // The store's lock (embedded) and connections are released before the process exits.
+  if (db.status === 'fulfilled') await db.value.close().catch(() => {});
+  const failures = [identity, agentCheck, db].flatMap((outcome) =>
+    outcome.status === 'rejected' ? [outcome.reason as unknown] : [],
+  );
+  throw new AggregateError(failures, 'start-up failed');
 }
 
-/** One clear line per scope the token lacks, naming the manifest entry that fixes it. */
-function reportMissingScopes(identity: BotIdentity, agentView: boolean, logger: Logger): void {
-  const missing = missingScopes(identity.scopes, agentView);
-  if (missing === undefined) {
-    logger.info('Slack did not report the granted scopes; skipping the scope self-check');
-    return;
-  }
-  for (const scope of missing) {
-    const neededFor = scopePurpose(scope);
-    logger.warn(
-      { scope, neededFor },
-      `Slack scope "${scope}" is not granted (needed for ${neededFor}): add it under oauth_config.scopes.bot in manifest.yml and reinstall the app` +
-        (scope in AGENT_VIEW_SCOPES ? ', or set SLACK_AGENT_VIEW=false for the classic bot' : ''),
-    );
-  }
-}
+export type { BotIdentity };

@@ -1,5 +1,6 @@
+import { existsSync } from 'node:fs';
 import { type Bot, createBot } from './app.js';
-import { ConfigError, loadConfig, loadDotEnv, StartupError, secretsOf } from './config.js';
+import { ConfigError, loadConfig, loadDotEnv, StartupError, secretsOf } from './config/index.js';
 import { createLogger } from './observability/logger.js';
 import { StoreError } from './store/database.js';
 
@@ -10,7 +11,7 @@ async function main(): Promise<void> {
   try {
     config = loadConfig();
   } catch (error) {
-    if (error instanceof ConfigError) exitWith(...error.lines);
+    if (error instanceof ConfigError) exitWith(...error.lines, ...firstRunHint(error));
     throw error;
   }
   const logger = createLogger({
@@ -25,13 +26,12 @@ async function main(): Promise<void> {
     bot = await createBot(config, logger);
     await bot.start();
   } catch (error) {
-    if (error instanceof StartupError || error instanceof StoreError) {
-      logger.fatal(error.message);
-      exitWith(`Start-up failed: ${error.message}`);
-    }
-    const port = addressInUse(error);
-    if (port !== undefined) exitWith(`Start-up failed: port ${port} is already in use (PORT or ADMIN_PORT)`);
-    throw error;
+    // Printed once, on stderr, one line per failure: an operator reads them, a log collector needs none.
+    const failures = error instanceof AggregateError ? (error.errors as unknown[]) : [error];
+    const secrets = secretsOf(config);
+    exitWith(
+      ...failures.map((failure) => `Start-up failed: ${redacted(startupFailureText(failure), secrets)}`),
+    );
   }
 
   let stopping = false;
@@ -59,6 +59,32 @@ async function main(): Promise<void> {
 function exitWith(...lines: string[]): never {
   process.stderr.write(`${lines.join('\n')}\n`);
   process.exit(1);
+}
+
+/** Required settings missing and no `.env`: most likely a first run, so say where to go from here. */
+function firstRunHint(error: ConfigError): string[] {
+  const missing = error.problems.some(({ problem }) => problem.startsWith('is required'));
+  if (!missing || existsSync('.env')) return [];
+  return [
+    'No .env here: copy .env.example to .env and fill it in (README.md, "Configuration"),',
+    'or run the bot with a fake Slack and an agent emulator, nothing to configure: npm run demo',
+  ];
+}
+
+/** One line an operator acts on, whatever failed: no stack trace. */
+function startupFailureText(error: unknown): string {
+  if (error instanceof StartupError || error instanceof StoreError) return error.message;
+  const port = addressInUse(error);
+  if (port !== undefined) return `port ${port} is already in use (PORT or ADMIN_PORT)`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** These lines bypass the logger, and so its redaction: a library's error message must not leak a secret. */
+function redacted(line: string, secrets: readonly string[]): string {
+  // Longest first: the database URL before the password it holds.
+  return [...secrets]
+    .sort((a, b) => b.length - a.length)
+    .reduce((text, secret) => text.split(secret).join('[redacted]'), line);
 }
 
 function addressInUse(error: unknown): number | undefined {

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, secretsOf } from '../src/config.js';
+import { ConfigError, loadConfig, secretsOf } from '../src/config/index.js';
 import { emptyWorkdir, entryPoint, TSX } from './helpers/entry-point.js';
 
 const valid = {
@@ -53,7 +53,9 @@ describe('loadConfig', () => {
       replyRetryWindowMs: 3_600_000,
       storeOutageAckMs: 120_000,
       storeRetryWindowMs: 180_000,
+      storeWriteRetryMs: 20_000,
     });
+    expect(config.slack.callTimeoutMs).toBe(20_000);
     expect(config.tracing).toEqual({ endpoint: undefined, serviceName: 'slack-agent-bridge' });
     expect(config.agentView.mode).toBe('auto');
     expect(config.agentView.suggestedPrompts).toHaveLength(3);
@@ -146,6 +148,35 @@ describe('loadConfig', () => {
   it('never echoes a secret value in its message', () => {
     expect(errorFor({ ...valid, SLACK_BOT_TOKEN: 'secret-looking-value' })).not.toContain(
       'secret-looking-value',
+    );
+  });
+});
+
+describe('the placeholders of .env.example', () => {
+  it('are refused as placeholders, one line each, instead of as malformed or as refused by Slack', () => {
+    const problems = (() => {
+      try {
+        loadConfig({
+          ...valid,
+          SLACK_BOT_TOKEN: 'xoxb-...',
+          SLACK_APP_TOKEN: 'xapp-...',
+          AGENT_API_KEY: 'sk-…',
+        });
+      } catch (error) {
+        return (error as ConfigError).lines;
+      }
+      return [];
+    })();
+    expect(problems).toEqual([
+      'Configuration error: SLACK_BOT_TOKEN is still the placeholder ("xoxb-...") from .env.example: set the real value',
+      'Configuration error: SLACK_APP_TOKEN is still the placeholder ("xapp-...") from .env.example: set the real value',
+      'Configuration error: AGENT_API_KEY is still the placeholder ("sk-…") from .env.example: set the real value',
+    ]);
+  });
+
+  it('never echoes a longer value that only ends in dots', () => {
+    expect(errorFor({ ...valid, AGENT_API_KEY: 'a-real-looking-key...' })).toBe(
+      'AGENT_API_KEY is still the placeholder from .env.example: set the real value',
     );
   });
 });

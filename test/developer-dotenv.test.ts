@@ -197,10 +197,13 @@ describe("a developer's .env in the project's root", () => {
 
   it('changes nothing in the bot started as `npm run fakes` says, which answers the mention it says to send', async () => {
     const port = String(await freePort());
+    // The admin port off 9090, which may be taken here.
+    const adminPort = String(await freePort());
     const fakes = start('npm', ['run', '--silent', 'fakes'], copy, {
       FAKE_SLACK_PORT: String(await freePort()),
       FAKE_AGENT_PORT: String(await freePort()),
       PORT: port,
+      ADMIN_PORT: adminPort,
     });
     started.push(fakes);
     const printed = await waitShowing(
@@ -212,10 +215,11 @@ describe("a developer's .env in the project's root", () => {
       fakes,
     );
     const [, startLine = '', mentionLine = ''] = printed;
-    expect(startLine).toContain(`PORT=${port}`);
+    expect(startLine).toContain(` PORT=${port}`);
+    expect(startLine).toContain(`ADMIN_PORT=${adminPort}`);
 
-    // Typed in a terminal in the project's root (the admin port moved off 9090, which may be taken here).
-    const bot = start('sh', ['-c', startLine], copy, { ADMIN_PORT: String(await freePort()) });
+    // Typed in a terminal in the project's root.
+    const bot = start('sh', ['-c', startLine], copy, {});
     started.push(bot);
     await waitShowing(
       async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.ok,
@@ -225,6 +229,9 @@ describe("a developer's .env in the project's root", () => {
     );
     const sent = await run('sh', ['-c', mentionLine], copy, { HOME: process.env.HOME ?? '' });
     expect(sent.output).toMatch(/-> 200 in/);
+    // It waits for the answer and shows it.
+    expect(sent.output).toMatch(/^bot: echo\[s-\d+#1\]: hello agent$/m);
+    expect(sent.code).toBe(0);
     await waitShowing(
       () => /^slack: chat\.postMessage .*"channel":"C0LOCAL"/m.test(fakes.output()),
       'the answer posted to the fake Slack',

@@ -4,7 +4,7 @@ import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/index.js';
 import { RESET_SHORTCUT_CALLBACK_ID } from '../src/slack-in/listeners/commands.js';
 import { HANDLED_EVENTS } from '../src/slack-in/listeners/events.js';
 import { REQUIRED_BOT_SCOPES } from '../src/slack-in/requirements.js';

@@ -1,9 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { posix } from 'node:path';
 import { lexer, type Token, type Tokens, walkTokens } from 'marked';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { ENV_VARIABLES } from '../src/config.js';
+import { ENV_VARIABLES } from '../src/config/index.js';
 
 /** The first-column names of the README's configuration table, in order, repeats kept. */
 function readmeTableVariables(): string[] {
@@ -34,12 +35,24 @@ describe.each([
 const README = readFileSync('README.md', 'utf8');
 const TOKENS = lexer(README);
 
-function tokensOf<T extends Token>(type: T['type']): T[] {
+/** The README and every page of docs/: what their links, paths and anchors must hold to. */
+const DOCUMENTS = [
+  'README.md',
+  ...readdirSync('docs')
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+];
+
+function tokensIn<T extends Token>(tokens: Token[], type: T['type']): T[] {
   const found: T[] = [];
-  walkTokens(TOKENS, (token) => {
+  walkTokens(tokens, (token) => {
     if (token.type === type) found.push(token as T);
   });
   return found;
+}
+
+function tokensOf<T extends Token>(type: T['type']): T[] {
+  return tokensIn<T>(TOKENS, type);
 }
 
 /** The files git tracks: what a clone holds (not what happens to lie in this working directory). */
@@ -84,54 +97,97 @@ function anchor(heading: string): string {
     .replace(/\s/g, '-');
 }
 
-describe('README.md', () => {
-  it('links only to files and directories the repository holds, and to headings it has', () => {
-    const hrefs = [...tokensOf<Tokens.Link>('link'), ...tokensOf<Tokens.Image>('image')].map(
+/** The anchors of a Markdown file's headings. */
+function anchorsOf(file: string): Set<string> {
+  const tokens = lexer(readFileSync(file, 'utf8'));
+  return new Set(tokensIn<Tokens.Heading>(tokens, 'heading').map((heading) => anchor(heading.text)));
+}
+
+/** `docs/x.md` + `../README.md#a` → `README.md#a`: a link as a path from the repository's root. */
+function fromRoot(file: string, href: string): string {
+  return posix.normalize(posix.join(posix.dirname(file), href));
+}
+
+/** Code spans that are paths: they start with one of the repository's top-level files or directories. */
+function pathsIn(spans: string[]): string[] {
+  return spans
+    .filter((text) => /^(\.\/)?[\w.*-]+(\/[\w.*-]*)*$/.test(text))
+    .filter((text) => {
+      const top = globPattern(text.replace(/^\.\//, '').split('/')[0] as string);
+      return [...TOP_LEVEL].some((entry) => top.test(entry));
+    });
+}
+
+describe.each(DOCUMENTS)('%s', (file) => {
+  const tokens = lexer(readFileSync(file, 'utf8'));
+
+  it('links only to files and directories the repository holds, and to headings they have', () => {
+    const hrefs = [...tokensIn<Tokens.Link>(tokens, 'link'), ...tokensIn<Tokens.Image>(tokens, 'image')].map(
       (token) => token.href,
     );
-    const relative = hrefs.filter((href) => !/^[a-z][a-z+.-]*:/i.test(href) && !href.startsWith('#'));
-    const anchors = hrefs.filter((href) => href.startsWith('#'));
-    expect(relative).toContain('docs/demo.png');
-    expect(relative.filter((href) => !inRepo(href.split('#')[0] ?? ''))).toEqual([]);
-
-    const headings = new Set(tokensOf<Tokens.Heading>('heading').map((heading) => anchor(heading.text)));
-    expect(anchors.length).toBeGreaterThan(0);
-    expect(anchors.filter((href) => !headings.has(href.slice(1)))).toEqual([]);
+    const local = hrefs.filter((href) => !/^[a-z][a-z+.-]*:/i.test(href));
+    const targets = local.map((href) => {
+      const [path = '', hash] = href.split('#');
+      return { href, path: path === '' ? file : fromRoot(file, path), hash };
+    });
+    expect(targets.filter((target) => !inRepo(target.path)).map((target) => target.href)).toEqual([]);
+    const badAnchors = targets.filter(
+      (target) =>
+        target.hash !== undefined && target.path.endsWith('.md') && !anchorsOf(target.path).has(target.hash),
+    );
+    expect(badAnchors.map((target) => target.href)).toEqual([]);
   });
 
   it('names only paths the repository holds, or output git ignores', () => {
-    // A code span is a path when it starts with one of the repository's top-level files or directories.
-    const paths = tokensOf<Tokens.Codespan>('codespan')
-      .map((span) => span.text)
-      .filter((text) => /^(\.\/)?[\w.*-]+(\/[\w.*-]*)*$/.test(text))
-      .filter((text) => {
-        const top = globPattern(text.replace(/^\.\//, '').split('/')[0] as string);
-        return [...TOP_LEVEL].some((entry) => top.test(entry));
-      });
-    expect(paths).toEqual(expect.arrayContaining(['src/main.ts', 'test/e2e/', '.ci/run', 'manifest*.yml']));
+    const spans = tokensIn<Tokens.Codespan>(tokens, 'codespan').map((span) => span.text);
+    // File names in code blocks (the flow diagram, commands) too.
+    const inBlocks = tokensIn<Tokens.Code>(tokens, 'code').flatMap(
+      (block) => block.text.match(/\b(?:src|test|demo|bench|deploy|docs)\/[\w./*-]*[\w*/]/g) ?? [],
+    );
+    const paths = [...pathsIn(spans), ...inBlocks];
     const missing = paths.filter((path) => !inRepo(path));
     const ignored = ignoredByGit(missing);
     expect(missing.filter((path) => !ignored.has(path))).toEqual([]);
   });
+});
 
-  it('keeps the order a newcomer reads in: run it, try it, set it up, then behaviour, operations, structure, help', () => {
+describe('README.md', () => {
+  it('is at most 200 lines, with the rest in docs/', () => {
+    expect(README.split('\n').length).toBeLessThanOrEqual(200);
+    const linked = tokensOf<Tokens.Link>('link').map((token) => token.href);
+    for (const page of DOCUMENTS.filter((document) => document.startsWith('docs/')))
+      expect(linked).toContain(page);
+  });
+
+  it('links the demo picture and names the main paths', () => {
+    const images = tokensOf<Tokens.Image>('image').map((token) => token.href);
+    expect(images).toContain('docs/demo.png');
+    const paths = pathsIn(tokensOf<Tokens.Codespan>('codespan').map((span) => span.text));
+    expect(paths).toEqual(expect.arrayContaining(['src/main.ts', 'test/e2e/', '.ci/run', 'manifest*.yml']));
+  });
+
+  it('states the direction data flows in, as the architecture test checks it', () => {
+    expect(tokensOf<Tokens.Codespan>('codespan').map((span) => span.text)).toContain(
+      'slack-in → inbox → conversation → sessions → agent / slack-out',
+    );
+  });
+
+  it('keeps the order a newcomer reads in: run it, try it, set it up, how it works, structure, help', () => {
     const sections = tokensOf<Tokens.Heading>('heading')
       .filter((heading) => heading.depth === 2)
       .map((heading) => heading.text.replace(/:.*$/, ''));
-    const expected = [
+    expect(sections).toEqual([
       'Try it',
       'Create the Slack app',
       'Configuration',
-      'How it behaves',
-      'Operations',
+      'How a message flows',
       'Project structure',
       'Troubleshooting',
-    ];
-    expect(sections.filter((section) => expected.includes(section))).toEqual(expected);
-    expect(sections[0]).toBe('Try it');
+      'More',
+    ]);
   });
 
-  it("counts Docker Compose's restarts as docker-compose.yml sets them", () => {
+  it("counts Docker Compose's restarts as docker-compose.yml sets them (docs/deployment.md)", () => {
     const compose = parse(readFileSync('docker-compose.yml', 'utf8'), { merge: true }) as {
       services: Record<string, { restart?: string }>;
     };
@@ -143,15 +199,15 @@ describe('README.md', () => {
     const words = ['no', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten'];
     const sentence =
       /restarted (\w+) times and then left\s+stopped \(`restart: on-failure:(\d+)`: (\w+) runs in all\)/.exec(
-        README,
+        readFileSync('docs/deployment.md', 'utf8'),
       );
     expect(sentence?.slice(1)).toEqual([words[restarts], String(restarts), words[restarts + 1]]);
   });
 
-  it('starts with the two commands: run the bot, and test it', () => {
+  it('starts with the two commands that work on a fresh machine: the demo, and the tests', () => {
     const first = TOKENS.find((token): token is Tokens.Code => token.type === 'code');
     const commands = (first?.text ?? '').split('\n').map((line) => line.replace(/#.*$/, '').trim());
-    expect(commands).toEqual(['npm ci && npm start', 'npm test']);
+    expect(commands).toEqual(['npm ci && npm run demo', 'npm test']);
   });
 });
 

@@ -145,7 +145,34 @@ function icon(name) {
 
 function linkHtml(url, label) {
   if (!SAFE_URL.test(url)) return escText(label);
+  const inPage = threadLinkHtml(url, label);
+  if (inPage) return inPage;
   return `<a href="${escAttr(url)}" target="_blank" rel="noopener noreferrer">${escText(label)}</a>`;
+}
+
+// A permalink to a thread of this workspace (as `/agent sessions` lists them) opens that thread on this page,
+// and names it: every listed link says "thread", so the name is what tells two conversations apart.
+const THREAD_URL = /^https:\/\/[^/]+\.slack\.com\/archives\/([A-Z0-9]+)\/p(\d{10})(\d{6})$/;
+function threadLinkHtml(url, label) {
+  const m = THREAD_URL.exec(url);
+  if (!m) return undefined;
+  const [, channel, seconds, micros] = m;
+  const ts = `${seconds}.${micros}`;
+  const root = (ui.data.messages?.[channel] ?? []).find((msg) => msg.ts === ts);
+  if (!root) return undefined;
+  const name = sessionOf(channel, ts)?.title || excerpt(bodyText(root), 40);
+  return (
+    `<a href="#" class="thread-link" data-action="open-linked-thread" data-testid="thread-link" ` +
+    `data-channel="${escAttr(channel)}" data-thread="${escAttr(ts)}" title="${escAttr(name)}">` +
+    `${escText(label)}</a> <span class="thread-link-name">(${escText(name)})</span>`
+  );
+}
+
+/** The first `max` characters of a text, cut at a word, with `…` when cut. */
+function excerpt(text, max) {
+  if (text.length <= max) return text;
+  const cut = text.slice(0, max);
+  return `${cut.slice(0, cut.lastIndexOf(' ') > 0 ? cut.lastIndexOf(' ') : max)}…`;
 }
 const mentionHtml = (label, kind = '') => `<span class="mention ${kind}">${escText(label)}</span>`;
 function userMention(id) {
@@ -785,10 +812,11 @@ function renderMain(c) {
   const list = $('message-list');
   if (!c) return list.replaceChildren(h('div.channel-intro', 'No channels yet.'));
   const { top, replies } = splitThreads(ui.data.messages[c.id] ?? []);
-  // Ephemerals aimed at the open thread are shown there instead.
+  // A note aimed at a thread stays in that thread, open or closed (as in Slack); only one whose thread has no
+  // replies, so no thread to open, shows here.
   const items = timeline(
     top,
-    ephemeralsFor(c.id).filter((e) => !e.threadTs || e.threadTs !== ui.thread),
+    ephemeralsFor(c.id).filter((e) => !e.threadTs || !replies.has(e.threadTs)),
   );
   fillList(list, [channelIntro(c), ...buildItems(items, 'main', replies)], 'main', timelineSig(c.id, items));
 }
@@ -1157,6 +1185,10 @@ function onListClick(ev) {
   switch (target?.dataset.action) {
     case 'open-thread':
       return setThread(ts);
+    case 'open-linked-thread':
+      ev.preventDefault();
+      selectChannel(target.dataset.channel);
+      return setThread(target.dataset.thread);
     case 'reply':
       return setThread(ts, true);
     case 'more':
@@ -1264,9 +1296,11 @@ function init() {
   });
   document.querySelector('.composer-hint').addEventListener('click', (ev) => {
     const chip = ev.target.closest('[data-insert]');
-    const input = $('composer-input');
+    // The table prompt goes where the conversation is: into the open thread, which needs no mention.
+    const intoThread = chip?.id === 'hint-table' && ui.thread && !$('thread-input').disabled;
+    const input = intoThread ? $('thread-input') : $('composer-input');
     if (!chip || input.disabled) return;
-    const add = chip.dataset.insert;
+    const add = intoThread ? TABLE_SAMPLE : chip.dataset.insert;
     const whole = add.startsWith('/') || chip.id === 'hint-table' || !input.value;
     input.value = whole ? add : `${input.value.replace(/\s*$/, ' ')}${add}`;
     autosize(input);

@@ -1,4 +1,4 @@
-import type { AgentConfig } from '../config.js';
+import type { AgentConfig } from '../config/index.js';
 
 /** Which agent answers in a channel: a per-channel route, else the default AGENT_ID. */
 export function agentRouter(

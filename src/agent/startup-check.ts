@@ -1,4 +1,4 @@
-import { type AgentConfig, StartupError } from '../config.js';
+import { type AgentConfig, StartupError } from '../config/index.js';
 import type { Logger } from '../observability/logger.js';
 import type { AgentClient } from './client.js';
 import { isAgentServiceError } from './errors.js';

@@ -1,3 +1,4 @@
+import { parseArgs } from 'node:util';
 import type { AgentClient, AgentSessionRecord } from '../agent/client.js';
 import type { SessionStore, ThreadSession } from '../sessions/store.js';
 
@@ -125,25 +126,40 @@ export async function runSessionsCommand(
   return failed > 0 ? 1 : 0;
 }
 
+/** Sessions younger than this are kept unless --min-age says otherwise. */
+const DEFAULT_MIN_AGE_MS = 10 * 60_000;
+
 /** Parses `list|prune [--apply=N] [--agent ID] [--min-age 10m]`; throws a one-line message on bad input. */
 export function parseSessionsArgs(argv: readonly string[]): SessionsCommandOptions & { agent?: string } {
-  const [action, ...rest] = argv;
-  if (action !== 'list' && action !== 'prune') throw new Error(SESSIONS_USAGE);
-  const options: SessionsCommandOptions & { agent?: string } = {
-    action,
-    apply: false,
-    minAgeMs: 10 * 60_000,
-  };
-  for (let index = 0; index < rest.length; index++) {
-    const flag = rest[index];
-    const count = /^--apply=(\d+)$/.exec(flag ?? '');
-    if (flag === '--apply') options.apply = true;
-    else if (count?.[1]) options.apply = Number(count[1]);
-    else if (flag === '--agent' && rest[index + 1]) options.agent = rest[++index];
-    else if (flag === '--min-age' && rest[index + 1]) options.minAgeMs = parseAge(rest[++index] ?? '');
-    else throw new Error(`unknown argument "${flag}"\n${SESSIONS_USAGE}`);
+  let parsed: ReturnType<typeof parseFlags>;
+  try {
+    parsed = parseFlags(argv);
+  } catch (error) {
+    // parseArgs' own first sentence names the argument ("Unknown option '--x'."); the rest is about `--`.
+    const reason = (error as Error).message.split(/(?<=\.) /)[0];
+    throw new Error(`${reason}\n${SESSIONS_USAGE}`);
   }
-  return options;
+  const [action, ...extra] = parsed.positionals;
+  if ((action !== 'list' && action !== 'prune') || extra.length > 0) throw new Error(SESSIONS_USAGE);
+  const { apply, agent, 'min-age': minAge } = parsed.values;
+  if (apply !== undefined && apply !== '' && !/^\d+$/.test(apply)) {
+    throw new Error(`--apply takes the count of sessions to delete, e.g. --apply=2 (got "${apply}")`);
+  }
+  return {
+    action,
+    apply: apply === undefined ? false : apply === '' ? true : Number(apply),
+    minAgeMs: minAge === undefined ? DEFAULT_MIN_AGE_MS : parseAge(minAge),
+    ...(agent ? { agent } : {}),
+  };
+}
+
+function parseFlags(argv: readonly string[]) {
+  return parseArgs({
+    // A bare --apply asks how to confirm: given as an empty count, so it never takes the next argument.
+    args: argv.map((arg) => (arg === '--apply' ? '--apply=' : arg)),
+    options: { apply: { type: 'string' }, agent: { type: 'string' }, 'min-age': { type: 'string' } },
+    allowPositionals: true,
+  });
 }
 
 function parseAge(raw: string): number {

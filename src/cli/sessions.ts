@@ -1,7 +1,7 @@
 /** Entry point of `npm run sessions`: list the agent's sessions, prune orphans. */
 import { AgentClient } from '../agent/client.js';
 import { allAgents } from '../agent/routing.js';
-import { ConfigError, loadDotEnv, loadOperatorConfig } from '../config.js';
+import { ConfigError, loadDotEnv, loadOperatorConfig } from '../config/index.js';
 import { SessionStore, type ThreadSession } from '../sessions/store.js';
 import { openDatabase } from '../store/database.js';
 import { createSessionKeyv } from '../store/keyv.js';

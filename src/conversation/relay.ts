@@ -10,10 +10,13 @@ import type { ThreadSession } from '../sessions/store.js';
 import type { ThreadKey } from '../sessions/thread-key.js';
 import type { AgentFeatures } from '../slack-out/agent-features.js';
 import { feedbackBlock, sendAgainBlocks } from '../slack-out/blocks.js';
+import { SlackPostError } from '../slack-out/failures.js';
 import { formatAgentReply, type SlackReplyPart } from '../slack-out/format.js';
 import type { WorkIndicators, Working } from '../slack-out/indicators.js';
-import { type ReplyTarget, SlackPostError, type SlackReplies } from '../slack-out/replies.js';
+import type { SlackReads } from '../slack-out/reads.js';
+import type { ReplyTarget } from '../slack-out/reply-target.js';
 import type { UserNameResolver } from '../slack-out/user-names.js';
+import type { SlackWrites } from '../slack-out/writes.js';
 import { StoreError } from '../store/database.js';
 import { type InboundMessage, indicatorOf, type ResetRequest } from './jobs.js';
 import {
@@ -43,7 +46,8 @@ export interface RelayOptions {
   agent: AgentClient;
   sessions: SessionManager;
   indicators: WorkIndicators;
-  replies: SlackReplies;
+  replies: SlackWrites;
+  reads: SlackReads;
   /** Agent sessions: a reset closes the thread's, if the bot opened one. */
   agentFeatures: AgentFeatures;
   resolveUserName: UserNameResolver;
@@ -222,11 +226,7 @@ export class Relay {
 
     let message = recorded;
     if (recorded.resend) {
-      const text = await this.options.replies.messageText(
-        target.channel,
-        recorded.ts,
-        recorded.replyThreadTs,
-      );
+      const text = await this.options.reads.messageText(target.channel, recorded.ts, recorded.replyThreadTs);
       if (text === undefined) {
         await this.postNotice(job, target, 'gone', ORIGINAL_GONE_NOTICE);
         return { kind: 'done' };
@@ -315,7 +315,7 @@ export class Relay {
     let sent = prompt;
     // Only the bot's first conversation in a thread: after a reset the thread's history is what was reset.
     if (found.created && this.startsMidThread(message) && !(await this.options.inbox.hasEarlierWork(job))) {
-      const earlier = await this.options.replies.threadMessagesBefore(
+      const earlier = await this.options.reads.threadMessagesBefore(
         message.thread.channelId,
         message.thread.threadTs,
         message.ts,
@@ -386,7 +386,7 @@ export class Relay {
       { err: error.cause, ref: referenceId, windowMs: this.options.storeRetryWindowMs },
       'the store could not record the output for longer than STORE_RETRY_WINDOW; it is dropped',
     );
-    if ((await this.options.replies.postedJobParts(target, message.ts, job.dedupeKey)).size > 0)
+    if ((await this.options.reads.postedJobParts(target, message.ts, job.dedupeKey)).size > 0)
       return { kind: 'done' };
     if (this.abandoned) throw new JobInterruptedError('lost');
     const text = error.isNotice
@@ -419,7 +419,7 @@ export class Relay {
       userId: message.userId,
     });
     // Only a channel the bot itself can see: its name must not leak from a conversation the bot is not in.
-    const name = viewed ? await this.options.replies.visibleChannelName(viewed) : undefined;
+    const name = viewed ? await this.options.reads.visibleChannelName(viewed) : undefined;
     return name
       ? `[The person is looking at the Slack channel #${name} while writing this.]\n\n${prompt}`
       : prompt;
@@ -456,7 +456,7 @@ export class Relay {
         return { kind: 'defer', delayMs, slackFailure: false };
       }
     }
-    if ((await this.options.replies.postedJobParts(target, message.ts, job.dedupeKey)).size > 0)
+    if ((await this.options.reads.postedJobParts(target, message.ts, job.dedupeKey)).size > 0)
       return { kind: 'done' };
     logger.warn({ session: job.sessionId }, 'prompt was sent before an interruption; its answer is lost');
     // Asking again is the author's choice (the prompt may be a command): one press of Send again.
@@ -477,7 +477,7 @@ export class Relay {
     target: ReplyTarget,
     output: JobOutput,
   ): Promise<void> {
-    const { inbox, replies } = this.options;
+    const { inbox, replies, reads } = this.options;
     const { text, isNotice, sessionId = job.sessionId } = output;
     const parts: SlackReplyPart[] = isNotice ? [noticePart(text)] : formatAgentReply(text);
     const last = parts.at(-1);
@@ -492,7 +492,7 @@ export class Relay {
     let wantedAsked = output.wantedAsked === true;
     if (job.attempts > 1) {
       // A resumed job may have posted more than it recorded (a crash, or a post whose outcome was unknown).
-      const found = await replies.postedJobParts(target, message.ts, job.dedupeKey);
+      const found = await reads.postedJobParts(target, message.ts, job.dedupeKey);
       // An earlier run said Slack refused this output for too long (and then failed to record the job done).
       if (found.has(GAVE_UP_PART)) return;
       while (found.has(String(next))) next++;
@@ -525,8 +525,8 @@ export class Relay {
     text: string,
     blocks: SlackReplyPart['blocks'] = [],
   ): Promise<void> {
-    const { replies } = this.options;
-    if (job.attempts > 1 && (await replies.postedJobParts(target, postsFrom(job), job.dedupeKey)).has(name)) {
+    const { replies, reads } = this.options;
+    if (job.attempts > 1 && (await reads.postedJobParts(target, postsFrom(job), job.dedupeKey)).has(name)) {
       return;
     }
     await this.assertWanted(job);

@@ -1,4 +1,4 @@
-import type { EarlierMessages, ThreadMessage } from '../slack-out/replies.js';
+import type { EarlierMessages, ThreadMessage } from '../slack-out/reads.js';
 import type { UserNameResolver } from '../slack-out/user-names.js';
 import { MAX_RESOLVED_MENTIONS, promptFromSlackText } from './prompt.js';
 

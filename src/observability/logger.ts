@@ -1,7 +1,7 @@
 import type { Logger as SlackLogger } from '@slack/bolt';
 import { LogLevel as SlackLogLevel } from '@slack/bolt';
 import { type DestinationStream, type Logger, pino } from 'pino';
-import type { LogLevel } from '../config.js';
+import type { LogLevel } from '../config/index.js';
 
 export type { Logger };
 

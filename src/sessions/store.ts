@@ -1,6 +1,5 @@
 import type Keyv from 'keyv';
 import { type Database, StoreError } from '../store/database.js';
-import { SESSIONS_TABLE } from '../store/schema.js';
 import { sessionKeyString, type ThreadKey } from './thread-key.js';
 
 /** What the bot remembers about the agent session of one Slack thread; written once, when it is created. */
@@ -26,13 +25,20 @@ export interface SessionFilter {
 }
 
 const NAMESPACE = 'thread';
+/** Lifecycle rows read per Keyv lookup while looking for rows whose mapping is gone. */
+const PRUNE_BATCH = 500;
+
+interface LifecycleRow {
+  key: string;
+  last_active_at: Date | string;
+}
 
 /**
- * The durable thread → agent-session mapping. Keyv (on @keyv/postgres) holds the mappings and is the only
- * writer of their rows. Lifecycle queries (by workspace or channel, idle) read Keyv's table directly, by the
- * key prefix Keyv gives each row (`thread:<team>:<channel>:<thread>:<agent>`), and decode each value with
- * Keyv's own deserializer. Last activity lives in a table of our own, `session_activity`, under the same key.
- * Every failure is a StoreError, never an empty answer.
+ * The durable thread → agent-session mapping and each conversation's lifecycle. Keyv (on @keyv/postgres)
+ * holds the mappings, through its own API only. Our own table, `session_activity`, holds one row per
+ * conversation under the mapping's Keyv key: its workspace, channel, thread, agent and starter, and its last
+ * activity. Lifecycle queries (by workspace or channel, idle) select rows there and fetch their mappings from
+ * Keyv. Every failure is a StoreError, never an empty answer.
  */
 export class SessionStore {
   constructor(
@@ -46,90 +52,125 @@ export class SessionStore {
     return this.guard('read', () => this.keyv.get(sessionKeyString(thread, agentId)));
   }
 
-  /** Records a new mapping; its activity row first, so every mapping the idle sweep can see has one. */
+  /** Records a new mapping; its lifecycle row first, so every mapping the idle sweep can see has one. */
   async create(session: ThreadSession): Promise<void> {
-    await this.recordActivity(session, new Date(session.createdAt));
-    await this.guard('write', () => this.keyv.set(sessionKeyString(session, session.agentId), session));
+    const key = sessionKeyString(session, session.agentId);
+    await this.guard('write', () =>
+      this.db.query(
+        `INSERT INTO session_activity (key, team_id, channel_id, thread_ts, agent_id, started_by, last_active_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (key) DO UPDATE SET started_by = EXCLUDED.started_by,
+           last_active_at = GREATEST(session_activity.last_active_at, EXCLUDED.last_active_at)`,
+        [
+          key,
+          session.teamId,
+          session.channelId,
+          session.threadTs,
+          session.agentId,
+          session.startedBy,
+          new Date(session.createdAt).toISOString(),
+        ],
+      ),
+    );
+    await this.guard('write', () => this.keyv.set(key, session));
   }
 
-  /** Forgets mappings (and their activity). */
+  /** Forgets mappings (and their lifecycle rows). */
   async deleteAll(sessions: readonly ThreadSession[]): Promise<void> {
     if (sessions.length === 0) return;
     const keys = sessions.map((session) => sessionKeyString(session, session.agentId));
     await this.guard('delete', () => this.keyv.deleteMany(keys));
-    await this.db.query('DELETE FROM session_activity WHERE key = ANY($1)', [keys.map(rowKey)]);
+    await this.db.query('DELETE FROM session_activity WHERE key = ANY($1)', [keys]);
   }
 
-  /** Records that the thread was active now (for idle expiry and `/agent sessions`). */
+  /**
+   * Records that the thread was active now (for idle expiry and `/agent sessions`). A conversation ended
+   * meanwhile (a reset while an answer was being recorded) has no row, and gets none.
+   */
   async recordActivity(session: ThreadKey & { agentId: string }, at = new Date()): Promise<void> {
     await this.db.query(
-      `INSERT INTO session_activity (key, last_active_at) VALUES ($1, $2)
-       ON CONFLICT (key) DO UPDATE SET last_active_at = GREATEST(session_activity.last_active_at, EXCLUDED.last_active_at)`,
-      [rowKey(sessionKeyString(session, session.agentId)), at.toISOString()],
+      `UPDATE session_activity SET last_active_at = GREATEST(last_active_at, $2::timestamptz) WHERE key = $1`,
+      [sessionKeyString(session, session.agentId), at.toISOString()],
     );
   }
 
   /** Mappings matching the filter (workspace, and optionally channel, thread and starter), oldest first. */
   async list(filter: SessionFilter): Promise<SessionWithActivity[]> {
-    const prefix = [filter.teamId, filter.channelId, filter.threadTs]
-      .filter((part) => part !== undefined)
-      .join(':');
-    const sessions = await this.read(
-      `SELECT k.value, a.last_active_at FROM public.${SESSIONS_TABLE} k
-       LEFT JOIN session_activity a ON a.key = k.key
-       WHERE k.key LIKE $1`,
-      [`${NAMESPACE}:${escapeLike(prefix)}:%`],
+    const sessions = await this.withMappings(
+      await this.guard('read', () =>
+        this.db.query<LifecycleRow>(
+          `SELECT key, last_active_at FROM session_activity
+           WHERE team_id = $1 AND ($2::text IS NULL OR channel_id = $2) AND ($3::text IS NULL OR thread_ts = $3)
+             AND ($4::text IS NULL OR started_by = $4)`,
+          [filter.teamId, filter.channelId ?? null, filter.threadTs ?? null, filter.startedBy ?? null],
+        ),
+      ),
     );
-    return sessions
-      .filter((session) => filter.startedBy === undefined || session.startedBy === filter.startedBy)
-      .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+    return sessions.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
   }
 
   /** Mappings with no activity since `before`, a batch at a time. */
   async listIdle(before: Date, limit = 500): Promise<SessionWithActivity[]> {
-    return this.read(
-      `SELECT k.value, a.last_active_at FROM session_activity a
-       JOIN public.${SESSIONS_TABLE} k ON k.key = a.key
-       WHERE a.last_active_at < $1 LIMIT $2`,
-      [before.toISOString(), limit],
+    const rows = await this.guard('read', () =>
+      this.db.query<LifecycleRow>(
+        'SELECT key, last_active_at FROM session_activity WHERE last_active_at < $1 ORDER BY last_active_at LIMIT $2',
+        [before.toISOString(), limit],
+      ),
     );
+    return this.withMappings(rows);
   }
 
   /** Every mapping to a session of this agent (for the orphan check of `npm run sessions`). */
   async mappingsOf(agentId: string): Promise<SessionWithActivity[]> {
-    const all = await this.read(
-      `SELECT k.value, a.last_active_at FROM public.${SESSIONS_TABLE} k
-       LEFT JOIN session_activity a ON a.key = k.key WHERE k.key LIKE $1`,
-      [`${NAMESPACE}:%`],
+    return this.withMappings(
+      await this.guard('read', () =>
+        this.db.query<LifecycleRow>('SELECT key, last_active_at FROM session_activity WHERE agent_id = $1', [
+          agentId,
+        ]),
+      ),
     );
-    return all.filter((session) => session.agentId === agentId);
   }
 
   /**
-   * Activity rows whose mapping is gone (a reset while an answer was being recorded). Only old ones: a
-   * conversation being created has its activity row a moment before its mapping (see `create`), and the
-   * clean-up also runs at start-up, while the first messages are taken.
+   * Lifecycle rows whose mapping is gone (its write failed after the row's, or its row's delete after the
+   * mapping's). Only old ones: a conversation being created has its row a moment before its mapping (see
+   * `create`), and the clean-up also runs at start-up, while the first messages are taken.
    */
   async pruneActivity(): Promise<number> {
-    const rows = await this.db.query(
-      `DELETE FROM session_activity a WHERE a.last_active_at < now() - interval '10 minutes' AND NOT EXISTS (
-         SELECT 1 FROM public.${SESSIONS_TABLE} k WHERE k.key = a.key) RETURNING 1`,
-    );
-    return rows.length;
+    let pruned = 0;
+    let after = '';
+    for (;;) {
+      const rows = await this.db.query<{ key: string }>(
+        `SELECT key FROM session_activity WHERE last_active_at < now() - interval '10 minutes' AND key > $1
+         ORDER BY key LIMIT $2`,
+        [after, PRUNE_BATCH],
+      );
+      if (rows.length === 0) return pruned;
+      const keys = rows.map((row) => row.key);
+      const mappings = await this.guard('read', () => this.keyv.getMany(keys));
+      const gone = keys.filter((_, index) => mappings[index] === undefined);
+      if (gone.length > 0) {
+        const deleted = await this.db.query(
+          `DELETE FROM session_activity WHERE key = ANY($1) AND last_active_at < now() - interval '10 minutes'
+           RETURNING 1`,
+          [gone],
+        );
+        pruned += deleted.length;
+      }
+      after = keys.at(-1) ?? after;
+    }
   }
 
-  private async read(sql: string, params: unknown[]): Promise<SessionWithActivity[]> {
-    const rows = await this.db.query<{ value: string; last_active_at: Date | string | null }>(sql, params);
-    const sessions: SessionWithActivity[] = [];
-    for (const row of rows) {
-      const session = (await this.guard('read', () => this.keyv.deserializeData<ThreadSession>(row.value)))
-        ?.value;
-      if (!isThreadSession(session)) continue;
-      const lastActive =
-        row.last_active_at === null ? session.createdAt : new Date(row.last_active_at).toISOString();
-      sessions.push({ ...session, lastActiveAt: lastActive });
-    }
-    return sessions;
+  /** The rows' mappings, read through Keyv, with their last activity; rows without a mapping are left out. */
+  private async withMappings(rows: readonly LifecycleRow[]): Promise<SessionWithActivity[]> {
+    if (rows.length === 0) return [];
+    const mappings = await this.guard('read', () => this.keyv.getMany(rows.map((row) => row.key)));
+    return rows.flatMap((row, index) => {
+      const session = mappings[index];
+      return isThreadSession(session)
+        ? [{ ...session, lastActiveAt: new Date(row.last_active_at).toISOString() }]
+        : [];
+    });
   }
 
   private async guard<T>(action: string, operation: () => Promise<T>): Promise<T> {
@@ -147,11 +188,6 @@ export class SessionStore {
   }
 }
 
-/** The row key Keyv gives a mapping. */
-function rowKey(key: string): string {
-  return `${NAMESPACE}:${key}`;
-}
-
 function isThreadSession(value: unknown): value is ThreadSession {
   const session = value as Partial<ThreadSession> | undefined;
   return (
@@ -159,8 +195,4 @@ function isThreadSession(value: unknown): value is ThreadSession {
     typeof session.channelId === 'string' &&
     typeof session.agentId === 'string'
   );
-}
-
-function escapeLike(value: string): string {
-  return value.replace(/[\\%_]/g, '\\$&');
 }

@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/index.js';
 
 export type AccessDecision = 'allowed' | 'team-not-allowed' | 'channel-not-allowed' | 'user-not-allowed';
 

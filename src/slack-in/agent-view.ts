@@ -1,4 +1,4 @@
-import type { AgentViewMode } from '../config.js';
+import type { AgentViewMode } from '../config/index.js';
 import type { AgentFeatures } from '../slack-out/agent-features.js';
 
 /**

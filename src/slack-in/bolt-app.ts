@@ -9,7 +9,7 @@ import {
   type ReceiverEvent,
   SocketModeReceiver,
 } from '@slack/bolt';
-import type { SlackConnection } from '../config.js';
+import type { SlackConnection } from '../config/index.js';
 import type { Logger } from '../observability/logger.js';
 import type { Tracing } from '../observability/tracing.js';
 import { type EventEnvelope, isEventEnvelope } from './events.js';
@@ -210,7 +210,7 @@ export interface SlackAppOptions {
   host?: string;
   /** HTTP mode: the public port's health routes, served beside /slack/events. */
   routes: CustomRoute[];
-  /** Options of the WebClient Bolt builds for listeners (the bot itself writes through SlackReplies). */
+  /** Options of the WebClient Bolt builds for listeners (the bot itself writes through SlackWrites). */
   clientOptions: AppOptions['clientOptions'];
   boltLogger: BoltLogger;
   intake: (envelope: EventEnvelope) => Promise<void>;

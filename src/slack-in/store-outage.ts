@@ -2,13 +2,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { types } from '@slack/bolt';
 import { notTakenNotice } from '../conversation/notices.js';
 import type { Logger } from '../observability/logger.js';
-import type { ReplyTarget, SlackReplies } from '../slack-out/replies.js';
+import type { SlackReads } from '../slack-out/reads.js';
+import type { ReplyTarget } from '../slack-out/reply-target.js';
+import type { SlackWrites } from '../slack-out/writes.js';
 import { type EventEnvelope, fromMention, fromMessage } from './events.js';
 
 export interface StoreOutagePolicyOptions {
   /** How long a run of failures to record events is answered with refusals (Slack retries them). */
   ackAfterMs: number;
-  replies: Pick<SlackReplies, 'notice' | 'botPostedIn'>;
+  replies: Pick<SlackWrites, 'notice'>;
+  reads: Pick<SlackReads, 'botPostedIn'>;
   botUserId: string;
   /** Thread replies without a mention are not for the bot: nobody is told about them. */
   mentionOnly: boolean;
@@ -131,6 +134,6 @@ export class StoreOutagePolicy {
     const followUp =
       message.threadTs !== undefined && message.threadTs !== message.ts && !message.mentionsBot;
     if (!followUp || this.options.mentionOnly) return undefined;
-    return (await this.options.replies.botPostedIn(message.channel, target.threadTs)) ? author : undefined;
+    return (await this.options.reads.botPostedIn(message.channel, target.threadTs)) ? author : undefined;
   }
 }

@@ -1,6 +1,6 @@
-import type { AgentViewMode } from '../config.js';
+import type { AgentViewMode } from '../config/index.js';
 import type { Logger } from '../observability/logger.js';
-import type { AgentCallResult, AgentSessionStatus, SlackReplies } from './replies.js';
+import type { AgentCallResult, AgentSessionStatus, SlackWrites } from './writes.js';
 
 /** A thread of a workspace, as agent sessions are named (channel + thread root ts). */
 export interface SessionThread {
@@ -53,7 +53,7 @@ export class AgentFeatures {
   private readonly lastCall = new Map<string, Promise<void>>();
 
   constructor(
-    private readonly replies: SlackReplies,
+    private readonly replies: SlackWrites,
     readonly mode: AgentViewMode,
     private readonly opened: OpenedSessions,
     private readonly logger: Pick<Logger, 'info' | 'warn'> = { info: () => {}, warn: () => {} },

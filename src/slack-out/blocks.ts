@@ -14,10 +14,10 @@ export interface FeedbackTarget {
 }
 
 /** Slack's thumbs up / down under an answer (`context_actions` with `feedback_buttons`). */
-export function feedbackBlock(target: FeedbackTarget): types.KnownBlock {
+export function feedbackBlock(target: FeedbackTarget): types.ContextActionsBlock {
   const value = (feedback: FeedbackValue) =>
     JSON.stringify({ v: feedback, a: target.agentId, s: target.sessionId });
-  const block = {
+  return {
     type: 'context_actions',
     elements: [
       {
@@ -36,8 +36,6 @@ export function feedbackBlock(target: FeedbackTarget): types.KnownBlock {
       },
     ],
   };
-  // `context_actions` is newer than the block types @slack/types lists.
-  return block as unknown as types.KnownBlock;
 }
 
 /** A feedback click's value, or undefined when it is not one of ours. */

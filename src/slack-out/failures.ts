@@ -72,3 +72,27 @@ export function slackFailureKind(error: unknown): SlackFailureKind {
       return { temporary: true, uncertain: true, code: 'request_failed' };
   }
 }
+
+/**
+ * A post that failed. `transient`: Slack may take it later (`uncertain`: it may even have taken this one, so
+ * look before posting again). Otherwise Slack will never take it (an archived channel, a revoked token).
+ */
+export class SlackPostError extends Error {
+  constructor(
+    readonly transient: boolean,
+    readonly uncertain: boolean,
+    readonly code: string,
+    readonly retryAfterMs?: number,
+    options?: { cause?: unknown },
+  ) {
+    super(`Slack refused the post: ${code}`, options);
+    this.name = 'SlackPostError';
+  }
+}
+
+/** Turns a WebClient failure into a SlackPostError. */
+export function slackPostError(error: unknown): SlackPostError {
+  if (error instanceof SlackPostError) return error;
+  const { temporary, uncertain, code, retryAfterMs } = slackFailureKind(error);
+  return new SlackPostError(temporary, uncertain, code, retryAfterMs, { cause: error });
+}

@@ -1,4 +1,5 @@
 import type { types } from '@slack/bolt';
+import { lexer, type Token, type Tokens } from 'marked';
 import { neutraliseBroadcasts } from './broadcasts.js';
 import { MAX_TEXT_PER_MESSAGE, MessagePacker } from './message-packer.js';
 import { fitsTableBlock, monospaceTable, piecesOf } from './tables.js';
@@ -57,14 +58,13 @@ function capped(markdown: string, maxChars: number): string {
   const cut = markdown.slice(0, maxChars);
   const atLine = cut.lastIndexOf('\n');
   const kept = (atLine > maxChars * 0.9 ? cut.slice(0, atLine) : cut).trimEnd();
-  // A cut inside a code block leaves it open; close it so the notice is not shown as code.
-  const fences = kept.match(FENCE_LINE)?.length ?? 0;
-  const openFence = fences % 2 === 1 ? `\n${FENCE}` : '';
-  return `${kept}${openFence}\n\n_:scissors: The reply was cut: it was ${markdown.length.toLocaleString('en-US')} characters long, and at most ${maxChars.toLocaleString('en-US')} are posted._`;
+  // A cut inside a code block leaves it open (an open fence runs to the end, so it is the last block): close
+  // it so the notice is not shown as code.
+  const last = lexer(kept).at(-1);
+  const open = last && fencedCode(last);
+  const closing = open && !open.closed ? `\n${open.marker}` : '';
+  return `${kept}${closing}\n\n_:scissors: The reply was cut: it was ${markdown.length.toLocaleString('en-US')} characters long, and at most ${maxChars.toLocaleString('en-US')} are posted._`;
 }
-
-const FENCE = '`'.repeat(3);
-const FENCE_LINE = /^\s*(?:`{3,}|~{3,})/gm;
 
 /** A plain-text message for bot notices (errors, help), escaped so Slack shows it literally. */
 export function plainText(text: string): string {
@@ -79,23 +79,6 @@ interface Segment {
   text: string;
   /** The opening fence line (e.g. "```ts") when this segment is a fenced code block. */
   fence?: string;
-}
-
-/** Markdown as chunks of at most `maxChars`, each as many whole paragraphs and code blocks as fit. */
-export function splitMarkdown(markdown: string, maxChars: number): string[] {
-  const chunks: string[] = [];
-  let current = '';
-  for (const piece of markdownPieces(markdown, maxChars)) {
-    const joined = current === '' ? piece : `${current}\n\n${piece}`;
-    if (joined.length <= maxChars) {
-      current = joined;
-    } else {
-      if (current !== '') chunks.push(current);
-      current = piece;
-    }
-  }
-  if (current !== '') chunks.push(current);
-  return chunks;
 }
 
 /**
@@ -114,44 +97,53 @@ function markdownPieces(markdown: string, maxChars: number): string[] {
   return pieces;
 }
 
-/** Paragraphs (blank-line separated) and whole fenced code blocks. */
+/**
+ * Paragraphs (blank-line separated, as marked's lexer reads them: a list or quote with blank lines in it is
+ * one) and whole fenced code blocks, each exactly as written.
+ */
 function segmentsOf(markdown: string): Segment[] {
   const segments: Segment[] = [];
-  const lines = markdown.split('\n');
-  let paragraph: string[] = [];
+  let paragraph = '';
   const flushParagraph = () => {
     // Only surrounding blank lines go: leading indentation is meaning (nested lists, indented code).
-    const text = paragraph.join('\n').replace(/^\n+|\s+$/g, '');
+    const text = paragraph.replace(/^\n+|\s+$/g, '');
     if (text !== '') segments.push({ text });
-    paragraph = [];
+    paragraph = '';
   };
-  for (let index = 0; index < lines.length; index++) {
-    const line = lines[index] ?? '';
-    const open = /^\s*(`{3,}|~{3,})/.exec(line);
-    if (open) {
+  for (const token of lexer(markdown)) {
+    const code = fencedCode(token);
+    if (code) {
       flushParagraph();
-      const marker = open[1] ?? '```';
-      const block = [line];
-      let closed = false;
-      while (++index < lines.length) {
-        const inner = lines[index] ?? '';
-        block.push(inner);
-        if (inner.trim().startsWith(marker) && inner.trim().replace(/[`~]/g, '') === '') {
-          closed = true;
-          break;
-        }
-      }
       // An unclosed fence is closed here, so a split never leaves Slack rendering the rest as code.
-      if (!closed) block.push(marker);
-      segments.push({ text: block.join('\n'), fence: line.trim() });
-    } else if (line.trim() === '') {
+      segments.push({ text: code.closed ? code.text : `${code.text}\n${code.marker}`, fence: code.opening });
+    } else if (token.type === 'space') {
       flushParagraph();
     } else {
-      paragraph.push(line);
+      paragraph += token.raw;
     }
   }
   flushParagraph();
   return segments;
+}
+
+/** A fenced code block as written: its opening line, its fence marker, and whether a fence closes it. */
+interface FencedCode {
+  text: string;
+  opening: string;
+  marker: string;
+  closed: boolean;
+}
+
+/** The token as a fenced code block, or undefined when it is something else (indented code included). */
+function fencedCode(token: Token): FencedCode | undefined {
+  if (token.type !== 'code' || (token as Tokens.Code).codeBlockStyle === 'indented') return undefined;
+  const text = token.raw.replace(/\s+$/, '');
+  const lines = text.split('\n');
+  const opening = lines[0]?.trim() ?? '';
+  const marker = /^(`{3,}|~{3,})/.exec(opening)?.[1] ?? '```';
+  const last = lines.length > 1 ? (lines.at(-1)?.trim() ?? '') : '';
+  const closed = last.startsWith(marker) && last.replace(/[`~]/g, '') === '';
+  return { text, opening, marker, closed };
 }
 
 function splitCodeBlock(segment: Segment, maxChars: number): string[] {

@@ -1,5 +1,5 @@
 import { AgentFeatures, openedSessionsInMemory } from './agent-features.js';
-import type { SlackReplies } from './replies.js';
+import type { SlackWrites } from './writes.js';
 
 export const QUEUED_REACTION = 'hourglass_flowing_sand';
 export const WORKING_REACTION = 'eyes';
@@ -83,7 +83,7 @@ export class WorkIndicators {
   private readonly reactionCalls = new Map<string, Promise<void>>();
 
   constructor(
-    private readonly replies: SlackReplies,
+    private readonly replies: SlackWrites,
     private readonly slowNoticeMs: number,
     /** The working reaction waits this long: an answer that comes sooner needs no indicator (0: at once). */
     private readonly workingDelayMs = 0,

@@ -1,4 +1,5 @@
 import type { types } from '@slack/bolt';
+import { lexer, type Tokens } from 'marked';
 import { neutraliseBroadcasts } from './broadcasts.js';
 
 /**
@@ -20,62 +21,40 @@ export interface MarkdownTable {
 /** A stretch of a reply: Markdown text, or a table. */
 export type ReplyPiece = { kind: 'text'; markdown: string } | { kind: 'table'; table: MarkdownTable };
 
-const FENCE = /^\s*(`{3,}|~{3,})/;
-const DELIMITER_CELL = /^\s*:?-{1,}:?\s*$/;
-
-/** Splits a reply into text and tables, in order; code blocks are text (a table in one stays code). */
+/**
+ * Splits a reply into text and tables, in order, as marked's lexer reads GitHub's Markdown: a table inside a
+ * code block stays code, and the text between tables is kept exactly as written.
+ */
 export function piecesOf(markdown: string): ReplyPiece[] {
-  const lines = markdown.split('\n');
   const pieces: ReplyPiece[] = [];
-  let text: string[] = [];
+  let text = '';
   const flushText = () => {
-    const joined = text.join('\n').replace(/^\n+|\s+$/g, '');
-    if (joined !== '') pieces.push({ kind: 'text', markdown: joined });
-    text = [];
+    const trimmed = text.replace(/^\n+|\s+$/g, '');
+    if (trimmed !== '') pieces.push({ kind: 'text', markdown: trimmed });
+    text = '';
   };
-  let fence: string | undefined;
-  for (let index = 0; index < lines.length; index++) {
-    const line = lines[index] ?? '';
-    const marker = FENCE.exec(line)?.[1];
-    if (fence) {
-      if (marker && line.trim().startsWith(fence) && line.trim().replace(/[`~]/g, '') === '')
-        fence = undefined;
-      text.push(line);
+  for (const token of lexer(markdown)) {
+    if (token.type !== 'table') {
+      text += token.raw;
       continue;
     }
-    if (marker) {
-      fence = marker;
-      text.push(line);
-      continue;
-    }
-    const header = isPipeRow(line) ? cellsOf(line) : undefined;
-    const delimiter = lines[index + 1];
-    if (header && delimiter !== undefined && isDelimiterRow(delimiter, header.length)) {
-      const rows = [header];
-      const sourceLines = [line, delimiter];
-      index += 2;
-      while (index < lines.length && isPipeRow(lines[index] ?? '')) {
-        sourceLines.push(lines[index] ?? '');
-        rows.push(cellsOf(lines[index] ?? ''));
-        index++;
-      }
-      index--;
-      flushText();
-      const columns = header.length;
-      pieces.push({
-        kind: 'table',
-        table: {
-          rows: rows.map((row) => Array.from({ length: columns }, (_, column) => row[column] ?? '')),
-          align: cellsOf(delimiter).map(alignmentOf),
-          source: sourceLines.join('\n'),
-        },
-      });
-      continue;
-    }
-    text.push(line);
+    flushText();
+    pieces.push({ kind: 'table', table: tableOf(token as Tokens.Table) });
   }
   flushText();
   return pieces;
+}
+
+/** A table token's cells as written (escaped pipes already read as pipes), every row as wide as the header. */
+function tableOf(token: Tokens.Table): MarkdownTable {
+  const columns = token.header.length;
+  return {
+    rows: [token.header, ...token.rows].map((row) =>
+      Array.from({ length: columns }, (_, column) => row[column]?.text.trim() ?? ''),
+    ),
+    align: token.align.map((align) => align ?? undefined),
+    source: token.raw.replace(/\s+$/, ''),
+  };
 }
 
 /** Whether the table fits one Slack `table` block. */
@@ -93,21 +72,19 @@ export function tableChars(table: MarkdownTable): number {
 }
 
 /** The table as a Slack `table` block, each cell as text. */
-export function tableBlock(table: MarkdownTable): types.KnownBlock {
+export function tableBlock(table: MarkdownTable): types.TableBlock {
   // One settings object per column up to the last aligned one; Slack applies its defaults to the columns
   // after the list (docs: table block, column_settings). A column without alignment before an aligned one
   // spells Slack's default out (`left`) rather than sending `{}` (not in the documented schema) or `null`
   // (shown on the page to skip a column, but not in @slack/types): taken under every reading.
   const aligned = table.align.findLastIndex((align) => align !== undefined) + 1;
-  const block = {
+  return {
     type: 'table',
     rows: table.rows.map((row) => row.map((cell) => ({ type: 'raw_text', text: cellText(cell) }))),
     ...(aligned > 0
       ? { column_settings: table.align.slice(0, aligned).map((align) => ({ align: align ?? 'left' })) }
       : {}),
   };
-  // `table` is newer than the block types @slack/types 2 lists.
-  return block as unknown as types.KnownBlock;
 }
 
 /** The table as a monospace code block with its columns lined up: every cell kept, whatever its size. */
@@ -124,33 +101,6 @@ export function monospaceTable(table: MarkdownTable): string {
   const [header = [], ...body] = rows;
   const rule = widths.map((width) => '-'.repeat(Math.max(1, width))).join('-+-');
   return ['```', line(header), rule, ...body.map(line), '```'].join('\n');
-}
-
-function isPipeRow(line: string): boolean {
-  const trimmed = line.trim();
-  return trimmed.includes('|') && !FENCE.test(line) && trimmed !== '|';
-}
-
-function isDelimiterRow(line: string, columns: number): boolean {
-  if (!isPipeRow(line)) return false;
-  const cells = cellsOf(line);
-  return cells.length === columns && cells.every((cell) => DELIMITER_CELL.test(cell));
-}
-
-/** A row's cells: outer pipes dropped, split on pipes not escaped with a backslash. */
-function cellsOf(line: string): string[] {
-  let trimmed = line.trim();
-  if (trimmed.startsWith('|')) trimmed = trimmed.slice(1);
-  if (trimmed.endsWith('|') && !trimmed.endsWith('\\|')) trimmed = trimmed.slice(0, -1);
-  return trimmed.split(/(?<!\\)\|/).map((cell) => cell.trim().replace(/\\\|/g, '|'));
-}
-
-function alignmentOf(delimiter: string): 'left' | 'center' | 'right' | undefined {
-  const cell = delimiter.trim();
-  if (cell.startsWith(':') && cell.endsWith(':')) return 'center';
-  if (cell.endsWith(':')) return 'right';
-  if (cell.startsWith(':')) return 'left';
-  return undefined;
 }
 
 /** A cell's text in the block: Slack needs at least one character. */

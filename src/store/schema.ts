@@ -1,16 +1,23 @@
-import { type Database, StoreError } from './database.js';
+import { type Database, type SqlQuery, StoreError } from './database.js';
 
-/** Keyv's table (thread → agent session); @keyv/postgres always qualifies it with its schema, public. */
+/**
+ * Keyv's table (thread → agent session), which @keyv/postgres creates on start and always qualifies with its
+ * schema, public. Only Keyv reads and writes it; the one exception is the upgrade to version 5 below.
+ */
 export const SESSIONS_TABLE = 'thread_sessions';
+
+/** A statement, or a step that needs to look before it acts. */
+type MigrationStep = string | ((query: SqlQuery) => Promise<void>);
 
 /**
  * Schema versions, applied in order. A database records the last one it has, so a replica that starts next
- * to live ones runs no DDL at all (even `ADD COLUMN IF NOT EXISTS` takes an exclusive lock on a busy table).
- * Each version is a list of statements; never edit a released one, add the next.
+ * to live ones runs none of these (even `ADD COLUMN IF NOT EXISTS` takes an exclusive lock on a busy table);
+ * Keyv's own `CREATE TABLE IF NOT EXISTS` on start is the only DDL then, and on an existing table it takes no
+ * lock. Never change what a released version does to a database, add the next.
  */
-const MIGRATIONS: readonly (readonly string[])[] = [
+const MIGRATIONS: readonly (readonly MigrationStep[])[] = [
   [
-    `CREATE TABLE IF NOT EXISTS public.${SESSIONS_TABLE} (key VARCHAR(255) PRIMARY KEY, value TEXT)`,
+    // Version 1 also created Keyv's table; Keyv alone does now (a database that has it keeps it).
     `CREATE TABLE IF NOT EXISTS handled_messages (
        team_id TEXT NOT NULL,
        channel_id TEXT NOT NULL,
@@ -95,15 +102,55 @@ const MIGRATIONS: readonly (readonly string[])[] = [
     'ALTER TABLE inbox ADD COLUMN sender_seen_at TIMESTAMPTZ',
     'ALTER TABLE inbox ADD COLUMN answer_lost BOOLEAN NOT NULL DEFAULT false',
   ],
+  [
+    // Each conversation's lifecycle row names its thread, agent and starter, so listing conversations by
+    // workspace, channel, starter or idleness reads this table alone, never Keyv's; its key is the mapping's
+    // Keyv key, without Keyv's namespace prefix.
+    `ALTER TABLE session_activity ADD COLUMN team_id TEXT, ADD COLUMN channel_id TEXT, ADD COLUMN thread_ts TEXT,
+       ADD COLUMN agent_id TEXT, ADD COLUMN started_by TEXT`,
+    `UPDATE session_activity SET key = substring(key from 8) WHERE key LIKE 'thread:%'`,
+    backfillConversations,
+    // Activity of a conversation whose mapping is gone (a reset while an answer was being recorded).
+    'DELETE FROM session_activity WHERE team_id IS NULL',
+    `ALTER TABLE session_activity ALTER COLUMN team_id SET NOT NULL, ALTER COLUMN channel_id SET NOT NULL,
+       ALTER COLUMN thread_ts SET NOT NULL, ALTER COLUMN agent_id SET NOT NULL,
+       ALTER COLUMN started_by SET NOT NULL`,
+    'CREATE INDEX IF NOT EXISTS session_activity_thread ON session_activity (team_id, channel_id, thread_ts)',
+    'CREATE INDEX IF NOT EXISTS session_activity_agent ON session_activity (agent_id)',
+  ],
 ];
+
+/**
+ * Copies thread, agent and starter of every mapping into its lifecycle row, creating the row where a mapping
+ * had none (its last activity then is its creation, as it was listed before), so no conversation is lost on
+ * the upgrade. Reads Keyv's rows as Keyv's serializer writes them (`{"value": {...}, "expires": ...}`); a
+ * database where Keyv never ran has no such table and nothing to copy.
+ */
+async function backfillConversations(query: SqlQuery): Promise<void> {
+  const [existing] = await query<{ found: string | null }>(
+    `SELECT to_regclass('public.${SESSIONS_TABLE}')::text AS found`,
+  );
+  if (!existing?.found) return;
+  await query(
+    `INSERT INTO session_activity (key, last_active_at, team_id, channel_id, thread_ts, agent_id, started_by)
+     SELECT substring(k.key from 8), COALESCE((m.session->>'createdAt')::timestamptz, now()), m.session->>'teamId',
+            m.session->>'channelId', m.session->>'threadTs', m.session->>'agentId', m.session->>'startedBy'
+       FROM public.${SESSIONS_TABLE} k, LATERAL (SELECT k.value::jsonb->'value' AS session) m
+      WHERE k.key LIKE 'thread:%' AND m.session->>'teamId' IS NOT NULL AND m.session->>'channelId' IS NOT NULL
+        AND m.session->>'threadTs' IS NOT NULL AND m.session->>'agentId' IS NOT NULL
+        AND m.session->>'startedBy' IS NOT NULL
+     ON CONFLICT (key) DO UPDATE SET team_id = EXCLUDED.team_id, channel_id = EXCLUDED.channel_id,
+       thread_ts = EXCLUDED.thread_ts, agent_id = EXCLUDED.agent_id, started_by = EXCLUDED.started_by`,
+  );
+}
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
 /**
- * Brings the schema up to SCHEMA_VERSION. Replicas starting together take turns on a transaction-scoped
+ * Brings the schema up to SCHEMA_VERSION (`upTo`: an earlier one, to test an upgrade). Replicas starting together take turns on a transaction-scoped
  * advisory lock, taken before anything else so even the version table's creation never races.
  */
-export async function migrate(db: Database): Promise<void> {
+export async function migrate(db: Database, upTo = SCHEMA_VERSION): Promise<void> {
   await db.transaction(async (query) => {
     await query(`SELECT pg_advisory_xact_lock(hashtext('slack-agent-bridge:migrate'))`);
     // DDL may wait for locks on a busy database; the usual statement bound is for the hot path.
@@ -118,8 +165,11 @@ export async function migrate(db: Database): Promise<void> {
         `the store's schema is version ${current}, newer than this bot's ${SCHEMA_VERSION}; upgrade the bot`,
       );
     }
-    for (let version = current + 1; version <= SCHEMA_VERSION; version++) {
-      for (const statement of MIGRATIONS[version - 1] ?? []) await query(statement);
+    for (let version = current + 1; version <= upTo; version++) {
+      for (const step of MIGRATIONS[version - 1] ?? []) {
+        if (typeof step === 'string') await query(step);
+        else await step(query);
+      }
       await query('INSERT INTO schema_version (version) VALUES ($1)', [version]);
     }
   });

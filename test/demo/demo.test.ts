@@ -27,6 +27,8 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
   let dataDir: string;
   let browser: Browser;
   let page: Page;
+  /** Every request of the page's that failed (the favicon included), as `404 http://…`. */
+  const failedRequests: string[] = [];
 
   beforeAll(async () => {
     dataDir = await mkdtemp(path.join(tmpdir(), 'bridge-demo-'));
@@ -41,6 +43,9 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
     });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
     page = await browser.newPage({ viewport: VIEWPORT, timezoneId: TIME_ZONE });
+    page.on('response', (response) => {
+      if (response.status() >= 400) failedRequests.push(`${response.status()} ${response.url()}`);
+    });
     await page.goto(demo.url);
   }, 60_000);
 
@@ -240,12 +245,13 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
   }, 30_000);
 
   it('shows a table in an answer as a table, and thanks privately for feedback', async () => {
-    // The hint fills in a prompt holding a Markdown table; the emulator echoes it, so the answer has one.
+    // The hint fills in a prompt holding a Markdown table; the emulator echoes it, so the answer has one. A
+    // thread is open (the one stopped above): the prompt goes into it, where no mention is needed.
     await page.locator('#hint-table').click();
-    expect(await page.getByTestId('composer-input').inputValue()).toMatch(/^@agent Compare the regions:\n\|/);
-    await page.getByTestId('composer-input').press('Enter');
-    const asked = inMain('Compare the regions');
-    await asked.getByTestId('open-thread').click({ timeout: 10_000 });
+    expect(await page.getByTestId('composer-input').inputValue()).toBe('');
+    const threadInput = page.getByTestId('thread-composer-input');
+    expect(await threadInput.inputValue()).toMatch(/^Compare the regions:\n\|/);
+    await page.getByTestId('thread-composer-send').click();
     const answer = inThread(']: Compare the regions:');
     await answer.waitFor({ timeout: 10_000 });
     const table = answer.getByTestId('table-block');
@@ -313,6 +319,52 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
     expect(await notice.innerText()).toContain('Sent again by @You');
     expect(await calls.count()).toBe(2);
   }, 60_000);
+
+  it("keeps a closed thread's private notes in the thread", async () => {
+    const thanks = (pane: string) =>
+      page.getByTestId(pane).getByTestId('ephemeral').filter({ hasText: 'Thanks for the feedback!' });
+    expect(await thanks('thread-panel').count()).toBe(1);
+    const title = (await page.getByTestId('thread-title').textContent()) ?? '';
+    await page.getByTestId('thread-close').click();
+    await expect.poll(() => page.getByTestId('thread-panel').isVisible(), POLL).toBe(false);
+    expect(await thanks('channel-pane').count()).toBe(0);
+    await inMain(title).getByTestId('open-thread').click();
+    await thanks('thread-panel').waitFor();
+    expect(await thanks('channel-pane').count()).toBe(0);
+  });
+
+  it('lists /agent sessions with a link per conversation, each naming and opening its own thread', async () => {
+    // A second conversation in the Messages tab, beside the one started from a suggested prompt above.
+    await channel('agent').click();
+    await page.getByTestId('composer-input').fill('Plan the offsite');
+    await page.getByTestId('composer-input').press('Enter');
+    await inMain('Plan the offsite').getByTestId('open-thread').waitFor({ timeout: 10_000 });
+
+    await page.getByTestId('composer-input').fill('/agent sessions');
+    await page.getByTestId('composer-input').press('Enter');
+    const listing = page
+      .getByTestId('ephemeral')
+      .filter({ hasText: 'last active' })
+      .filter({ hasText: 'Plan the offsite' });
+    await listing.waitFor();
+    const links = listing.getByTestId('thread-link');
+    expect(await links.count()).toBe(2);
+    const names = await links.evaluateAll((anchors) =>
+      anchors.map((anchor) => (anchor as unknown as { title: string }).title),
+    );
+    expect(new Set(names).size).toBe(2);
+    expect(names).toContain('Plan the offsite');
+    // Each opens its own conversation here, not a Slack workspace that does not exist.
+    for (const name of names) {
+      await listing.locator(`[data-testid="thread-link"][title="${name}"]`).click();
+      await expect.poll(() => page.getByTestId('thread-title').textContent(), POLL).toBe(name);
+    }
+  }, 30_000);
+
+  it('asks the demo server for nothing it lacks, the favicon included', async () => {
+    expect((await fetch(new URL('/favicon.ico', demo.url))).status).toBeLessThan(400);
+    expect(failedRequests).toEqual([]);
+  });
 });
 
 /** The little of the browser's `window` the tests use (this project compiles without the DOM types). */

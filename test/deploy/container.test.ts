@@ -3,7 +3,7 @@ import path from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { ENV_VARIABLES } from '../../src/config.js';
+import { ENV_VARIABLES } from '../../src/config/index.js';
 import {
   type Env,
   EXIT_MARGIN_MS,

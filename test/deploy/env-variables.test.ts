@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ENV_VARIABLES, loadConfig, loadOperatorConfig } from '../../src/config.js';
+import { ENV_VARIABLES, loadConfig, loadOperatorConfig } from '../../src/config/index.js';
 
 // The deployment tests trust ENV_VARIABLES to say which names the bot reads; a variable read but not
 // listed would be flagged as unknown in every deployment file that sets it.

@@ -6,7 +6,7 @@ import type { IIngress, INetworkPolicy } from 'kubernetes-models/networking.k8s.
 import type { IPodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import type { IConfigMap, IContainer, IContainerPort, IProbe, ISecret, IService } from 'kubernetes-models/v1';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ENV_VARIABLES, loadConfig } from '../../src/config.js';
+import { ENV_VARIABLES, loadConfig } from '../../src/config/index.js';
 import { schemaProblems } from './kubernetes-schema.js';
 import {
   type Env,

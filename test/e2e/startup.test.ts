@@ -59,6 +59,9 @@ describe('configuration errors', () => {
       'Configuration error: AGENT_BASE_URL is required (e.g. https://host/v1)',
       'Configuration error: AGENT_API_KEY is required (the agent service API key)',
       'Configuration error: AGENT_ID is required (the default agent id)',
+      // Nothing configured and no .env: a first run, told where to go.
+      'No .env here: copy .env.example to .env and fill it in (README.md, "Configuration"),',
+      'or run the bot with a fake Slack and an agent emulator, nothing to configure: npm run demo',
     ]);
   });
 });
@@ -134,6 +137,43 @@ describe('start-up with the real services', () => {
       .find((candidate) => candidate.startsWith('Start-up failed:'));
     expect(line).toMatch(/^Start-up failed: AGENT_API_KEY was refused by the agent service \(HTTP 401/);
     expect(run.output()).not.toContain('not-the-key');
+    // Once: not also as a log line.
+    expect(run.output().split('AGENT_API_KEY was refused')).toHaveLength(2);
+  });
+
+  it('names DATABASE_URL, never its password, when the database cannot be reached', async () => {
+    const databaseUrl = `postgres://bridge:hunter2-secret@127.0.0.1:${await freePort()}/bridge`;
+    const run = runBot(await environment({ DATABASE_URL: databaseUrl }));
+    running.push(run);
+    expect(await run.exited).toBe(1);
+    const lines = run.output().trim().split('\n');
+    expect(lines).toEqual([
+      expect.stringMatching(
+        /^Start-up failed: cannot connect to the database in DATABASE_URL \(127\.0\.0\.1:\d+\/bridge\): connection refused \(ECONNREFUSED\); check DATABASE_URL/,
+      ),
+    ]);
+    expect(run.output()).not.toContain('hunter2');
+  });
+
+  it('runs every start-up check and lists all their failures together, once each', async () => {
+    const run = runBot(
+      await environment({
+        AGENT_API_KEY: 'not-the-key',
+        DATABASE_URL: `postgres://bridge:hunter2-secret@127.0.0.1:${await freePort()}/bridge`,
+      }),
+    );
+    running.push(run);
+    expect(await run.exited).toBe(1);
+    const failed = run
+      .output()
+      .trim()
+      .split('\n')
+      .filter((line) => line.startsWith('Start-up failed:'));
+    expect(failed).toEqual([
+      expect.stringMatching(/^Start-up failed: AGENT_API_KEY was refused by the agent service/),
+      expect.stringMatching(/^Start-up failed: cannot connect to the database in DATABASE_URL/),
+    ]);
+    expect(run.output()).not.toMatch(/^\s+at /m);
   });
 
   it('stops with a hint about /v1 when AGENT_BASE_URL lacks it', async () => {

@@ -2,15 +2,18 @@
  * Runs the fake Slack Web API and the agent service emulator on fixed local ports, so `npm start`
  * can be tried without a Slack workspace or an agent service. Prints the environment to use.
  */
+import type { ServerResponse } from 'node:http';
 import { AgentServiceEmulator } from './agent-service.js';
 import { FakeSlack } from './slack.js';
 
 const slackPort = Number(process.env.FAKE_SLACK_PORT ?? 4100);
 const agentPort = Number(process.env.FAKE_AGENT_PORT ?? 4200);
+const agentLatencyMs = Number(process.env.FAKE_AGENT_LATENCY_MS ?? 300);
 const botPort = Number(process.env.PORT ?? 3000);
+const adminPort = Number(process.env.ADMIN_PORT ?? 9090);
 
 const slack = await FakeSlack.start({ port: slackPort });
-const agent = await AgentServiceEmulator.start({ port: agentPort, latencyMs: 300 });
+const agent = await AgentServiceEmulator.start({ port: agentPort, latencyMs: agentLatencyMs });
 agent.onRequest(({ phase, request }) => {
   if (phase !== 'end') return;
   const session = request.sessionId ? ` session=${request.sessionId}` : '';
@@ -23,17 +26,38 @@ slack.onCall((call) => {
     process.stdout.write(`slack: ${call.method} ${JSON.stringify(call.args)}\n`);
 });
 
+/**
+ * What the bot posted into one thread, oldest first, for `npm run fakes:mention` to wait on: each post's
+ * text, and whether it is (a part of) the agent's answer rather than a notice.
+ */
+slack.mount('/fakes/thread', (_req, res: ServerResponse, url) => {
+  const channel = url.searchParams.get('channel');
+  const threadTs = url.searchParams.get('thread_ts');
+  const posts = slack
+    .callsOf('chat.postMessage')
+    .filter((call) => call.args.channel === channel && call.args.thread_ts === threadTs)
+    .map((call) => {
+      const metadata = call.args.metadata as { event_type?: unknown } | undefined;
+      return { text: String(call.args.text ?? ''), answer: metadata?.event_type === 'agent_reply' };
+    });
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ posts }));
+});
+
 // npm start also reads .env: what is set here wins over it. Empty is unset, so a .env's app token (Socket Mode)
 // and database (the embedded store under DATA_DIR instead) stay out of it.
-process.stdout.write(`Fakes are running. Start the bot in another terminal with (these settings win over a .env):
+process.stdout.write(`Fakes are running: fake Slack on port ${slack.port}, agent service emulator on port ${new URL(agent.baseUrl).port}; \
+the bot is to listen on PORT ${botPort} and ADMIN_PORT ${adminPort}.
+
+Start the bot in another terminal with (these settings win over a .env):
 
   SLACK_BOT_TOKEN=${slack.botToken} SLACK_SIGNING_SECRET=local-signing-secret SLACK_APP_TOKEN= \\
   SLACK_API_URL=${slack.apiUrl} AGENT_BASE_URL=${agent.baseUrl} \\
-  AGENT_API_KEY=${agent.apiKey} AGENT_ID=demo-agent DATABASE_URL= PORT=${botPort} npm start
+  AGENT_API_KEY=${agent.apiKey} AGENT_ID=demo-agent DATABASE_URL= PORT=${botPort} ADMIN_PORT=${adminPort} npm start
 
-then send it a signed mention with:
+then send it a signed mention, and see its answer, with:
 
-  SLACK_SIGNING_SECRET=local-signing-secret PORT=${botPort} npm run --silent fakes:mention -- "hello agent"
+  SLACK_SIGNING_SECRET=local-signing-secret PORT=${botPort} FAKE_SLACK_PORT=${slack.port} npm run --silent fakes:mention -- "hello agent"
 
 `);
 

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import axios, { isAxiosError } from 'axios';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig, secretsOf } from '../../src/config.js';
+import { loadConfig, secretsOf } from '../../src/config/index.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { AgentServiceEmulator, type InjectedFailure } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';

@@ -33,7 +33,7 @@ async function rowsMentioning(
   return found;
 }
 
-/** What the store keeps of people's conversations, and for how long (see "What is stored" in the README). */
+/** What the store keeps of people's conversations, and for how long (see "What is stored" in docs/operations.md). */
 describe.runIf(runPostgres)('what the store keeps', () => {
   let stack: FaultStack;
 

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { ENV_VARIABLES } from '../../src/config.js';
+import { ENV_VARIABLES } from '../../src/config/index.js';
 
 /**
  * Running the project's entry points (the bot, `npm run sessions`) in child processes, unaffected by a

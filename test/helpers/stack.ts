@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { type Bot, createBot } from '../../src/app.js';
-import { loadConfig, secretsOf } from '../../src/config.js';
+import { loadConfig, secretsOf } from '../../src/config/index.js';
 import { createLogger } from '../../src/observability/logger.js';
 import type { AgentServiceEmulator } from '../fakes/agent-service.js';
 import type { FakeSlack } from '../fakes/slack.js';

@@ -85,14 +85,80 @@ function storeContract(name: string, open: () => Promise<{ db: Database; reopen:
       expect(listed?.lastActiveAt).toBe('2030-01-01T00:00:00.000Z');
       expect(ids(await store.listIdle(new Date(Date.now() - 60_000)))).toEqual([]);
 
-      // Activity recorded for a thread reset meanwhile revives nothing, and is pruned once it is old; a fresh
-      // row may be a conversation being created (its activity is written before its mapping), so it stays.
+      // Activity recorded for a thread reset meanwhile revives nothing and leaves no row.
       await store.deleteAll([sessionFixture('s-a', { threadTs: '1.1' })]);
       await store.recordActivity(sessionFixture('s-a', { threadTs: '1.1' }));
       expect(await store.get({ ...thread, threadTs: '1.1' }, 'agent-1')).toBeUndefined();
+      expect(ids(await store.list({ teamId: 'T1', channelId: 'C1' }))).toEqual(['s-b']);
+      await db.close();
+    });
+
+    it('prunes a lifecycle row whose mapping is gone once it is old, never one being created', async () => {
+      const { db } = await open();
+      await migrate(db);
+      const keyv = createSessionKeyv<ThreadSession>(db, SessionStore.namespace);
+      const store = new SessionStore(keyv, db);
+      await store.create(sessionFixture('s-kept', { threadTs: '2.1' }));
+      await store.create(sessionFixture('s-gone', { threadTs: '2.2' }));
+      // As when the mapping's write failed after its row's: a row being created looks just like this.
+      await keyv.delete('T1:C1:2.2:agent-1');
+      expect(ids(await store.list({ teamId: 'T1' }))).toEqual(['s-kept']);
       expect(await store.pruneActivity()).toBe(0);
       await db.query(`UPDATE session_activity SET last_active_at = now() - interval '1 hour'`);
       expect(await store.pruneActivity()).toBe(1);
+      expect(ids(await store.list({ teamId: 'T1' }))).toEqual(['s-kept']);
+      expect(await db.query('SELECT key FROM session_activity')).toEqual([{ key: 'T1:C1:2.1:agent-1' }]);
+      await db.close();
+    });
+
+    it('keeps every conversation across the upgrade to its own lifecycle table', async () => {
+      const { db } = await open();
+      await migrate(db, 4);
+      // Version 4 kept activity under Keyv's row key, and a mapping could lack an activity row.
+      const keyv = createSessionKeyv<ThreadSession>(db, SessionStore.namespace);
+      const created = '2026-01-01T00:00:00.000Z';
+      await keyv.set(
+        'T1:C1:3.1:agent-1',
+        sessionFixture('s-active', { threadTs: '3.1', createdAt: created }),
+      );
+      await keyv.set(
+        'T1:C2:3.2:agent-2',
+        sessionFixture('s-quiet', {
+          channelId: 'C2',
+          threadTs: '3.2',
+          agentId: 'agent-2',
+          startedBy: 'U2',
+          createdAt: created,
+        }),
+      );
+      await db.query('INSERT INTO session_activity (key, last_active_at) VALUES ($1, $2), ($3, $2)', [
+        'thread:T1:C1:3.1:agent-1',
+        '2026-02-01T00:00:00.000Z',
+        'thread:T1:C1:3.9:agent-1',
+      ]);
+      await migrate(db);
+      const store = new SessionStore(keyv, db);
+      const listed = await store.list({ teamId: 'T1' });
+      expect(listed.map(({ sessionId, lastActiveAt }) => ({ sessionId, lastActiveAt }))).toEqual([
+        { sessionId: 's-active', lastActiveAt: '2026-02-01T00:00:00.000Z' },
+        { sessionId: 's-quiet', lastActiveAt: created },
+      ]);
+      expect(ids(await store.list({ teamId: 'T1', channelId: 'C2', startedBy: 'U2' }))).toEqual(['s-quiet']);
+      expect(ids(await store.mappingsOf('agent-2'))).toEqual(['s-quiet']);
+      // The activity of a conversation already ended is gone with it.
+      expect((await db.query('SELECT key FROM session_activity ORDER BY key')).length).toBe(2);
+      await db.close();
+    });
+
+    it('leaves the creation of its table to Keyv', async () => {
+      const { db } = await open();
+      await migrate(db);
+      const [before] = await db.query<{ found: string | null }>(
+        `SELECT to_regclass('public.${SESSIONS_TABLE}')::text AS found`,
+      );
+      expect(before?.found ?? null).toBeNull();
+      await storeOn(db).create(sessionFixture('s-1'));
+      expect(await storeOn(db).get(thread, 'agent-1')).toMatchObject({ sessionId: 's-1' });
       await db.close();
     });
 

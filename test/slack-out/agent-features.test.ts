@@ -1,23 +1,25 @@
 import { WebClient } from '@slack/web-api';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../src/observability/logger.js';
 import { AgentFeatures, openedSessionsInMemory } from '../../src/slack-out/agent-features.js';
-import { SlackReplies } from '../../src/slack-out/replies.js';
+import { SlackWrites } from '../../src/slack-out/writes.js';
 import { FakeSlack, type FakeSlackOptions } from '../fakes/slack.js';
 import { LogCapture } from '../helpers/stack.js';
-import { sleep } from '../helpers/wait.js';
 
 /** Agent-only features decided from what Slack answers, against the fake's documented refusals. */
 describe('agent features', () => {
   let slack: FakeSlack | undefined;
-  afterEach(() => slack?.stop());
+  afterEach(() => {
+    vi.useRealTimers();
+    return slack?.stop();
+  });
 
   async function start(options: FakeSlackOptions = {}) {
     slack = await FakeSlack.start(options);
     const client = new WebClient(slack.botToken, { slackApiUrl: slack.apiUrl, retryConfig: { retries: 0 } });
     const logs = new LogCapture();
     const logger = createLogger({ level: 'info', secrets: [], destination: logs });
-    return { slack, replies: new SlackReplies(client, client, logger), logger, logs };
+    return { slack, replies: new SlackWrites(client, client, logger), logger, logs };
   }
   const thread = (threadTs: string, teamId = 'T0TEAM') => ({ teamId, channelId: 'C1', threadTs });
 
@@ -52,6 +54,8 @@ describe('agent features', () => {
           (args) => args.thread_ts !== '3.000001',
         );
       }
+      // How long "not an agent app" is believed is read from the clock, which the test moves on.
+      vi.useFakeTimers({ toFake: ['Date'] });
       const features = new AgentFeatures(replies, 'auto', openedSessionsInMemory(), logger, 200);
       await features.setStatus(thread('2.000001'), 'processing');
       expect(features.isAgentApp('T0TEAM')).toBe(false);
@@ -65,7 +69,7 @@ describe('agent features', () => {
       expect(slack.callsOf('agents.sessions.rename')).toEqual([]);
       expect(logs.lines.filter((line) => line.includes('no agent features'))).toHaveLength(1);
       expect(logs.text).not.toContain('could not set the agent session status');
-      await sleep(250);
+      vi.advanceTimersByTime(250);
       expect(features.isAgentApp('T0TEAM')).toBe(true);
     },
   );

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { formatAgentReply, splitMarkdown } from '../../src/slack-out/format.js';
+import { formatAgentReply } from '../../src/slack-out/format.js';
+
+/** The Markdown of each message a reply is posted as, with at most `maxChars` of text in each. */
+const messagesOf = (markdown: string, maxChars: number) =>
+  formatAgentReply(markdown, maxChars).map((part) => part.markdown);
 
 function fenceBalanced(chunk: string): boolean {
   return (chunk.match(/^\s*```/gm) ?? []).length % 2 === 0;
@@ -30,7 +34,7 @@ describe('formatAgentReply', () => {
   });
 
   it('keeps the indentation of nested lists and indented code across paragraphs', () => {
-    const [chunk] = splitMarkdown('- item\n\n    - nested item\n\n    indented code', 1_000);
+    const [chunk] = messagesOf('- item\n\n    - nested item\n\n    indented code', 1_000);
     expect(chunk).toBe('- item\n\n    - nested item\n\n    indented code');
   });
 
@@ -51,7 +55,7 @@ describe('formatAgentReply', () => {
       paragraphs.slice(15).join('\n\n'),
     ].join('\n\n');
     expect(markdown.length).toBeGreaterThan(12_000);
-    const chunks = splitMarkdown(markdown, 3_000);
+    const chunks = messagesOf(markdown, 3_000);
     expect(chunks.length).toBeGreaterThan(4);
     for (const chunk of chunks) {
       expect(chunk.length).toBeLessThanOrEqual(3_000);
@@ -73,7 +77,7 @@ describe('formatAgentReply', () => {
       ...Array.from({ length: 400 }, (_, i) => `print(${i})  # ${'x'.repeat(40)}`),
       '```',
     ];
-    const chunks = splitMarkdown(code.join('\n'), 2_000);
+    const chunks = messagesOf(code.join('\n'), 2_000);
     expect(chunks.length).toBeGreaterThan(5);
     for (const chunk of chunks) {
       expect(chunk.startsWith('```python\n')).toBe(true);
@@ -83,12 +87,20 @@ describe('formatAgentReply', () => {
   });
 
   it('closes an unterminated fence so the rest of the message is not swallowed as code', () => {
-    const [chunk] = splitMarkdown('Look:\n\n```\nlet x = 1;', 1_000);
+    const [chunk] = messagesOf('Look:\n\n```\nlet x = 1;', 1_000);
     expect(chunk).toBe('Look:\n\n```\nlet x = 1;\n```');
   });
 
+  it('closes a code block the length cap cut, with its own fence, before saying it was cut', () => {
+    const code = ['~~~sh', ...Array.from({ length: 200 }, (_, i) => `echo ${i}`), '~~~'].join('\n');
+    const [part] = formatAgentReply(code, 11_000, 500);
+    const markdown = part?.markdown ?? '';
+    expect(markdown).toMatch(/\n~~~\n\n_:scissors: The reply was cut/);
+    expect(markdown.startsWith('~~~sh\necho 0\n')).toBe(true);
+  });
+
   it('cuts a single enormous line at word boundaries', () => {
-    const chunks = splitMarkdown('word '.repeat(5_000).trim(), 1_000);
+    const chunks = messagesOf('word '.repeat(5_000).trim(), 1_000);
     for (const chunk of chunks) expect(chunk.length).toBeLessThanOrEqual(1_000);
     expect(chunks.join(' ').split(' ').length).toBe(5_000);
   });

@@ -1,5 +1,6 @@
+import { setTimeout as realSleep } from 'node:timers/promises';
 import { WebClient } from '@slack/web-api';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../src/observability/logger.js';
 import {
   AGENT_SLOW_STATUS,
@@ -7,10 +8,32 @@ import {
   AGENT_STATUS_REFRESH_MS,
   WorkIndicators,
 } from '../../src/slack-out/indicators.js';
-import { SlackReplies } from '../../src/slack-out/replies.js';
+import { SlackWrites } from '../../src/slack-out/writes.js';
 import { FakeSlack } from '../fakes/slack.js';
 import { LogCapture } from '../helpers/stack.js';
-import { sleep, waitFor } from '../helpers/wait.js';
+
+/**
+ * The indicators' own timers run on a fake clock, moved on by the test; Slack's answers come over real
+ * sockets, so what they bring is polled for in real time (node:timers/promises is not faked).
+ */
+function useFakeClock(): void {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+}
+
+const advance = (ms: number) => vi.advanceTimersByTimeAsync(ms);
+
+async function until(check: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await realSleep(10);
+  }
+}
 
 describe('the status of an agent thread', () => {
   let slack: FakeSlack;
@@ -20,6 +43,7 @@ describe('the status of an agent thread', () => {
     client = new WebClient(slack.botToken, { slackApiUrl: slack.apiUrl });
   });
   afterAll(() => slack.stop());
+  useFakeClock();
 
   const logger = createLogger({ level: 'warn', secrets: [], destination: new LogCapture() });
   const statuses = (threadTs: string) =>
@@ -34,7 +58,7 @@ describe('the status of an agent thread', () => {
 
   it('is set at once, set again while the answer takes long, reworded when slow, and cleared at the end', async () => {
     // Short intervals stand in for the real 90 s refresh and SLOW_NOTICE_MS.
-    const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 250, 0, 100);
+    const indicators = new WorkIndicators(new SlackWrites(client, client, logger), 250, 0, 100);
     const threadTs = '1700000000.000100';
     const working = indicators.showWorking({
       channelId: 'D0AGENT',
@@ -42,15 +66,15 @@ describe('the status of an agent thread', () => {
       replyThreadTs: threadTs,
       agentSession: { teamId: 'T0TEAM', initiator: 'U0ALICE', messagesTab: true },
     });
-    // Set again, and reworded, while the answer takes long: waited for rather than timed, as the calls of one
-    // thread go one after another and a busy machine may take longer than the intervals.
-    await waitFor(
-      () =>
-        statuses(threadTs).filter((status) => status === AGENT_STATUS).length >= 2 &&
-        statuses(threadTs).includes(AGENT_SLOW_STATUS),
-      'the status set again and reworded',
-      5_000,
-    );
+    // Set again, and reworded, while the answer takes long; each step waits for Slack to have the call, as a
+    // thread's calls go one after another and the line is read when its call is made.
+    await until(() => statuses(threadTs).length === 1, 'the status set');
+    await advance(100);
+    await until(() => statuses(threadTs).length === 2, 'the status set again');
+    await advance(100);
+    await until(() => statuses(threadTs).length === 3, 'the status set a third time');
+    await advance(50);
+    await until(() => statuses(threadTs).includes(AGENT_SLOW_STATUS), 'the status reworded');
     await working.end();
     const seen = statuses(threadTs);
     expect(seen[0]).toBe(AGENT_STATUS);
@@ -64,7 +88,8 @@ describe('the status of an agent thread', () => {
     expect(session?.initiatorUserId).toBe('U0ALICE');
     // Nothing keeps setting it after the end.
     const count = seen.length;
-    await sleep(250);
+    await advance(1_000);
+    await realSleep(50);
     expect(statuses(threadTs)).toHaveLength(count);
   });
 });
@@ -81,7 +106,7 @@ describe('reaction indicators', () => {
     slack.delayArrival('reactions.add', 150);
     const client = new WebClient(slack.botToken, { slackApiUrl: slack.apiUrl });
     const logger = createLogger({ level: 'silent', secrets: [] });
-    const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 0);
+    const indicators = new WorkIndicators(new SlackWrites(client, client, logger), 0);
     const target = { channelId: 'C0QUEUE', ts: '1700000000.000200', replyThreadTs: '1700000000.000200' };
     const showing = indicators.showQueued(target);
     await indicators.clearQueued(target);
@@ -100,13 +125,14 @@ describe('indicators of a job that goes on later or elsewhere', () => {
     client = new WebClient(slack.botToken, { slackApiUrl: slack.apiUrl });
   });
   afterAll(() => slack.stop());
+  useFakeClock();
 
   const logger = createLogger({ level: 'silent', secrets: [] });
   const target = (ts: string) => ({ channelId: 'C0LEAVE', ts, replyThreadTs: ts });
   const notices = (ts: string) => slack.threadMessages('C0LEAVE', ts).slice(1);
 
   it('stay shown when left: the reaction, and a slow notice recorded for whoever finishes the job', async () => {
-    const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 100);
+    const indicators = new WorkIndicators(new SlackWrites(client, client, logger), 100);
     const ts = slack.seedMessage('C0LEAVE', { user: 'U0ALICE', text: 'question' });
     const recorded: string[] = [];
     const working = indicators.showWorking(target(ts), {
@@ -114,7 +140,7 @@ describe('indicators of a job that goes on later or elsewhere', () => {
         recorded.push(noticeTs);
       },
     });
-    await sleep(250);
+    await advance(250);
     await working.end('leave');
     expect(slack.reactionsOn('C0LEAVE', ts).map((r) => r.name)).toEqual(['eyes']);
     expect(notices(ts).map((m) => m.ts)).toEqual(recorded);
@@ -122,32 +148,32 @@ describe('indicators of a job that goes on later or elsewhere', () => {
   });
 
   it('take back a slow notice nobody else knows of, and post none once the job is no longer wanted', async () => {
-    const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 100);
+    const indicators = new WorkIndicators(new SlackWrites(client, client, logger), 100);
     const unrecorded = slack.seedMessage('C0LEAVE', { user: 'U0ALICE', text: 'first' });
     const working = indicators.showWorking(target(unrecorded), {
       onSlowNotice: () => Promise.reject(new Error('the job was taken over')),
     });
-    await sleep(250);
+    await advance(250);
     await working.end('leave');
     expect(slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === unrecorded)).toHaveLength(1);
     expect(notices(unrecorded)).toEqual([]);
 
     const unwanted = slack.seedMessage('C0LEAVE', { user: 'U0ALICE', text: 'second' });
     const unwantedWork = indicators.showWorking(target(unwanted), { stillWanted: async () => false });
-    await sleep(250);
+    await advance(250);
     await unwantedWork.end('leave');
     expect(slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === unwanted)).toEqual([]);
   });
 
   it('add no delayed working reaction once the job is no longer this process’s', async () => {
     // The reaction waits 150 ms (WORKING_INDICATOR_DELAY_MS); meanwhile another replica took the job over.
-    const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 0, 150);
+    const indicators = new WorkIndicators(new SlackWrites(client, client, logger), 0, 150);
     const ts = slack.seedMessage('C0LEAVE', { user: 'U0ALICE', text: 'taken over' });
     let wanted = true;
     const working = indicators.showWorking(target(ts), { stillWanted: async () => wanted });
-    await sleep(50);
+    await advance(50);
     wanted = false;
-    await sleep(300);
+    await advance(300);
     await working.end('leave');
     expect(slack.callsOf('reactions.add').filter((c) => c.args.timestamp === ts)).toEqual([]);
     expect(slack.reactionsOn('C0LEAVE', ts)).toEqual([]);
@@ -155,37 +181,38 @@ describe('indicators of a job that goes on later or elsewhere', () => {
     // While it is still this process's, the delayed reaction shows.
     const kept = slack.seedMessage('C0LEAVE', { user: 'U0ALICE', text: 'still ours' });
     const keptWork = indicators.showWorking(target(kept), { stillWanted: async () => true });
-    await sleep(300);
+    await advance(300);
     await keptWork.end('leave');
     expect(slack.reactionsOn('C0LEAVE', kept).map((r) => r.name)).toEqual(['eyes']);
   });
 
   it('stop setting an agent thread status when left, without clearing it or making the session active', async () => {
-    const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 0, 0, 100);
+    const indicators = new WorkIndicators(new SlackWrites(client, client, logger), 0, 0, 100);
     const threadTs = '1700000000.000300';
     const working = indicators.showWorking({
       ...target(threadTs),
       channelId: 'D0AGENT',
       agentSession: { teamId: 'T0TEAM', initiator: 'U0ALICE', messagesTab: true },
     });
-    await sleep(250);
+    await advance(250);
     await working.end('leave');
     const calls = () =>
       slack.callsOf('assistant.threads.setStatus').filter((c) => c.args.thread_ts === threadTs);
     const count = calls().length;
+    expect(count).toBeGreaterThanOrEqual(3);
     expect(calls().map((c) => c.args.status)).not.toContain('');
     const sessionStatuses = slack
       .callsOf('agents.sessions.setStatus')
       .filter((c) => c.args.thread_ts === threadTs)
       .map((c) => c.args.status);
     expect(sessionStatuses).toEqual(['processing']);
-    await sleep(250);
+    await advance(250);
     expect(calls()).toHaveLength(count);
   });
 
   it('stop setting an agent thread status again once the job is no longer this process’s, before it ends', async () => {
     // Short intervals stand in for the real 90 s refresh and SLOW_NOTICE_MS.
-    const indicators = new WorkIndicators(new SlackReplies(client, client, logger), 250, 0, 100);
+    const indicators = new WorkIndicators(new SlackWrites(client, client, logger), 250, 0, 100);
     const threadTs = '1700000000.000400';
     let wanted = true;
     const working = indicators.showWorking(
@@ -196,18 +223,25 @@ describe('indicators of a job that goes on later or elsewhere', () => {
       },
       { stillWanted: async () => wanted },
     );
-    await sleep(150);
+    const calls = () =>
+      [...slack.callsOf('assistant.threads.setStatus'), ...slack.callsOf('agents.sessions.setStatus')].filter(
+        (c) => c.args.thread_ts === threadTs,
+      );
+    await until(() => calls().length === 2, 'the session and its status set');
+    await advance(100);
+    await until(() => calls().length === 3, 'the status set again');
     // Another replica took the job over (this one stalled): it answers and clears the status itself.
     wanted = false;
     const lostAt = Date.now();
-    await sleep(350);
+    await advance(350);
+    await realSleep(50);
     await working.end('leave');
     const later = [
       ...slack.callsOf('assistant.threads.setStatus'),
       ...slack.callsOf('agents.sessions.setStatus'),
     ]
       // A call already under way when the job was lost may still arrive.
-      .filter((c) => c.args.thread_ts === threadTs && c.at > lostAt + 30);
+      .filter((c) => c.args.thread_ts === threadTs && c.at > lostAt);
     expect(later.map((c) => c.args.status)).toEqual([]);
   });
 });

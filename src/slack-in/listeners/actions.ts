@@ -13,7 +13,7 @@ import {
   SEND_AGAIN_ACTION_ID,
   sentAgainBlocks,
 } from '../../slack-out/blocks.js';
-import type { SlackReplies } from '../../slack-out/replies.js';
+import type { SlackWrites } from '../../slack-out/writes.js';
 import type { AccessPolicy } from '../access.js';
 import type { AgentViewConversations } from '../agent-view.js';
 import { MAX_OPEN_PER_THREAD } from './events.js';
@@ -21,7 +21,7 @@ import { MAX_OPEN_PER_THREAD } from './events.js';
 export interface ActionOptions {
   inbox: Pick<Inbox, 'admit' | 'requestOf'>;
   claims: Pick<MessageClaims, 'claim'>;
-  replies: Pick<SlackReplies, 'respond' | 'updateMessage'>;
+  replies: Pick<SlackWrites, 'respond' | 'updateMessage'>;
   access: AccessPolicy;
   agentViewConversations: AgentViewConversations;
   userRateLimit: number;

@@ -11,7 +11,7 @@ import type { Tracing } from '../../observability/tracing.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import type { SessionWithActivity } from '../../sessions/store.js';
 import { DM_MAIN_THREAD } from '../../sessions/thread-key.js';
-import type { SlackReplies } from '../../slack-out/replies.js';
+import type { SlackWrites } from '../../slack-out/writes.js';
 import type { AccessPolicy, AccessRequest } from '../access.js';
 import type { AgentViewConversations } from '../agent-view.js';
 import type { ThreadResets } from '../resets.js';
@@ -36,7 +36,7 @@ export interface CommandOptions {
   agentViewConversations: AgentViewConversations;
   tracing: Pick<Tracing, 'traceparent'>;
   /** Answers privately through the request's response_url. */
-  replies: Pick<SlackReplies, 'respond'>;
+  replies: Pick<SlackWrites, 'respond'>;
   logger: Logger;
 }
 

@@ -1,5 +1,5 @@
 import type { types } from '@slack/bolt';
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/index.js';
 import { type InboundMessage, indicatorOf, jobKey } from '../../conversation/jobs.js';
 import {
   DELETED_BEFORE_SENT_NOTICE,
@@ -19,7 +19,8 @@ import type { Tracing } from '../../observability/tracing.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import { type ThreadKey, threadKeyString } from '../../sessions/thread-key.js';
 import type { WorkIndicators } from '../../slack-out/indicators.js';
-import type { ReplyTarget, SlackReplies } from '../../slack-out/replies.js';
+import type { ReplyTarget } from '../../slack-out/reply-target.js';
+import type { SlackWrites } from '../../slack-out/writes.js';
 import type { AccessPolicy } from '../access.js';
 import type { AgentViewConversations } from '../agent-view.js';
 import {
@@ -79,7 +80,7 @@ export interface EventIntakeOptions {
   claims: MessageClaims;
   sessions: SessionManager;
   resets: ThreadResets;
-  replies: SlackReplies;
+  replies: SlackWrites;
   indicators: WorkIndicators;
   agentFor: (channelId: string) => string;
   botUserId: string;

@@ -1,0 +1,16 @@
+import path from 'node:path';
+import type { EnvReader } from './env-reader.js';
+import type { StoreConfig } from './types.js';
+
+export function readStoreConfig(reader: EnvReader): StoreConfig {
+  const databaseUrl = reader.read('DATABASE_URL');
+  const poolSize = reader.integer('DATABASE_POOL_SIZE', 10, 1, 1000);
+  if (databaseUrl !== undefined) {
+    if (!/^postgres(ql)?:\/\//.test(databaseUrl)) {
+      // The value may hold a password: never echo it.
+      reader.fail('DATABASE_URL', 'must be a postgres:// or postgresql:// URL');
+    }
+    return { kind: 'postgres', databaseUrl, poolSize };
+  }
+  return { kind: 'embedded', dataDir: path.resolve(reader.read('DATA_DIR') ?? './data') };
+}

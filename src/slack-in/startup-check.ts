@@ -1,0 +1,63 @@
+import { WebClient } from '@slack/web-api';
+import { type Config, StartupError } from '../config/index.js';
+import { boltLogger, type Logger } from '../observability/logger.js';
+import { slackErrorCode } from '../slack-out/client.js';
+import { AGENT_VIEW_SCOPES, missingScopes, scopePurpose } from './requirements.js';
+
+/** Who the bot is in Slack, from auth.test. */
+export interface BotIdentity {
+  teamId?: string;
+  botUserId: string;
+  botId?: string;
+  /** Workspace URL, e.g. https://acme.slack.com/ */
+  url?: string;
+  /** Bot scopes Slack reports as granted (x-oauth-scopes), when it reports them. */
+  scopes?: string[];
+}
+
+/** auth.test with the bot token: a refused token or an unreachable Slack stops start-up with one line. */
+export async function checkSlackIdentity(config: Config, logger: Logger): Promise<BotIdentity> {
+  const client = new WebClient(config.slack.botToken, {
+    slackApiUrl: config.slack.apiUrl,
+    // Fail fast at start-up instead of retrying for half an hour.
+    retryConfig: { retries: 2, factor: 2, minTimeout: 500, maxTimeout: 2000 },
+    timeout: 10_000,
+    logger: boltLogger(logger),
+  });
+  let result: Awaited<ReturnType<WebClient['auth']['test']>>;
+  try {
+    result = await client.auth.test();
+  } catch (error) {
+    const code = slackErrorCode(error);
+    if (code) throw new StartupError(`SLACK_BOT_TOKEN was rejected by Slack (auth.test: ${code})`);
+    throw new StartupError(
+      `cannot reach Slack at ${config.slack.apiUrl} (auth.test failed: ${error instanceof Error ? error.message : String(error)}); check SLACK_API_URL and the network`,
+    );
+  }
+  if (!result.user_id)
+    throw new StartupError('auth.test did not return the bot user id; is SLACK_BOT_TOKEN a bot token?');
+  return {
+    teamId: result.team_id,
+    botUserId: result.user_id,
+    botId: result.bot_id,
+    url: result.url,
+    scopes: result.response_metadata?.scopes,
+  };
+}
+
+/** One clear line per scope the token lacks, naming the manifest entry that fixes it. */
+export function reportMissingScopes(identity: BotIdentity, agentView: boolean, logger: Logger): void {
+  const missing = missingScopes(identity.scopes, agentView);
+  if (missing === undefined) {
+    logger.info('Slack did not report the granted scopes; skipping the scope self-check');
+    return;
+  }
+  for (const scope of missing) {
+    const neededFor = scopePurpose(scope);
+    logger.warn(
+      { scope, neededFor },
+      `Slack scope "${scope}" is not granted (needed for ${neededFor}): add it under oauth_config.scopes.bot in manifest.yml and reinstall the app` +
+        (scope in AGENT_VIEW_SCOPES ? ', or set SLACK_AGENT_VIEW=false for the classic bot' : ''),
+    );
+  }
+}
