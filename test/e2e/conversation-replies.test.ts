@@ -142,7 +142,8 @@ describe('replies', () => {
 
   it('shows it is working at once, says so when the agent is slow, and clears both with the answer', async () => {
     const { slack, agent, bot } = stack;
-    agent.setLatency(900, 'sendMessage');
+    // Well past SLOW_NOTICE_MS (300 ms), so the notice comes first even when a busy machine fires it late.
+    agent.setLatency(2_000, 'sendMessage');
     const root = nextTs();
     await mention(bot, { channel: CHANNEL, text: '<@U0BOT> take your time', ts: root });
     const eyes = await slack.waitForCall('reactions.add', (c) => c.args.timestamp === root);
