@@ -329,7 +329,9 @@ describe('WORKER_CONCURRENCY', () => {
     const roots = Array.from({ length: 12 }, () => nextTs());
     try {
       await Promise.all(
-        roots.map((ts, i) => mention(bot, { channel: CHANNEL, text: `<@U0BOT> bounded ${i}`, ts })),
+        // A channel each: Slack takes about one post a second per channel, which twelve answers in one channel
+        // would wait out for longer than the bound being tested.
+        roots.map((ts, i) => mention(bot, { channel: `C0BOUND${i}`, text: `<@U0BOT> bounded ${i}`, ts })),
       );
       await Promise.all(
         roots.map((ts) => slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === ts, 15_000)),
