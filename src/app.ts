@@ -9,8 +9,10 @@ import { checkAgentService } from './agent/startup-check.js';
 import type { Config } from './config/index.js';
 import { Relay } from './conversation/relay.js';
 import { ViewingContext } from './conversation/viewing-context.js';
-import { MessageClaims, openedSessionsIn } from './inbox/claims.js';
-import { Inbox, storeRetryDelays } from './inbox/inbox.js';
+import { MessageClaims } from './inbox/claims.js';
+import { Inbox } from './inbox/inbox.js';
+import { ConversationMarks, openedSessionsIn } from './inbox/marks.js';
+import { storeRetryDelays } from './inbox/store-retry.js';
 import { Worker } from './inbox/worker.js';
 import {
   healthHandlers,
@@ -111,6 +113,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     storeRetryDelays(config.delivery.storeWriteRetryMs),
   );
   const claims = new MessageClaims(db);
+  const marks = new ConversationMarks(db);
   const viewing = new ViewingContext(db);
 
   // Slack out: one client that retries calls harmless to repeat (a queue per method, as Slack limits each
@@ -143,7 +146,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   );
   const reads = new SlackReads(slackClient, logger, identity.botUserId);
   const replies = new SlackWrites(slackClient, postClient, logger, reads);
-  const agentFeatures = new AgentFeatures(replies, config.agentView.mode, openedSessionsIn(claims), logger);
+  const agentFeatures = new AgentFeatures(replies, config.agentView.mode, openedSessionsIn(marks), logger);
   const indicators = new WorkIndicators(
     replies,
     config.conversation.slowNoticeMs,
@@ -154,7 +157,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
 
   // The conversation: one job at a time per thread, up to WORKER_CONCURRENCY threads at once.
   const relay = new Relay({
-    inbox,
+    progress: inbox,
     agentFor,
     agent,
     sessions,
@@ -191,6 +194,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const intake = new EventIntake({
     inbox,
     claims,
+    marks,
     sessions,
     resets,
     replies,

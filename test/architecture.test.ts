@@ -4,20 +4,33 @@ import { describe, expect, it } from 'vitest';
 
 /**
  * The folders of src/ from the top (Slack in) down (what everything uses). A module may import from its own
- * folder and from folders below it, never from one above or beside it: data flows one way, Slack in →
- * inbox → conversation → agent / Slack out, and there are no import cycles between folders.
+ * folder and from folders below it, never from one above or beside it: data flows one way, as the README's
+ * arrow says (slack-in → inbox → conversation → sessions → agent / slack-out), and there are no import
+ * cycles between folders.
  */
 const LAYERS: readonly (readonly string[])[] = [
   ['main.ts'],
   ['app.ts', 'cli'],
   ['slack-in'],
+  ['inbox'],
   ['conversation'],
-  ['inbox', 'sessions'],
+  ['sessions'],
   ['agent', 'slack-out'],
   ['store'],
   ['observability', 'util'],
   ['config'],
 ];
+
+/**
+ * The README's arrow of the folders, as layers: `a → b / c` is [[a], [b, c]]. The arrow is the first one in
+ * the README that starts at `slack-in`.
+ */
+function readmeArrow(): string[][] {
+  const readme = readFileSync('README.md', 'utf8');
+  const arrow = /slack-in\s*→\s*[a-z][a-z-]*(?:\s*[→/]\s*[a-z][a-z-]*)*/.exec(readme)?.[0];
+  if (arrow === undefined) throw new Error('README.md has no arrow of the folders starting at slack-in');
+  return arrow.split('→').map((layer) => layer.split('/').map((folder) => folder.trim()));
+}
 
 /** `src/inbox/worker.ts` → `inbox`; `src/app.ts` → `app.ts`. */
 function unitOf(path: string): string | undefined {
@@ -60,6 +73,16 @@ describe('the layout of src/', () => {
       }
     }
     expect(upwards).toEqual([]);
+  });
+
+  it("orders the folders as the README's arrow does, '/' joining folders of one layer", () => {
+    const arrow = readmeArrow();
+    expect(arrow.map((layer) => layer.join(' / ')).join(' → ')).toBe(
+      'slack-in → inbox → conversation → sessions → agent / slack-out',
+    );
+    const first = layerOf(arrow[0]?.[0] ?? '');
+    const layers = LAYERS.slice(first, first + arrow.length).map((layer) => [...layer].sort());
+    expect(layers).toEqual(arrow.map((layer) => [...layer].sort()));
   });
 
   it('has no import cycles between modules', () => {

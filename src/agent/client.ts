@@ -9,6 +9,20 @@ import {
   AgentServiceError,
   isAgentServiceError,
 } from './errors.js';
+import {
+  badShape,
+  interpretResponse,
+  isObject,
+  isUnavailable,
+  isUnavailableOrServerError,
+  type JsonObject,
+  transportFailure,
+} from './response.js';
+import { enc, isValidSessionId, requireId, requireSessionId } from './session-ids.js';
+import { type AgentSessionRecord, extractRecords, nextPage } from './session-list.js';
+
+export { isValidSessionId } from './session-ids.js';
+export type { AgentSessionRecord } from './session-list.js';
 
 export interface AgentRetryOptions {
   /** Total attempts, including the first. */
@@ -50,32 +64,12 @@ export interface AgentReply {
   message?: string;
 }
 
-export interface AgentSessionRecord {
-  uuid: string;
-  sessionName?: string;
-  createdAt?: string;
-}
-
-type JsonObject = Record<string, unknown>;
-
 const DEFAULT_RETRY: AgentRetryOptions = { attempts: 3, baseDelayMs: 200, maxDelayMs: 5_000 };
 /** A reply is text for a Slack thread; anything near this is not one (and is refused, not buffered). */
 export const MAX_RESPONSE_BYTES = 1024 * 1024;
 const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 /** Idle connections are closed before typical servers close them (5 s), so a prompt never meets a dead one. */
 const IDLE_SOCKET_MS = 4_000;
-const LIST_WRAPPER_KEYS = ['items', 'sessions', 'data', 'results', 'records'] as const;
-const SESSION_GONE = /session.*(not\s*found|does\s*not\s*exist|no\s*longer|invalid|unknown|expired)/i;
-/** Failed before a connection existed, so nothing can have reached the service. */
-const NOT_DELIVERED_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-]);
-const UNAVAILABLE_HTTP = new Set([429, 502, 503, 504]);
-const MAX_SESSION_ID_CHARS = 256;
 
 /**
  * The agent service's HTTP interface (see the API document): send a message; list, create and delete an
@@ -288,209 +282,19 @@ export class AgentClient {
           signal: deadline,
         });
       } catch (error) {
-        throw this.transportError(operation, error, deadline.aborted);
+        // Codes only: axios errors carry the request config, headers (the API key) included.
+        throw transportFailure(operation, error, {
+          timedOutAfterMs: deadline.aborted ? this.timeoutMs : undefined,
+          tooLarge: isAxiosError(error) && /maxContentLength/.test(error.message),
+          maxResponseBytes: MAX_RESPONSE_BYTES,
+        });
       }
-      return this.interpret(operation, response);
+      return interpretResponse(operation, response, (text) => this.redact(text));
     };
     return this.around ? this.around(operation, attempt) : attempt();
-  }
-
-  /** Codes only: axios errors carry the request config, headers (the API key) included, so none is kept. */
-  private transportError(operation: AgentOperation, error: unknown, timedOut: boolean): AgentServiceError {
-    if (timedOut)
-      return new AgentServiceError({
-        kind: 'timeout',
-        operation,
-        detail: `no response in ${this.timeoutMs}ms`,
-      });
-    const code = transportCode(error);
-    if (isAxiosError(error) && /maxContentLength/.test(error.message)) {
-      return new AgentServiceError({
-        kind: 'bad_response',
-        operation,
-        detail: `response body over ${MAX_RESPONSE_BYTES} bytes`,
-      });
-    }
-    return new AgentServiceError({
-      kind: 'unavailable',
-      operation,
-      notDelivered: code !== undefined && NOT_DELIVERED_CODES.has(code),
-      detail: code ?? 'network error',
-    });
-  }
-
-  private interpret(operation: AgentOperation, response: AxiosResponse<string>): JsonObject {
-    const status = response.status;
-    let body: unknown;
-    let json = true;
-    try {
-      body = JSON.parse(typeof response.data === 'string' ? response.data : '');
-    } catch {
-      json = false;
-    }
-    const ok2xx = status >= 200 && status < 300;
-    if (ok2xx && isObject(body) && body.status !== false) return body;
-
-    const serviceMessage =
-      isObject(body) && typeof body.message === 'string' ? this.redact(body.message) : undefined;
-    const base = { operation, httpStatus: status, serviceMessage };
-    if (UNAVAILABLE_HTTP.has(status)) {
-      const retryAfterMs =
-        status === 429 || status === 503 ? parseRetryAfter(response.headers['retry-after']) : undefined;
-      throw new AgentServiceError({ ...base, kind: 'unavailable', retryAfterMs });
-    }
-    if (ok2xx && !isObject(body)) {
-      throw new AgentServiceError({
-        ...base,
-        kind: 'bad_response',
-        detail: json ? 'body is not an object' : 'body is not JSON',
-      });
-    }
-    if ((operation === 'sendMessage' || operation === 'deleteSession') && sessionGone(status, body)) {
-      throw new AgentServiceError({ ...base, kind: 'session_not_found' });
-    }
-    if (status === 401 || status === 403) throw new AgentServiceError({ ...base, kind: 'unauthorized' });
-    if (status === 404) throw new AgentServiceError({ ...base, kind: 'not_found' });
-    throw new AgentServiceError({ ...base, kind: 'rejected' });
   }
 
   private redact(text: string): string {
     return text.split(this.apiKey).join('[redacted]');
   }
-}
-
-/**
- * A 404 means the session is gone only when it carries the service's JSON failure body and does not name the
- * agent instead; an HTML 404 (a wrong base URL) must not start endless session re-creation.
- */
-function sessionGone(status: number, body: unknown): boolean {
-  const message = isObject(body) && typeof body.message === 'string' ? body.message : '';
-  if (SESSION_GONE.test(message)) return true;
-  return status === 404 && isObject(body) && !/agent/i.test(message);
-}
-
-/**
- * A session id the service handed us goes into a URL path: `.` and `..` would be normalised into another
- * request (`DELETE /session/{agent}/..` is `DELETE /session/`), and control characters or huge values are
- * not ids. Everything else is sent percent-encoded.
- */
-export function isValidSessionId(id: string): boolean {
-  return (
-    id !== '' &&
-    id !== '.' &&
-    id !== '..' &&
-    id.length <= MAX_SESSION_ID_CHARS &&
-    ![...id].some((char) => char.charCodeAt(0) < 0x20 || char.charCodeAt(0) === 0x7f)
-  );
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** The socket error code, looking through axios's wrapping and Node's AggregateError from dual-stack connects. */
-function transportCode(error: unknown): string | undefined {
-  if (typeof error !== 'object' || error === null) return undefined;
-  const record = error as { code?: unknown; cause?: unknown; errors?: unknown };
-  if (Array.isArray(record.errors)) {
-    for (const inner of record.errors) {
-      const code = transportCode(inner);
-      if (code) return code;
-    }
-  }
-  const inner =
-    record.cause !== undefined && record.cause !== error ? transportCode(record.cause) : undefined;
-  if (inner) return inner;
-  return typeof record.code === 'string' && !record.code.startsWith('ERR_') ? record.code : undefined;
-}
-
-function parseRetryAfter(value: unknown, now = Date.now()): number | undefined {
-  if (typeof value !== 'string' || value.trim() === '') return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds)) return Math.max(0, Math.round(seconds * 1000));
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
-}
-
-function toPageNumber(value: unknown): number | undefined {
-  if (typeof value === 'number' && Number.isInteger(value) && value > 0) return value;
-  if (typeof value === 'string') {
-    if (/^\d+$/.test(value)) return Number(value);
-    // A next URL is mined for its page number only; following it could send the key to another host.
-    const match = /[?&]page=(\d+)/.exec(value);
-    if (match?.[1]) return Number(match[1]);
-  }
-  return undefined;
-}
-
-function badShape(operation: AgentOperation, detail: string): AgentServiceError {
-  return new AgentServiceError({ kind: 'bad_response', operation, detail });
-}
-
-function enc(segment: string): string {
-  return encodeURIComponent(segment);
-}
-
-function requireId(name: string, value: string): void {
-  // An empty segment would silently address a different resource (e.g. DELETE /session/{agent}/).
-  if (typeof value !== 'string' || value === '') throw new TypeError(`${name} must be a non-empty string`);
-}
-
-function requireSessionId(sessionId: string): void {
-  if (typeof sessionId !== 'string' || !isValidSessionId(sessionId)) {
-    throw new TypeError('sessionId is not an id that can be sent in a URL path');
-  }
-}
-
-function isUnavailable(error: AgentServiceError): boolean {
-  return error.kind === 'unavailable';
-}
-
-function isUnavailableOrServerError(error: AgentServiceError): boolean {
-  return isUnavailable(error) || (error.httpStatus !== undefined && error.httpStatus >= 500);
-}
-
-function toRecord(value: unknown): AgentSessionRecord | undefined {
-  if (!isObject(value) || typeof value.uuid !== 'string' || !isValidSessionId(value.uuid)) return undefined;
-  const record: AgentSessionRecord = { uuid: value.uuid };
-  if (typeof value.session_name === 'string') record.sessionName = value.session_name;
-  if (typeof value.created_at === 'string') record.createdAt = value.created_at;
-  else if (typeof value.created_at === 'number') record.createdAt = String(value.created_at);
-  return record;
-}
-
-/** Reads `data` as one record, an array, or an object wrapping an array; `records` undefined = unknown shape. */
-function extractRecords(envelope: JsonObject): {
-  records: AgentSessionRecord[] | undefined;
-  hints: JsonObject[];
-} {
-  const data = envelope.data;
-  const hints: JsonObject[] = [envelope];
-  const fromList = (list: unknown[]) =>
-    list.map(toRecord).filter((r): r is AgentSessionRecord => r !== undefined);
-  if (data === undefined || data === null) {
-    // An explicit success with no data reads as an empty list; otherwise the shape is unknown.
-    return { records: envelope.status === true ? [] : undefined, hints };
-  }
-  if (Array.isArray(data)) return { records: fromList(data), hints };
-  if (!isObject(data)) return { records: undefined, hints };
-  for (const key of LIST_WRAPPER_KEYS) {
-    const inner = data[key];
-    if (Array.isArray(inner)) return { records: fromList(inner), hints: [data, envelope] };
-  }
-  const single = toRecord(data);
-  return { records: single ? [single] : [], hints };
-}
-
-function nextPage(hints: JsonObject[], current: number): number | undefined {
-  for (const hint of hints) {
-    const explicit = toPageNumber(hint.next_page) ?? toPageNumber(hint.next);
-    if (explicit !== undefined) return explicit;
-    const page = toPageNumber(hint.page) ?? current;
-    if (hint.has_more === true) return page + 1;
-    const total = toPageNumber(hint.total_pages);
-    if (total !== undefined && hint.has_more === undefined) return page < total ? page + 1 : undefined;
-    if (hint.has_more === false) return undefined;
-  }
-  return undefined;
 }

@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { ClaimedJob, JobOutcome, JobRunner } from '../conversation/job-progress.js';
 import type { Logger } from '../observability/logger.js';
 import { CoalescedPass } from '../util/coalesced-pass.js';
-import { type ClaimedJob, heartbeatEveryMs, type Inbox } from './inbox.js';
+import { heartbeatEveryMs, type JobQueue } from './queue.js';
 
 export interface WorkerOptions {
   /** Jobs (threads) worked on at once by this process. */
@@ -10,21 +11,6 @@ export interface WorkerOptions {
   pollMs: number;
   leaseMs: number;
 }
-
-/** How a job ended for this process. */
-export type JobOutcome =
-  /** Finished: answered, failed with a notice, or stopped. */
-  | { kind: 'done' }
-  /** Try again later, with all progress kept (Slack refusing posts, an earlier owner maybe still waiting). */
-  | { kind: 'defer'; delayMs: number; slackFailure: boolean }
-  /** Another owner has it now: leave it alone. */
-  | { kind: 'lost' };
-
-/**
- * Runs one claimed job. Throwing means the job could not be brought to an end (the store is unreachable):
- * it stays claimed until its lease lapses and is then taken again, by this process or another.
- */
-export type JobRunner = (job: ClaimedJob) => Promise<JobOutcome>;
 
 /**
  * Claims jobs from the inbox and runs up to `concurrency` of them at once. Claiming is kicked when an event
@@ -41,7 +27,8 @@ export class Worker {
   private stopped = true;
 
   constructor(
-    private readonly inbox: Inbox,
+    /** Only the queue's side of the inbox: what the job does meanwhile is the runner's. */
+    private readonly inbox: Pick<JobQueue, 'claim' | 'heartbeat' | 'defer' | 'finish' | 'release'>,
     private readonly runJob: JobRunner,
     private readonly logger: Logger,
     private readonly options: WorkerOptions,

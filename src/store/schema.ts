@@ -118,6 +118,26 @@ const MIGRATIONS: readonly (readonly MigrationStep[])[] = [
     'CREATE INDEX IF NOT EXISTS session_activity_thread ON session_activity (team_id, channel_id, thread_ts)',
     'CREATE INDEX IF NOT EXISTS session_activity_agent ON session_activity (agent_id)',
   ],
+  [
+    // Lasting marks on a conversation (a person greeted, an agent view session the bot opened), until now kept
+    // as claims on invented message ts ('welcome', the thread's root): moved, not dropped. A whole
+    // conversation's mark has the empty thread.
+    `CREATE TABLE IF NOT EXISTS conversation_marks (
+       team_id TEXT NOT NULL,
+       channel_id TEXT NOT NULL,
+       thread_ts TEXT NOT NULL,
+       mark TEXT NOT NULL,
+       set_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+       PRIMARY KEY (team_id, channel_id, thread_ts, mark))`,
+    `INSERT INTO conversation_marks (team_id, channel_id, thread_ts, mark, set_at)
+     SELECT team_id, channel_id, '', 'greeted', handled_at FROM handled_messages WHERE purpose = 'greeting'
+     ON CONFLICT DO NOTHING`,
+    `INSERT INTO conversation_marks (team_id, channel_id, thread_ts, mark, set_at)
+     SELECT team_id, channel_id, message_ts, 'agent-view-opened', handled_at FROM handled_messages
+     WHERE purpose = 'agent-session'
+     ON CONFLICT DO NOTHING`,
+    `DELETE FROM handled_messages WHERE purpose IN ('greeting', 'agent-session')`,
+  ],
 ];
 
 /**

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type ClaimedJob, Inbox, JobInterruptedError } from '../../src/inbox/inbox.js';
+import { type ClaimedJob, JobInterruptedError } from '../../src/conversation/job-progress.js';
+import { Inbox } from '../../src/inbox/inbox.js';
 import { type Database, openDatabase } from '../../src/store/database.js';
 import { migrate } from '../../src/store/schema.js';
 import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';

@@ -13,6 +13,7 @@ import {
 import type { ViewingContext } from '../../conversation/viewing-context.js';
 import type { MessageClaims, MessageRef } from '../../inbox/claims.js';
 import type { Inbox } from '../../inbox/inbox.js';
+import type { ConversationMarks } from '../../inbox/marks.js';
 import type { Logger } from '../../observability/logger.js';
 import type { BotMetrics } from '../../observability/metrics.js';
 import type { Tracing } from '../../observability/tracing.js';
@@ -78,6 +79,8 @@ function viewedChannelOf(context: unknown): string | undefined {
 export interface EventIntakeOptions {
   inbox: Inbox;
   claims: MessageClaims;
+  /** Who was greeted in the Messages tab. */
+  marks: Pick<ConversationMarks, 'set' | 'clear'>;
   sessions: SessionManager;
   resets: ThreadResets;
   replies: SlackWrites;
@@ -184,7 +187,7 @@ export class EventIntake {
     app_home_opened: async ({ event, team_id: teamId }, after) => {
       const channel = typeof event.channel === 'string' ? event.channel : undefined;
       const userId = typeof event.user === 'string' ? event.user : '';
-      const { agentViewConversations, access, claims, replies } = this.options;
+      const { agentViewConversations, access, marks, replies } = this.options;
       // Classic apps hear the Messages tab opened too: only an agent app greets there (Slack says which it is).
       if (
         event.tab !== 'messages' ||
@@ -199,8 +202,8 @@ export class EventIntake {
         this.ignore(event.type, decision);
         return;
       }
-      const greetingRef = { teamId, channelId: channel, ts: 'welcome' };
-      const firstTime = await claims.claim(greetingRef, 'greeting');
+      const conversation = { teamId, channelId: channel };
+      const firstTime = await marks.set(conversation, 'greeted');
       const { greeting, suggestedPrompts } = this.options.agentView;
       const { features } = agentViewConversations;
       after.push(async () => {
@@ -210,12 +213,12 @@ export class EventIntake {
         if (!firstTime) return;
         // Slack just said this is no agent app: its greeting would describe what the person will not get.
         if (!agentApp || !(await agentViewConversations.isAgentView(teamId, channel))) {
-          await claims.release(greetingRef, 'greeting');
+          await marks.clear(conversation, 'greeted');
           return;
         }
         // A greeting that could not be posted is not used up: the next opening tries again.
         if ((await replies.notice({ channel }, greeting)) === undefined)
-          await claims.release(greetingRef, 'greeting');
+          await marks.clear(conversation, 'greeted');
       });
     },
     // The agent experience: which channel the person is looking at while in the Messages tab. Slack's event is

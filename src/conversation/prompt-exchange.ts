@@ -1,0 +1,106 @@
+import { isAgentServiceError } from '../agent/errors.js';
+import type { Logger } from '../observability/logger.js';
+import type { ThreadSession } from '../sessions/store.js';
+import type { Working } from '../slack-out/indicators.js';
+import type { AnswerRecorder } from './answer-record.js';
+import type { JobContext } from './job-context.js';
+import type { ClaimedJob } from './job-progress.js';
+import type { InboundMessage } from './jobs.js';
+import { SESSION_RESTARTED_NOTICE } from './notices.js';
+import { titleFromPrompt } from './prompt.js';
+import { withThreadContext } from './thread-context.js';
+
+/** The agent's answer, and the session it came from (`created`: made for this message). */
+export interface Answer {
+  reply: string;
+  session: ThreadSession;
+  created: boolean;
+}
+
+/**
+ * One exchange with the agent: the prompt, with what the agent must know besides (the thread so far, the
+ * channel the person is looking at), sent once in the thread's session, and its answer recorded.
+ */
+export class PromptExchange {
+  constructor(
+    private readonly context: JobContext,
+    private readonly recorder: AnswerRecorder,
+  ) {}
+
+  /** Sends the prompt in the thread's session (created or replaced as needed) and records the answer. */
+  async ask(
+    job: ClaimedJob,
+    message: InboundMessage,
+    prompt: string,
+    working: Working,
+    logger: Logger,
+  ): Promise<Answer> {
+    const { progress, sessions, agent } = this.context.options;
+    const agentId = this.context.options.agentFor(message.thread.channelId);
+    const found = await sessions.sessionFor(message.thread, agentId, message.userId);
+    let { session } = found;
+    let created = found.created;
+    this.context.options.tracing.annotate({ 'agent.id': agentId, 'agent.session': session.sessionId });
+    // A new conversation (the thread's first, or the first after a reset) is named after its first prompt.
+    if (found.created) working.setTitle(titleFromPrompt(prompt));
+    let sent = prompt;
+    // Only the bot's first conversation in a thread: after a reset the thread's history is what was reset.
+    if (found.created && this.startsMidThread(message) && !(await progress.hasEarlierWork(job))) {
+      const earlier = await this.context.options.reads.threadMessagesBefore(
+        message.thread.channelId,
+        message.thread.threadTs,
+        message.ts,
+        this.context.options.threadContextMessages,
+      );
+      sent = await withThreadContext(prompt, earlier, {
+        botUserId: this.context.options.botUserId,
+        resolveUserName: this.context.options.resolveUserName,
+        maxChars: this.context.options.maxPromptChars,
+      });
+    }
+    if (message.agentThread) sent = await this.withViewedChannel(message, sent);
+    await progress.markSent(job, session.sessionId);
+    let reply: string;
+    try {
+      reply = (await agent.sendMessage(agentId, session.sessionId, sent)).text;
+    } catch (error) {
+      // The service says the session does not exist, so it did not run the prompt: once, in a new session.
+      if (!isAgentServiceError(error) || error.kind !== 'session_not_found') throw error;
+      session = await sessions.replace(session);
+      created = true;
+      await progress.markSent(job, session.sessionId);
+      void this.context.options.replies.notice(
+        { channel: message.thread.channelId, threadTs: message.replyThreadTs },
+        SESSION_RESTARTED_NOTICE,
+      );
+      reply = (await agent.sendMessage(agentId, session.sessionId, sent)).text;
+    }
+    logger.debug({ session: session.sessionId, chars: reply.length }, 'agent replied');
+    await this.recorder.record(job, reply, false);
+    return { reply, session, created };
+  }
+
+  /** A mention that starts the bot's part in a channel thread people were already talking in. */
+  private startsMidThread(message: InboundMessage): boolean {
+    return (
+      this.context.options.threadContextMessages > 0 &&
+      !message.thread.channelId.startsWith('D') &&
+      message.replyThreadTs !== undefined &&
+      message.replyThreadTs !== message.ts
+    );
+  }
+
+  /** The channel the person is looking at, on its own line, when it changed since the agent was last told. */
+  private async withViewedChannel(message: InboundMessage, prompt: string): Promise<string> {
+    const viewed = await this.context.options.viewing.takeChange({
+      teamId: message.thread.teamId,
+      dmChannel: message.thread.channelId,
+      userId: message.userId,
+    });
+    // Only a channel the bot itself can see: its name must not leak from a conversation the bot is not in.
+    const name = viewed ? await this.context.options.reads.visibleChannelName(viewed) : undefined;
+    return name
+      ? `[The person is looking at the Slack channel #${name} while writing this.]\n\n${prompt}`
+      : prompt;
+  }
+}

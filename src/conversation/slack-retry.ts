@@ -1,0 +1,90 @@
+import type { Logger } from '../observability/logger.js';
+import type { SlackPostError } from '../slack-out/failures.js';
+import type { ReplyTarget } from '../slack-out/reply-target.js';
+import type { JobContext } from './job-context.js';
+import { GAVE_UP_PART } from './job-posts.js';
+import type { ClaimedJob, JobOutcome } from './job-progress.js';
+import type { InboundMessage } from './jobs.js';
+import { MESSAGE_LIMIT_NOTE, newReferenceId, slackRefusedNotice } from './notices.js';
+
+const SLACK_BACKOFF_MAX_MS = 60_000;
+
+/** How long Slack has been refusing this job's posts (0 on the first refusal). */
+export function slackFailingForMs(job: Pick<ClaimedJob, 'slackFailingSince'>, now = Date.now()): number {
+  return now - (job.slackFailingSince?.getTime() ?? now);
+}
+
+/**
+ * The wait before a job Slack refused runs again: a jittered back-off doubling per attempt up to a minute,
+ * or Slack's Retry-After if that is longer.
+ */
+export function slackRetryDelayMs(
+  attempts: number,
+  retryAfterMs: number | undefined,
+  random: () => number = Math.random,
+): number {
+  const backoff = Math.min(SLACK_BACKOFF_MAX_MS, 1_000 * 2 ** Math.min(attempts - 1, 10));
+  return Math.max(retryAfterMs ?? 0, backoff / 2 + random() * (backoff / 2));
+}
+
+/** What a job does when Slack refuses its output: retry later, for up to REPLY_RETRY_WINDOW, or give up. */
+export class SlackRefusals {
+  constructor(private readonly context: JobContext) {}
+
+  /** Slack refused a post: keep the job and retry with backoff, for up to REPLY_RETRY_WINDOW. */
+  async handle(
+    job: ClaimedJob,
+    target: ReplyTarget,
+    error: SlackPostError,
+    logger: Logger,
+  ): Promise<JobOutcome> {
+    const { options } = this.context;
+    if (error.code === 'message_limit_exceeded') {
+      // A free workspace's message limit (chat.postMessage documents it): no retry helps before it resets.
+      logger.error(
+        { code: error.code },
+        "Slack refused the answer: the workspace has reached its plan's message limit; the answer is dropped",
+      );
+      const author = (job.payload as Partial<InboundMessage>).userId;
+      await this.context.assertWanted(job);
+      if (author) await options.replies.ephemeral(target, author, MESSAGE_LIMIT_NOTE);
+      return { kind: 'done' };
+    }
+    if (!error.transient) {
+      logger.error({ err: error, code: error.code }, 'Slack will not take the answer to this message');
+      return { kind: 'done' };
+    }
+    const failingFor = slackFailingForMs(job);
+    if (failingFor >= options.replyRetryWindowMs) {
+      const referenceId = newReferenceId();
+      logger.error(
+        { err: error, ref: referenceId, failingForMs: failingFor },
+        'Slack refused the answer for too long; giving up',
+      );
+      // The failed post may have taken long: the job may have been stopped or taken over meanwhile.
+      await this.context.assertWanted(job);
+      // Marked, so a run of the job after a failed finish sees it gave up already.
+      await options.replies.notice(target, slackRefusedNotice(referenceId), {
+        job: job.dedupeKey,
+        part: GAVE_UP_PART,
+      });
+      return { kind: 'done' };
+    }
+    return this.retryLater(job, error, logger);
+  }
+
+  /** Whether a refused post is worth another try: Slack may take it later, and the window is still open. */
+  mayRetry(job: ClaimedJob, error: SlackPostError): boolean {
+    return error.transient && slackFailingForMs(job) < this.context.options.replyRetryWindowMs;
+  }
+
+  /** Keeps the job, with what it is to post, for another try after a back-off (or Slack's Retry-After). */
+  retryLater(job: ClaimedJob, error: SlackPostError, logger: Logger): JobOutcome {
+    const delayMs = slackRetryDelayMs(job.attempts, error.retryAfterMs);
+    logger.warn(
+      { code: error.code, retryInMs: Math.round(delayMs) },
+      'Slack refused a post; the answer is kept and retried',
+    );
+    return { kind: 'defer', delayMs, slackFailure: true };
+  }
+}

@@ -1,0 +1,142 @@
+import type { Database, SqlQuery } from '../store/database.js';
+import { storableJson } from '../util/storable-text.js';
+import type { MessageRef } from './claims.js';
+import { claimWith } from './claims.js';
+import { lockThread, OPEN } from './job-rows.js';
+import type { NewJob } from './queue.js';
+
+/** A thread reset as recorded, or refused because the conversation is another person's (`starter`). */
+export type EnqueuedReset =
+  | { outcome: 'queued' | 'duplicate'; cancelled: unknown[] }
+  | { outcome: 'not-allowed'; starter: string };
+
+/**
+ * Ending work before it runs: a thread reset recorded in turn (cancelling what waits behind it), `stop` from
+ * a message's author, a closed channel or workspace, a message edited or deleted while it waits.
+ */
+export class JobCancellation {
+  constructor(private readonly db: Database) {}
+
+  /**
+   * Records a thread reset behind the answer in progress, cancelling the messages still waiting (they were
+   * for the conversation being reset), in one transaction; returns their payloads. `duplicate` when the same
+   * request was recorded before (then nothing is cancelled). `noSession`: the thread has no conversation yet
+   * (its first message waits or is being answered, or it was reset or expired): it is the one the thread's
+   * oldest open message starts, so only that message's author may reset it (`not-allowed` names them).
+   */
+  async enqueueReset(job: NewJob, options: { noSession: boolean }): Promise<EnqueuedReset> {
+    return this.db.transaction(async (query): Promise<EnqueuedReset> => {
+      await lockThread(query, job.threadKey);
+      const known = await query('SELECT 1 FROM inbox WHERE dedupe_key = $1', [job.dedupeKey]);
+      if (known.length > 0) return { outcome: 'duplicate', cancelled: [] };
+      if (options.noSession) {
+        const [oldest] = await query<{ user_id: string | null }>(
+          `SELECT user_id FROM inbox WHERE thread_key = $1 AND kind = 'message' AND ${OPEN} ORDER BY id LIMIT 1`,
+          [job.threadKey],
+        );
+        if (oldest?.user_id && oldest.user_id !== job.userId)
+          return { outcome: 'not-allowed', starter: oldest.user_id };
+      }
+      const inserted = await query(
+        `INSERT INTO inbox (thread_key, dedupe_key, kind, payload, user_id) VALUES ($1, $2, 'reset', $3, $4)
+         ON CONFLICT (dedupe_key) DO NOTHING RETURNING 1`,
+        [job.threadKey, job.dedupeKey, storableJson(job.payload), job.userId ?? null],
+      );
+      if (inserted.length === 0) return { outcome: 'duplicate', cancelled: [] };
+      return { outcome: 'queued', cancelled: await cancelWaiting(query, job.threadKey, undefined) };
+    });
+  }
+
+  /**
+   * `stop` from `userId` in a thread, once per request (`request` is claimed in the same transaction): their
+   * messages still waiting are cancelled, and their message being answered is stopped (its answer is not
+   * posted). Nobody else's work is touched: `othersGoOn` says whether any is still open in the thread.
+   * `first` is false for a repeated delivery of the same request, which changes nothing.
+   */
+  async stop(
+    threadKey: string,
+    userId: string,
+    request: MessageRef,
+  ): Promise<{ first: boolean; cancelled: unknown[]; stoppedRunning: boolean; othersGoOn: boolean }> {
+    return this.db.transaction(async (query) => {
+      if (!(await claimWith(query, request, 'control')))
+        return { first: false, cancelled: [], stoppedRunning: false, othersGoOn: false };
+      const cancelled = await cancelWaiting(query, threadKey, userId);
+      const stopped = await query(
+        `UPDATE inbox SET stop_requested = true
+         WHERE thread_key = $1 AND kind = 'message' AND state = 'running' AND NOT stop_requested AND user_id = $2
+         RETURNING 1`,
+        [threadKey, userId],
+      );
+      const others = await query(
+        `SELECT 1 FROM inbox WHERE thread_key = $1 AND kind = 'message' AND ${OPEN} AND NOT stop_requested LIMIT 1`,
+        [threadKey],
+      );
+      return { first: true, cancelled, stoppedRunning: stopped.length > 0, othersGoOn: others.length > 0 };
+    });
+  }
+
+  /** Cancels the open jobs of a closed channel or workspace (key prefix `team:` or `team:channel:`). */
+  async cancelOpenWithPrefix(prefix: string): Promise<number> {
+    const rows = await this.db.query(
+      `UPDATE inbox SET state = 'cancelled', finished_at = now(), owner = NULL, lease_until = NULL,
+              payload = '{}', agent_reply = NULL
+       WHERE thread_key LIKE $1 AND ${OPEN} RETURNING 1`,
+      [`${prefix.replace(/[\\%_]/g, '\\$&')}%`],
+    );
+    return rows.length;
+  }
+
+  /** Gives a message still waiting new words (an edit); false if it already started. */
+  async replaceWaitingPayload(dedupeKey: string, edit: (payload: unknown) => unknown): Promise<boolean> {
+    return this.db.transaction(async (query) => {
+      const [row] = await query<{ payload: string }>(
+        `SELECT payload FROM inbox WHERE dedupe_key = $1 AND state = 'pending' AND sent_at IS NULL FOR UPDATE`,
+        [dedupeKey],
+      );
+      if (!row) return false;
+      await query('UPDATE inbox SET payload = $2 WHERE dedupe_key = $1', [
+        dedupeKey,
+        storableJson(edit(JSON.parse(row.payload))),
+      ]);
+      return true;
+    });
+  }
+
+  /** Cancels one message that has not started (its Slack message was deleted); returns its payload if it did. */
+  async cancelWaitingMessage(dedupeKey: string): Promise<unknown> {
+    const [row] = await this.db.query<{ payload: string }>(
+      `WITH waiting AS (
+         SELECT id, payload FROM inbox
+         WHERE dedupe_key = $1 AND kind = 'message' AND sent_at IS NULL
+           AND (state = 'pending' OR (state = 'running' AND lease_until < now()))
+         FOR UPDATE)
+       UPDATE inbox SET state = 'cancelled', finished_at = now(), payload = '{}', owner = NULL, lease_until = NULL
+       FROM waiting WHERE inbox.id = waiting.id
+       RETURNING waiting.payload`,
+      [dedupeKey],
+    );
+    return row ? (JSON.parse(row.payload) as unknown) : undefined;
+  }
+}
+
+/** Cancels a thread's messages that have not started (only `userId`'s, when given); returns their payloads. */
+async function cancelWaiting(
+  query: SqlQuery,
+  threadKey: string,
+  userId: string | undefined,
+): Promise<unknown[]> {
+  const rows = await query<{ payload: string }>(
+    `WITH waiting AS (
+       SELECT id, payload FROM inbox
+       WHERE thread_key = $1 AND kind = 'message' AND sent_at IS NULL
+         AND (state = 'pending' OR (state = 'running' AND lease_until < now()))
+         AND ($2::text IS NULL OR user_id = $2)
+       FOR UPDATE)
+     UPDATE inbox SET state = 'cancelled', finished_at = now(), payload = '{}', owner = NULL, lease_until = NULL
+     FROM waiting WHERE inbox.id = waiting.id
+     RETURNING waiting.payload`,
+    [threadKey, userId ?? null],
+  );
+  return rows.map((row) => JSON.parse(row.payload) as unknown);
+}

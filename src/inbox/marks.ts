@@ -1,0 +1,63 @@
+import type { OpenedSessions, SessionThread } from '../slack-out/agent-features.js';
+import type { Database } from '../store/database.js';
+
+/** A lasting fact about a conversation, as opposed to a one-time claim on a message (see claims.ts). */
+export type ConversationMark =
+  /** The person was greeted in this Messages-tab conversation: set once, for good. */
+  | 'greeted'
+  /** The bot opened this thread's agent view session (status, stop button): set until it is closed. */
+  | 'agent-view-opened';
+
+/** A conversation (a whole channel or DM), or one thread of it. */
+export interface MarkedConversation {
+  teamId: string;
+  channelId: string;
+  threadTs?: string;
+}
+
+/**
+ * Marks on conversations, shared by every replica and kept across restarts: set, looked up and cleared, never
+ * expired (each kind says how long it lasts).
+ */
+export class ConversationMarks {
+  constructor(private readonly db: Database) {}
+
+  /** Sets the mark; true when it was not set before (the first of several replicas to set it). */
+  async set(conversation: MarkedConversation, mark: ConversationMark): Promise<boolean> {
+    const rows = await this.db.query(
+      `INSERT INTO conversation_marks (team_id, channel_id, thread_ts, mark) VALUES ($1, $2, $3, $4)
+       ON CONFLICT DO NOTHING RETURNING 1`,
+      [...keyOf(conversation), mark],
+    );
+    return rows.length === 1;
+  }
+
+  async has(conversation: MarkedConversation, mark: ConversationMark): Promise<boolean> {
+    const rows = await this.db.query(
+      'SELECT 1 FROM conversation_marks WHERE team_id = $1 AND channel_id = $2 AND thread_ts = $3 AND mark = $4',
+      [...keyOf(conversation), mark],
+    );
+    return rows.length > 0;
+  }
+
+  async clear(conversation: MarkedConversation, mark: ConversationMark): Promise<void> {
+    await this.db.query(
+      'DELETE FROM conversation_marks WHERE team_id = $1 AND channel_id = $2 AND thread_ts = $3 AND mark = $4',
+      [...keyOf(conversation), mark],
+    );
+  }
+}
+
+/** The table's key: a whole conversation has the empty thread, as no Slack ts is empty. */
+function keyOf(conversation: MarkedConversation): [string, string, string] {
+  return [conversation.teamId, conversation.channelId, conversation.threadTs ?? ''];
+}
+
+/** The threads whose agent view session the bot opened, as marks shared by every replica. */
+export function openedSessionsIn(marks: ConversationMarks): OpenedSessions {
+  return {
+    add: async (thread: SessionThread) => void (await marks.set(thread, 'agent-view-opened')),
+    has: (thread) => marks.has(thread, 'agent-view-opened'),
+    remove: (thread) => marks.clear(thread, 'agent-view-opened'),
+  };
+}

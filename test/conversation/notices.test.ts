@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { AgentServiceError } from '../../src/agent/errors.js';
+import {
+  answerDroppedNotice,
+  failureKindOf,
+  failureNotice,
+  newReferenceId,
+  promptTooLongNotice,
+  stoppedNotice,
+  threadResetText,
+} from '../../src/conversation/notices.js';
+
+const failure = (details: ConstructorParameters<typeof AgentServiceError>[0]) =>
+  new AgentServiceError(details);
+
+describe('failureKindOf', () => {
+  it('tells the author whether the agent got the message', () => {
+    expect(failureKindOf(new Error('boom'))).toBe('internal');
+    expect(failureKindOf(failure({ kind: 'unauthorized', operation: 'sendMessage', httpStatus: 401 }))).toBe(
+      'misconfigured',
+    );
+    expect(
+      failureKindOf(failure({ kind: 'unavailable', operation: 'sendMessage', notDelivered: true })),
+    ).toBe('unavailable');
+    // Before the prompt's own call, nothing was sent.
+    expect(failureKindOf(failure({ kind: 'timeout', operation: 'createSession' }))).toBe('no_conversation');
+    // After it left, the agent may have acted on it.
+    expect(failureKindOf(failure({ kind: 'unavailable', operation: 'sendMessage' }))).toBe('cut_off');
+    expect(failureKindOf(failure({ kind: 'timeout', operation: 'sendMessage' }))).toBe('timeout');
+    expect(failureKindOf(failure({ kind: 'rejected', operation: 'sendMessage', httpStatus: 500 }))).toBe(
+      'failed',
+    );
+    expect(failureKindOf(failure({ kind: 'rejected', operation: 'sendMessage', httpStatus: 400 }))).toBe(
+      'rejected',
+    );
+    expect(failureKindOf(failure({ kind: 'session_not_found', operation: 'sendMessage' }))).toBe('rejected');
+  });
+});
+
+describe('notices', () => {
+  it('carry the reference that is also logged', () => {
+    const ref = newReferenceId();
+    expect(ref).toMatch(/^[0-9A-F]{8}$/);
+    expect(failureNotice('timeout', ref)).toMatch(new RegExp(`^:warning: .*\\(ref ${ref}\\)$`));
+  });
+
+  it('say sizes and durations as people write them', () => {
+    expect(promptTooLongNotice(12_345, 4_000)).toContain(
+      '12,345 characters long; I can pass on at most 4,000',
+    );
+    expect(answerDroppedNotice(180_000, 'R')).toContain('more than 3 minutes');
+    expect(answerDroppedNotice(3_600_000, 'R')).toContain('more than 1 hour');
+    expect(answerDroppedNotice(90_000, 'R')).toContain('more than 90 seconds');
+  });
+
+  it('say what stop did, and that there was nothing to stop', () => {
+    expect(stoppedNotice(0, false)).toMatch(/nothing to stop/);
+    expect(stoppedNotice(1, false)).toBe(':octagonal_sign: Stopped: cancelled 1 queued message.');
+    expect(stoppedNotice(2, true)).toMatch(
+      /cancelled 2 queued messages and dropped the answer.*may have acted/,
+    );
+  });
+
+  it('say whether a reset found a conversation', () => {
+    expect(threadResetText(0)).toMatch(/no conversation/);
+    expect(threadResetText(2)).toMatch(/^:broom: Conversation reset/);
+  });
+});
