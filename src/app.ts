@@ -12,6 +12,7 @@ import { ViewingContext } from './conversation/viewing-context.js';
 import { MessageClaims } from './inbox/claims.js';
 import { Inbox } from './inbox/inbox.js';
 import { ConversationMarks, openedSessionsIn } from './inbox/marks.js';
+import { storeRetryDelays } from './inbox/store-retry.js';
 import { Worker } from './inbox/worker.js';
 import {
   healthHandlers,
@@ -48,8 +49,6 @@ import { createSessionKeyv } from './store/keyv.js';
 import { migrate } from './store/schema.js';
 
 const HOUSEKEEPING_INTERVAL_MS = 60 * 60 * 1000;
-/** One Slack call may take this long before it counts as failed (then a post is looked up, not repeated). */
-export const SLACK_CALL_TIMEOUT_MS = 20_000;
 
 export interface Bot {
   identity: BotIdentity;
@@ -106,7 +105,12 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const sessions = new SessionManager(store, agent, deleter, logger);
   const agentFor = agentRouter(config.agent);
   const owner = `${hostname()}/${process.pid}/${randomBytes(3).toString('hex')}`;
-  const inbox = new Inbox(db, owner, config.delivery.leaseMs);
+  const inbox = new Inbox(
+    db,
+    owner,
+    config.delivery.leaseMs,
+    storeRetryDelays(config.delivery.storeWriteRetryMs),
+  );
   const claims = new MessageClaims(db);
   const marks = new ConversationMarks(db);
   const viewing = new ViewingContext(db);
@@ -123,7 +127,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const slackClientOptions: WebClientOptions = {
     slackApiUrl: config.slack.apiUrl,
     logger: boltLogger(logger),
-    timeout: SLACK_CALL_TIMEOUT_MS,
+    timeout: config.slack.callTimeoutMs,
     retryConfig: { retries: 3, factor: 2, minTimeout: 500, maxTimeout: 4_000 },
   };
   // Each method on a queue of its own, as Slack limits each on its own (see SlackWebClient); indicators never

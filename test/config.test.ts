@@ -53,7 +53,9 @@ describe('loadConfig', () => {
       replyRetryWindowMs: 3_600_000,
       storeOutageAckMs: 120_000,
       storeRetryWindowMs: 180_000,
+      storeWriteRetryMs: 20_000,
     });
+    expect(config.slack.callTimeoutMs).toBe(20_000);
     expect(config.tracing).toEqual({ endpoint: undefined, serviceName: 'slack-agent-bridge' });
     expect(config.agentView.mode).toBe('auto');
     expect(config.agentView.suggestedPrompts).toHaveLength(3);

@@ -10,6 +10,7 @@ export function readDeliveryConfig(reader: EnvReader): DeliveryConfig {
     // Below Slack's last retry of an event (about 5 minutes after the first delivery): that retry gets the note.
     storeOutageAckMs: reader.integer('STORE_OUTAGE_ACK_MS', 120_000, 0, 240_000),
     storeRetryWindowMs: storeRetryWindow(reader),
+    storeWriteRetryMs: reader.integer('STORE_WRITE_RETRY_MS', 20_000, 0, 600_000),
   };
 }
 

@@ -9,7 +9,12 @@ export function readSlackConfig(reader: EnvReader): SlackConfig {
   const connection = readConnection(reader);
   const apiUrl =
     reader.httpUrl('SLACK_API_URL', reader.read('SLACK_API_URL') ?? 'https://slack.com/api/') ?? '';
-  return { botToken, connection, apiUrl: apiUrl.endsWith('/') ? apiUrl : `${apiUrl}/` };
+  return {
+    botToken,
+    connection,
+    apiUrl: apiUrl.endsWith('/') ? apiUrl : `${apiUrl}/`,
+    callTimeoutMs: reader.integer('SLACK_CALL_TIMEOUT_MS', 20_000, 1_000, 120_000),
+  };
 }
 
 function readConnection(reader: EnvReader): SlackConnection {

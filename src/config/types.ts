@@ -34,6 +34,8 @@ export interface SlackConfig {
   connection: SlackConnection;
   /** Web API base URL, always ending in `/` as WebClient expects. */
   apiUrl: string;
+  /** How long one Slack call may take before it counts as failed (then a post is looked up, not repeated). */
+  callTimeoutMs: number;
 }
 
 export interface DeliveryConfig {
@@ -55,6 +57,8 @@ export interface DeliveryConfig {
    * and retried before the thread is told it was dropped.
    */
   storeRetryWindowMs: number;
+  /** How long any other store write that fails is retried before the job gives up on it (taken back once its lease lapses). */
+  storeWriteRetryMs: number;
 }
 
 export interface AgentViewConfig {

@@ -5,6 +5,7 @@ import type { MessageRef } from './claims.js';
 import { InboxJobProgress } from './progress.js';
 import { InboxPruning } from './pruning.js';
 import { type AdmitLimits, type AdmitOutcome, JobQueue, type NewJob } from './queue.js';
+import { DEFAULT_STORE_RETRY_DELAYS_MS } from './store-retry.js';
 import { UserLimit } from './user-limit.js';
 
 export type { EnqueuedReset } from './cancellation.js';
@@ -23,9 +24,15 @@ export class Inbox implements JobProgress {
   private readonly cancellation: JobCancellation;
   private readonly pruning: InboxPruning;
 
-  constructor(db: Database, owner: string, leaseMs: number) {
-    this.queue = new JobQueue(db, owner, leaseMs);
-    this.progress = new InboxJobProgress(db, owner, leaseMs);
+  /** `storeRetryDelaysMs`: the waits between attempts of a store write that failed (see storeRetryDelays). */
+  constructor(
+    db: Database,
+    owner: string,
+    leaseMs: number,
+    storeRetryDelaysMs: readonly number[] = DEFAULT_STORE_RETRY_DELAYS_MS,
+  ) {
+    this.queue = new JobQueue(db, owner, leaseMs, storeRetryDelaysMs);
+    this.progress = new InboxJobProgress(db, owner, leaseMs, storeRetryDelaysMs);
     this.userLimit = new UserLimit(db);
     this.cancellation = new JobCancellation(db);
     this.pruning = new InboxPruning(db, this.userLimit);

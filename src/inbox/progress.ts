@@ -8,7 +8,7 @@ import {
 import type { Database } from '../store/database.js';
 import { OPEN, throwUnlessWanted, type WantedRow } from './job-rows.js';
 import { heartbeatEveryMs } from './queue.js';
-import { persist } from './store-retry.js';
+import { DEFAULT_STORE_RETRY_DELAYS_MS, persist } from './store-retry.js';
 
 /**
  * A running job's checkpoints in its inbox row (sent, reply, parts posted), so a job taken over never asks
@@ -19,7 +19,13 @@ export class InboxJobProgress implements JobProgress {
     private readonly db: Database,
     readonly owner: string,
     private readonly leaseMs: number,
+    private readonly retryDelaysMs: readonly number[] = DEFAULT_STORE_RETRY_DELAYS_MS,
   ) {}
+
+  /** `persist` with this process's store retry waits (STORE_WRITE_RETRY_MS). */
+  private persist<T>(write: () => Promise<T>, hold?: Hold): Promise<T> {
+    return persist(write, hold, this.retryDelaysMs);
+  }
 
   /** Whether anything was asked of the bot in this job's thread before it (a first mention has nothing). */
   async hasEarlierWork(job: ClaimedJob): Promise<boolean> {
@@ -44,7 +50,9 @@ export class InboxJobProgress implements JobProgress {
 
   /** Recorded before the prompt leaves: whatever crashes after this, it is never sent again. */
   async markSent(job: ClaimedJob, sessionId: string): Promise<void> {
-    await persist(() => this.progress(job, 'sent_at = now(), session_id = $3, sent_by = $2', [sessionId]));
+    await this.persist(() =>
+      this.progress(job, 'sent_at = now(), session_id = $3, sent_by = $2', [sessionId]),
+    );
   }
 
   /**
@@ -58,7 +66,7 @@ export class InboxJobProgress implements JobProgress {
   async judgeSender(job: ClaimedJob, force: boolean): Promise<SenderVerdict | undefined> {
     const windowS = (2 * heartbeatEveryMs(this.leaseMs)) / 1000;
     // Every SET expression reads the row as it was, so the verdict is on the question asked before.
-    const rows = await persist(() =>
+    const rows = await this.persist(() =>
       this.db.query<{ answer_lost: boolean; wait_ms: string | number }>(
         `UPDATE inbox SET
            answer_lost = coalesce(answer_lost OR $4::boolean OR sent_by = $2
@@ -96,18 +104,18 @@ export class InboxJobProgress implements JobProgress {
          SELECT owner, state, stop_requested, answer_lost FROM inbox WHERE id = $1`,
         [job.id, reply, isNotice],
       );
-    const rows = await persist(store, hold);
+    const rows = await this.persist(store, hold);
     // The next owner already told the thread this answer was lost.
     if (rows[0]?.answer_lost) throw new JobInterruptedError('lost');
     throwUnlessWanted(rows[0], this.owner);
   }
 
   async markPartsPosted(job: ClaimedJob, count: number): Promise<void> {
-    await persist(() => this.progress(job, 'parts_posted = $3', [count]));
+    await this.persist(() => this.progress(job, 'parts_posted = $3', [count]));
   }
 
   async setSlowNotice(job: ClaimedJob, ts: string): Promise<void> {
-    await persist(() => this.progress(job, 'slow_notice_ts = $3', [ts]));
+    await this.persist(() => this.progress(job, 'slow_notice_ts = $3', [ts]));
   }
 
   /** A progress write that lands only while the job is this owner's and wanted; otherwise it interrupts. */

@@ -2,7 +2,7 @@ import type { ClaimedJob, JobKind } from '../conversation/job-progress.js';
 import type { Database } from '../store/database.js';
 import { storableJson } from '../util/storable-text.js';
 import { JOB_COLUMNS, type JobRow, OPEN, toClaimedJob } from './job-rows.js';
-import { persist } from './store-retry.js';
+import { DEFAULT_STORE_RETRY_DELAYS_MS, persist } from './store-retry.js';
 import { USER_LIMIT_WINDOW } from './user-limit.js';
 
 export interface NewJob {
@@ -69,7 +69,13 @@ export class JobQueue {
     private readonly db: Database,
     readonly owner: string,
     private readonly leaseMs: number,
+    private readonly retryDelaysMs: readonly number[] = DEFAULT_STORE_RETRY_DELAYS_MS,
   ) {}
+
+  /** `persist` with this process's store retry waits (STORE_WRITE_RETRY_MS). */
+  private persist<T>(write: () => Promise<T>): Promise<T> {
+    return persist(write, undefined, this.retryDelaysMs);
+  }
 
   /**
    * Records a message if its thread and its sender are within limits, in one statement under the thread's
@@ -157,7 +163,7 @@ export class JobQueue {
    * how long Slack has been failing it.
    */
   async defer(job: ClaimedJob, delayMs: number, slackFailure: boolean): Promise<void> {
-    await persist(() =>
+    await this.persist(() =>
       this.db.query(
         `UPDATE inbox SET state = 'pending', owner = NULL, lease_until = NULL,
               run_after = now() + make_interval(secs => $3),
@@ -173,7 +179,7 @@ export class JobQueue {
    * ordering and the per-user limit need stays, until `prune`. Says whether the thread has more work waiting.
    */
   async finish(job: ClaimedJob): Promise<{ threadHasMore: boolean }> {
-    const rows = await persist(() =>
+    const rows = await this.persist(() =>
       this.db.query<{ more: boolean }>(
         `UPDATE inbox SET state = 'done', owner = NULL, lease_until = NULL, finished_at = now(),
                 agent_reply = NULL, payload = '{}'

@@ -1,5 +1,6 @@
-import { LogLevel, WebClient } from '@slack/web-api';
+import { WebClient } from '@slack/web-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { silentSlackLogger } from '../helpers/slack-logger.js';
 import { refusal } from '../helpers/slack-refusal.js';
 import { FakeSlack } from './slack.js';
 
@@ -16,7 +17,7 @@ describe('FakeSlack message-wide block rules', () => {
     slack = await FakeSlack.start();
     client = new WebClient(slack.botToken, {
       slackApiUrl: slack.apiUrl,
-      logLevel: LogLevel.ERROR,
+      logger: silentSlackLogger(),
       retryConfig: { retries: 0 },
     });
   });

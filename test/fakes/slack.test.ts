@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { App, type BlockAction, LogLevel as BoltLogLevel } from '@slack/bolt';
+import { App, type BlockAction } from '@slack/bolt';
 import { SocketModeClient } from '@slack/socket-mode';
-import { ErrorCode, LogLevel, retryPolicies, WebClient } from '@slack/web-api';
+import { ErrorCode, retryPolicies, WebClient } from '@slack/web-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { freePort } from '../helpers/free-port.js';
@@ -11,6 +11,7 @@ import {
   blockActionsPayload,
   postSignedInteraction,
 } from '../helpers/slack-events.js';
+import { silentSlackLogger } from '../helpers/slack-logger.js';
 import { refusal } from '../helpers/slack-refusal.js';
 import { DEFAULT_SCOPES, FakeSlack } from './slack.js';
 import { loadContracts, undocumentedAnswer } from './slack-contracts.js';
@@ -29,7 +30,7 @@ describe('FakeSlack', () => {
   function webClient(token = slack.botToken): WebClient {
     return new WebClient(token, {
       slackApiUrl: slack.apiUrl,
-      logLevel: LogLevel.ERROR,
+      logger: silentSlackLogger(),
       retryConfig: retryPolicies.rapidRetryPolicy,
     });
   }
@@ -109,7 +110,7 @@ describe('FakeSlack', () => {
   it('serves Socket Mode to a real SocketModeClient and resolves on its ack', async () => {
     const client = new SocketModeClient({
       appToken: slack.appToken,
-      logLevel: LogLevel.ERROR,
+      logger: silentSlackLogger(),
       clientOptions: { slackApiUrl: slack.apiUrl },
     });
     const received: unknown[] = [];
@@ -143,7 +144,7 @@ function clientFor(
 ): WebClient {
   return new WebClient(slack.botToken, {
     slackApiUrl: slack.apiUrl,
-    logLevel: LogLevel.ERROR,
+    logger: silentSlackLogger(),
     retryConfig:
       options.retries === undefined ? retryPolicies.rapidRetryPolicy : { retries: options.retries },
     rejectRateLimitedCalls: options.rejectRateLimitedCalls ?? false,
@@ -851,7 +852,7 @@ describe('FakeSlack interactions', () => {
     const app = new App({
       token: slack.botToken,
       signingSecret: SIGNING_SECRET,
-      logLevel: BoltLogLevel.ERROR,
+      logger: silentSlackLogger(),
       clientOptions: { slackApiUrl: slack.apiUrl },
     });
     app.action<BlockAction>('feedback', async ({ ack, body, respond }) => {
@@ -1001,7 +1002,7 @@ describe('FakeSlack interactions', () => {
   it('delivers app_context_changed and a stop over Socket Mode as Slack shapes them', async () => {
     const socket = new SocketModeClient({
       appToken: slack.appToken,
-      logLevel: LogLevel.ERROR,
+      logger: silentSlackLogger(),
       clientOptions: { slackApiUrl: slack.apiUrl },
     });
     const events: unknown[] = [];

@@ -21,6 +21,17 @@ export function forEachStore(
   suite: (kind: StoreKind, prepare: PrepareStore) => void,
 ): void {
   suite('embedded', prepareEmbeddedStore);
+  onPostgres(runPostgres, suite);
+}
+
+/**
+ * Registers a suite with PostgreSQL only, as `forEachStore` does: for a long suite whose embedded half runs
+ * in a file of its own, so the two halves run side by side.
+ */
+export function onPostgres(
+  runPostgres: boolean,
+  suite: (kind: 'postgres', prepare: PrepareStore) => void,
+): void {
   describe.runIf(runPostgres)('PostgreSQL', () => {
     const databases: TestDatabase[] = [];
     afterAll(async () => {

@@ -1,0 +1,55 @@
+import { afterAll, beforeAll } from 'vitest';
+import { AgentServiceEmulator } from '../fakes/agent-service.js';
+import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
+import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import { messageEvent, postSignedEvent } from '../helpers/slack-events.js';
+import { type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+
+// What the conversation test files share: conversation.test.ts (threads, DMs, delivery) and
+// conversation-replies.test.ts (replies, indicators, failures, concurrency), which run side by side.
+
+export const CHANNEL = 'C0CONVO';
+
+/** One fake Slack, one agent emulator and one bot for a group of tests; each test uses its own threads. */
+export function useStack(env: Record<string, string> = {}) {
+  const stack = {} as {
+    slack: FakeSlack;
+    agent: AgentServiceEmulator;
+    bot: RunningBot;
+    dataDir: TempDataDir;
+  };
+  beforeAll(async () => {
+    stack.dataDir = await freshDataDir();
+    stack.slack = await FakeSlack.start({
+      users: { U0ALICE: { name: 'alice', realName: 'Alice Liddell' }, U0BOB: { name: 'bob' } },
+    });
+    stack.agent = await AgentServiceEmulator.start();
+    stack.bot = await startBot({
+      slack: stack.slack,
+      agent: stack.agent,
+      store: { kind: 'embedded', dataDir: stack.dataDir.path },
+      env,
+    });
+  });
+  afterAll(async () => {
+    await stack.bot.stop();
+    await Promise.all([stack.slack.stop(), stack.agent.stop(), stack.dataDir.remove()]);
+  });
+  return stack;
+}
+
+export function send(bot: RunningBot, body: unknown, options?: { retryNum?: number }) {
+  return postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body, options);
+}
+
+export const postsIn = (slack: FakeSlack, channel: string, threadTs: string | undefined) =>
+  slack
+    .callsOf('chat.postMessage')
+    .filter((c) => c.args.channel === channel && c.args.thread_ts === threadTs);
+export const textOf = (call: SlackApiCall) => String(call.args.text);
+/** A message in the test channel, as Slack's `message.channels` event delivers it. */
+export const channelMessage = (fields: Omit<Parameters<typeof messageEvent>[0], 'channel' | 'channelType'>) =>
+  messageEvent({ channel: CHANNEL, channelType: 'channel', ...fields });
+
+export const promptsSent = (agent: AgentServiceEmulator) =>
+  agent.requestsFor('sendMessage').map((r) => r.prompt);
