@@ -40,7 +40,8 @@ describe('each decision has one home in src/', () => {
       /\bDM_MAIN_THREAD\b/,
       /^sessions\/(thread-key|conversation-of)\.ts$/,
     ],
-    ['the back-off formula', /\b2\s*\*\*|Math\.pow\(\s*2/, /^util\/backoff\.ts$/],
+    // A power of two, or a delay doubled by hand.
+    ['the back-off formula', /\b2\s*\*\*|Math\.pow\(\s*2|\*=?\s*2\b/, /^util\/backoff\.ts$/],
     ['LIKE escaping', /\[\\\\%_\]/, /^store\/like\.ts$/],
     // The configuration may be one file or a folder.
     ['duration parsing', /\(s\|m\|h\|d\)/, /^config(\.ts$|\/)/],

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Hold } from '../conversation/job-progress.js';
 import { StoreError } from '../store/database.js';
+import { backoffMs } from '../util/backoff.js';
 
 /**
  * Waits between attempts of an idempotent write that met a store error, doubling from 250 ms to 4 s while
@@ -10,7 +11,8 @@ import { StoreError } from '../store/database.js';
 export function storeRetryDelays(budgetMs: number): number[] {
   const delays: number[] = [];
   let total = 0;
-  for (let delay = 250; total + delay <= budgetMs; delay = Math.min(delay * 2, 4_000)) {
+  for (let attempt = 1; total + backoffMs(attempt, 250, 4_000) <= budgetMs; attempt++) {
+    const delay = backoffMs(attempt, 250, 4_000);
     delays.push(delay);
     total += delay;
   }
@@ -20,10 +22,10 @@ export function storeRetryDelays(budgetMs: number): number[] {
 /** 250 ms, 500 ms, 1 s, 2 s, then 4 s four times: STORE_WRITE_RETRY_MS's default. */
 export const DEFAULT_STORE_RETRY_DELAYS_MS: readonly number[] = storeRetryDelays(20_000);
 /**
- * Waits between attempts of a held write (see `Hold`), the last repeated: short, so an answer is recorded
- * within a second of the store's return, before another replica that finds its lease lapsed gives it up.
+ * The longest wait between attempts of a held write (see `Hold`): short, so an answer is recorded within a
+ * second of the store's return, before another replica that finds its lease lapsed gives it up.
  */
-const HOLD_RETRY_DELAYS_MS = [250, 500, 1_000];
+const HOLD_RETRY_MAX_MS = 1_000;
 
 /**
  * Runs an idempotent write, retrying it through a short store outage (waiting `delaysMs` between attempts),
@@ -53,5 +55,5 @@ export async function persist<T>(
 export function holdDelay(attempt: number, deadline: number): number | undefined {
   const left = deadline - Date.now();
   if (left <= 0) return undefined;
-  return Math.min(HOLD_RETRY_DELAYS_MS[Math.min(attempt, HOLD_RETRY_DELAYS_MS.length - 1)] ?? 1_000, left);
+  return Math.min(backoffMs(attempt + 1, 250, HOLD_RETRY_MAX_MS), left);
 }

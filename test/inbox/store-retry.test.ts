@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { holdDelay, persist } from '../../src/inbox/store-retry.js';
+import { holdDelay, persist, storeRetryDelays } from '../../src/inbox/store-retry.js';
 import { StoreError } from '../../src/store/database.js';
 
 /** A write that fails with a store error `failures` times, then lands. */
@@ -59,5 +59,13 @@ describe('holdDelay', () => {
     expect(holdDelay(9, now + 60_000)).toBe(1_000);
     expect(holdDelay(0, now + 100)).toBeLessThanOrEqual(100);
     expect(holdDelay(9, now - 1)).toBeUndefined();
+  });
+});
+
+describe('storeRetryDelays', () => {
+  it('doubles from 250 ms to 4 s while the waits fit the budget: 20 s gives the default waits', () => {
+    expect(storeRetryDelays(20_000)).toEqual([250, 500, 1_000, 2_000, 4_000, 4_000, 4_000, 4_000]);
+    expect(storeRetryDelays(2_000)).toEqual([250, 500, 1_000]);
+    expect(storeRetryDelays(0)).toEqual([]);
   });
 });
