@@ -36,7 +36,7 @@ export function openedSessionsInMemory(): OpenedSessions {
 }
 
 /**
- * Slack's agent-only features (agent sessions, the Messages tab's suggested prompts), used only where Slack
+ * The agent view's Slack calls (agent sessions, the Messages tab's suggested prompts), used only where Slack
  * takes them. An app is taken to be an agent app (manifest.yml has `features.agent_view`) unless
  * SLACK_AGENT_VIEW=false, or until Slack answers `not_agent_app` (or `feature_disabled`) in a workspace:
  * from then on nothing agent-only is tried there for a while. A session is closed only if the bot opened it
