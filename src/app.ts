@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import type { Server } from 'node:http';
 import { hostname } from 'node:os';
 import type { CustomRoute } from '@slack/bolt';
-import type { WebClientOptions } from '@slack/web-api';
-import { AgentClient } from './agent/client.js';
+import { observedAgentClient } from './agent/observed-client.js';
 import { agentRouter } from './agent/routing.js';
-import { checkAgentService } from './agent/startup-check.js';
+import { Housekeeping } from './app/housekeeping.js';
+import { BotLifecycle } from './app/lifecycle.js';
+import { runStartupChecks } from './app/startup-checks.js';
 import type { Config } from './config/index.js';
 import { Relay } from './conversation/relay.js';
 import { ViewingContext } from './conversation/viewing-context.js';
@@ -14,14 +14,7 @@ import { Inbox } from './inbox/inbox.js';
 import { ConversationMarks, openedSessionsIn } from './inbox/marks.js';
 import { storeRetryDelays } from './inbox/store-retry.js';
 import { Worker } from './inbox/worker.js';
-import {
-  healthHandlers,
-  metricsHandler,
-  Readiness,
-  type RouteHandler,
-  startRouteServer,
-  stopRouteServer,
-} from './observability/health.js';
+import { healthHandlers, metricsHandler, Readiness, type RouteHandler } from './observability/health.js';
 import { boltLogger, type Logger } from './observability/logger.js';
 import { BotMetrics } from './observability/metrics.js';
 import { startTracing } from './observability/tracing.js';
@@ -36,19 +29,16 @@ import { registerCommands } from './slack-in/listeners/commands/index.js';
 import { EventIntake } from './slack-in/listeners/events/index.js';
 import { ThreadResets } from './slack-in/resets.js';
 import { SocketHealth } from './slack-in/socket-health.js';
-import { type BotIdentity, checkSlackIdentity, reportMissingScopes } from './slack-in/startup-check.js';
+import { type BotIdentity, reportMissingScopes } from './slack-in/startup-check.js';
 import { StoreOutagePolicy } from './slack-in/store-outage.js';
 import { AgentFeatures } from './slack-out/agent-features.js';
-import { SlackWebClient } from './slack-out/client.js';
+import { slackClients } from './slack-out/clients.js';
 import { WorkIndicators } from './slack-out/indicators.js';
 import { SlackReads } from './slack-out/reads.js';
 import { cachedUserNameResolver } from './slack-out/user-names.js';
 import { SlackWrites } from './slack-out/writes.js';
-import { type Database, openDatabase } from './store/database.js';
+import type { Database } from './store/database.js';
 import { createSessionKeyv } from './store/keyv.js';
-import { migrate } from './store/schema.js';
-
-const HOUSEKEEPING_INTERVAL_MS = 60 * 60 * 1000;
 
 export interface Bot {
   identity: BotIdentity;
@@ -60,29 +50,18 @@ export interface Bot {
   stop(drainMs?: number): Promise<void>;
 }
 
-/** Builds the whole bot from configuration: Slack identity, store, agent client, Bolt app. */
+/**
+ * The composition root: builds the whole bot from configuration (Slack identity, store, agent client, Bolt app)
+ * and wires its parts; their start and stop order is in app/lifecycle.ts.
+ */
 export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const metrics = new BotMetrics();
   const tracing = await startTracing(config.tracing);
-  const agent = new AgentClient({
-    baseUrl: config.agent.baseUrl,
-    apiKey: config.agent.apiKey,
-    timeoutMs: config.agent.timeoutMs,
-    // Every thread answered at once may have a prompt in flight; a little room for session calls.
-    maxSockets: config.delivery.concurrency + 16,
-    // A span per call, and its trace context to the agent service so the service's own traces join.
-    around: (operation, attempt) =>
-      tracing.inSpan(`agent ${operation}`, 'client', { 'agent.operation': operation }, attempt),
-    headers: () => tracing.headers(),
-    onCall: ({ operation, attempt, durationMs, outcome, serviceMessage }) => {
-      // The service's words may quote the prompt: debug only, like every message text.
-      if (serviceMessage !== undefined)
-        logger.debug({ operation, attempt, outcome, serviceMessage }, 'the agent service said');
-      metrics.agentCallSeconds.observe({ operation, outcome }, durationMs / 1000);
-      if (outcome !== 'ok') metrics.agentFailures.inc({ operation, kind: outcome });
-      if (operation === 'sendMessage' && outcome === 'ok') metrics.promptsRelayed.inc();
-      if (operation === 'createSession' && outcome === 'ok') metrics.sessionsCreated.inc();
-    },
+  // Every thread answered at once may have a prompt in flight; a little room for session calls.
+  const agent = observedAgentClient(config.agent, config.delivery.concurrency + 16, {
+    metrics,
+    tracing,
+    logger,
   });
   let startup: { identity: BotIdentity; db: Database };
   try {
@@ -115,36 +94,10 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const marks = new ConversationMarks(db);
   const viewing = new ViewingContext(db);
 
-  // Slack out: one client that retries calls harmless to repeat (a queue per method, as Slack limits each
-  // method separately; best-effort calls retried once), one that never repeats a post by itself.
-  const slackObserver = {
-    onCall: ({ method, status }: { method: string; status: string }) =>
-      metrics.slackCalls.inc({ method, status }),
-    onRateLimited: () => metrics.slackRateLimited.inc(),
-    around: <T>(method: string, call: () => Promise<T>) =>
-      tracing.inSpan(`slack ${method}`, 'client', { 'slack.method': method }, call),
-  };
-  const slackClientOptions: WebClientOptions = {
-    slackApiUrl: config.slack.apiUrl,
-    logger: boltLogger(logger),
-    timeout: config.slack.callTimeoutMs,
-    retryConfig: { retries: 3, factor: 2, minTimeout: 500, maxTimeout: 4_000 },
-  };
-  // Each method on a queue of its own, as Slack limits each on its own (see SlackWebClient); indicators never
-  // wait long for Slack: Retry-After is honoured once.
-  const slackClient = new SlackWebClient(config.slack.botToken, slackClientOptions, slackObserver, {
-    retries: 1,
-    factor: 2,
-    minTimeout: 500,
-    maxTimeout: 2_000,
-  });
-  const postClient = new SlackWebClient(
-    config.slack.botToken,
-    { ...slackClientOptions, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true },
-    slackObserver,
-  );
-  const reads = new SlackReads(slackClient, logger, identity.botUserId);
-  const replies = new SlackWrites(slackClient, postClient, logger, reads);
+  // Slack out: one client that retries calls harmless to repeat, one that never repeats a post by itself.
+  const slack = slackClients(config.slack, { metrics, tracing, logger });
+  const reads = new SlackReads(slack.calls, logger, identity.botUserId);
+  const replies = new SlackWrites(slack.calls, slack.posts, logger, reads);
   const agentFeatures = new AgentFeatures(replies, config.agentView.mode, openedSessionsIn(marks), logger);
   const indicators = new WorkIndicators(
     replies,
@@ -164,7 +117,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     replies,
     reads,
     agentFeatures,
-    resolveUserName: cachedUserNameResolver(slackClient),
+    resolveUserName: cachedUserNameResolver(slack.calls),
     botUserId: identity.botUserId,
     maxPromptChars: config.conversation.maxPromptChars,
     agentTimeoutMs: config.agent.timeoutMs,
@@ -219,10 +172,9 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     mentionOnly: config.conversation.mentionOnly,
     logger,
   });
-  let accepting = true;
   let socketHealth: SocketHealth | undefined;
   const readiness = new Readiness({
-    accepting: () => accepting,
+    accepting: () => lifecycle.accepting,
     store: () =>
       // A failed check starts the outage clock (a replica with no traffic); only a recorded event ends it, as a
       // store that answers reads may still refuse writes (a read-only failover, a full disk).
@@ -246,10 +198,10 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     port: config.port,
     host: config.host,
     routes: customRoutes(health),
-    clientOptions: slackClientOptions,
+    clientOptions: slack.options,
     boltLogger: boltLogger(logger),
     intake: async (envelope) => {
-      if (!accepting) throw new Error('shutting down: not accepting events');
+      if (!lifecycle.accepting) throw new Error('shutting down: not accepting events');
       await storeOutage.record(envelope, () => intake.accept(envelope));
     },
     logger,
@@ -292,122 +244,37 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     deletionsPending: await deleter.pendingCount(),
   }));
 
-  let housekeeping: NodeJS.Timeout | undefined;
-  let pruning: Promise<void> | undefined;
-  let adminServer: Server | undefined;
-  let healthServer: Server | undefined;
+  const housekeeping = new Housekeeping(
+    [() => claims.prune(), () => inbox.prune(), () => viewing.prune(), () => sessions.pruneActivity()],
+    logger,
+  );
+  const lifecycle = new BotLifecycle({
+    config,
+    logger,
+    tracing,
+    db,
+    owner,
+    inbox,
+    worker,
+    relay,
+    deleter,
+    sweeper,
+    housekeeping,
+    agent,
+    slackIngress,
+    health,
+    adminRoutes: { '/metrics': metricsHandler(metrics) },
+  });
   return {
     identity,
-    async start() {
-      // The embedded store is one process's, so jobs left running belong to a process that is gone.
-      if (db.kind === 'embedded') await inbox.expireLeases();
-      worker.start();
-      deleter.start();
-      sweeper.start();
-      const prune = () => {
-        pruning = Promise.all([
-          claims.prune(),
-          inbox.prune(),
-          viewing.prune(),
-          sessions.pruneActivity(),
-        ]).then(
-          () => {},
-          (error: unknown) => logger.warn({ err: error }, 'could not prune expired store rows'),
-        );
-      };
-      // At start-up too: a process restarted more often than hourly (deploys, crashes) still forgets old rows.
-      prune();
-      housekeeping = setInterval(prune, HOUSEKEEPING_INTERVAL_MS);
-      housekeeping.unref();
-      adminServer = await startRouteServer(config.adminPort, config.host, {
-        ...health,
-        '/metrics': metricsHandler(metrics),
-      });
-      if (config.slack.connection.mode === 'socket') {
-        // Socket Mode needs no public endpoint: PORT serves the health endpoints only.
-        healthServer = await startRouteServer(config.port, config.host, health);
-      }
-      await slackIngress.start();
-      logger.info(
-        {
-          mode: config.slack.connection.mode,
-          port: config.port,
-          adminPort: config.adminPort,
-          store: db.kind,
-          owner,
-        },
-        'slack-agent-bridge is running',
-      );
-    },
-    async stop(drainMs = 10_000) {
-      accepting = false;
-      sweeper.stop();
-      clearInterval(housekeeping);
-      await slackIngress
-        .stop()
-        .catch((error: unknown) => logger.warn({ err: error }, 'error while stopping the Slack receiver'));
-      const { finished, handedBack } = await worker.stop(drainMs);
-      if (!finished) {
-        relay.abandonRunning();
-        logger.warn({ handedBack }, 'stopped before all in-flight work finished');
-      }
-      await deleter.stop();
-      await pruning;
-      await Promise.all([stopRouteServer(adminServer), stopRouteServer(healthServer)]);
-      agent.close();
-      await tracing
-        .shutdown()
-        .catch((error: unknown) => logger.warn({ err: error }, 'could not send the last spans'));
-      await db
-        .close()
-        .catch((error: unknown) => logger.warn({ err: error }, 'error while closing the store'));
-    },
+    start: () => lifecycle.start(),
+    stop: (drainMs = 10_000) => lifecycle.stop(drainMs),
   };
 }
 
 /** The health routes in Bolt's form, for the HTTP receiver on PORT. */
 function customRoutes(handlers: Record<string, RouteHandler>): CustomRoute[] {
   return Object.entries(handlers).map(([path, handler]) => ({ path, method: ['GET', 'HEAD'], handler }));
-}
-
-/**
- * Slack, the agent service and the store, each checked whatever the others found: every failure is reported
- * together (an AggregateError of one-line errors), so an operator fixes them all in one round.
- */
-async function runStartupChecks(
-  config: Config,
-  agent: AgentClient,
-  metrics: BotMetrics,
-  logger: Logger,
-): Promise<{ identity: BotIdentity; db: Database }> {
-  const openStore = async () => {
-    const db = await openDatabase(config.store, {
-      onQuery: (durationMs, ok) =>
-        metrics.storeQuerySeconds.observe({ outcome: ok ? 'ok' : 'error' }, durationMs / 1000),
-    });
-    try {
-      await migrate(db);
-    } catch (error) {
-      await db.close().catch(() => {});
-      throw error;
-    }
-    return db;
-  };
-  const [identity, agentCheck] = await Promise.allSettled([
-    checkSlackIdentity(config, logger),
-    checkAgentService(agent, config.agent, logger),
-  ]);
-  // After the others, whatever they found: opening the embedded store holds the event loop for a while, and
-  // would eat into the agent service check's 3 s.
-  const [db] = await Promise.allSettled([openStore()]);
-  if (identity.status === 'fulfilled' && agentCheck.status === 'fulfilled' && db.status === 'fulfilled')
-    return { identity: identity.value, db: db.value };
-  // The store's lock (embedded) and connections are released before the process exits.
-  if (db.status === 'fulfilled') await db.value.close().catch(() => {});
-  const failures = [identity, agentCheck, db].flatMap((outcome) =>
-    outcome.status === 'rejected' ? [outcome.reason as unknown] : [],
-  );
-  throw new AggregateError(failures, 'start-up failed');
 }
 
 export type { BotIdentity };

@@ -34,10 +34,11 @@ describe('each decision has one home in src/', () => {
       /startsWith\(\s*['"]D['"]\s*\)|channel_type\s*===?\s*['"]im['"]/,
       /^sessions\/conversation-of\.ts$/,
     ],
-    // A classic DM's main line has no thread: whether a conversation is a thread is asked, not compared.
+    // A classic DM's main line has no thread: whether a conversation is a thread is asked, not compared (nor
+    // guessed from the shape of a ts).
     [
       '"is this conversation a Slack thread?"',
-      /\bDM_MAIN_THREAD\b/,
+      /\bDM_MAIN_THREAD\b|\/\^\\d\+\\\.\\d\+\$\//,
       /^sessions\/(thread-key|conversation-of)\.ts$/,
     ],
     // A power of two, or a delay doubled by hand.

@@ -1,7 +1,7 @@
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 /**
- * `on` / `off` force Slack's agent experience or turn it off; `auto` takes the app for an agent app (as
+ * `on` / `off` force the agent view or turn it off; `auto` takes the app for an agent app (as
  * manifest.yml makes it) until Slack answers `not_agent_app` in a workspace (see AgentFeatures).
  */
 export type AgentViewMode = 'auto' | 'on' | 'off';
@@ -108,7 +108,7 @@ export interface Config {
     /** Feedback buttons under each answer. */
     feedbackButtons: boolean;
   };
-  /** Slack's agent experience (manifest `features.agent_view`): conversations in the app's Messages tab. */
+  /** The agent view (manifest `features.agent_view`): conversations in the app's Messages tab. */
   agentView: AgentViewConfig;
   /** OpenTelemetry: spans are exported over OTLP/HTTP only when an endpoint is set. */
   tracing: { endpoint?: string; serviceName: string };

@@ -13,10 +13,10 @@ export interface InboundMessage {
   replyThreadTs?: string;
   hasFiles: boolean;
   eventId?: string;
-  /** A conversation of the Messages tab (agent experience). */
-  agentThread?: boolean;
-  /** Shown as an agent session (status, stop button, title) rather than with reactions: an agent app's thread. */
-  agentSession?: boolean;
+  /** A DM thread of the agent view (the Messages tab): the person's viewed channel goes with the prompt. */
+  agentViewDm?: boolean;
+  /** Shown as an agent-view session (status, stop button, title) rather than with reactions. */
+  agentView?: boolean;
   /** Sent again by its author after its answer was lost: `text` is read back from Slack (none is kept). */
   resend?: boolean;
   /** The trace of the Slack request that recorded it (W3C traceparent), so the job's span joins it. */
@@ -33,8 +33,8 @@ export interface ResetRequest {
   responseUrl?: string;
   /** Reported by whoever asked (the slash command, for several conversations at once): nothing is posted. */
   silent?: boolean;
-  /** The thread is an agent session, to be closed with the conversation. */
-  agentSession?: boolean;
+  /** The thread is an agent-view session, to be closed with the conversation. */
+  agentView?: boolean;
   /** The trace of the Slack request that asked for it. */
   traceparent?: string;
 }
@@ -50,13 +50,34 @@ export function indicatorOf(message: InboundMessage): IndicatorTarget {
     channelId: message.thread.channelId,
     ts: message.ts,
     replyThreadTs: message.replyThreadTs,
-    agentSession:
-      (message.agentSession ?? message.agentThread)
-        ? {
-            teamId: message.thread.teamId,
-            initiator: message.userId,
-            messagesTab: message.agentThread === true,
-          }
+    agentView:
+      (message.agentView ?? message.agentViewDm)
+        ? { teamId: message.thread.teamId, initiator: message.userId, isDm: message.agentViewDm === true }
         : undefined,
   };
+}
+
+/** The names the agent-view fields had in payloads recorded by earlier versions (still queued at an upgrade). */
+interface EarlierAgentViewFields {
+  agentThread?: boolean;
+  agentSession?: boolean;
+}
+
+/** A recorded message job's payload, whichever version recorded it. */
+export function inboundMessageOf(payload: unknown): InboundMessage {
+  const { agentThread, agentSession, ...message } = payload as InboundMessage & EarlierAgentViewFields;
+  const agentViewDm = message.agentViewDm ?? agentThread;
+  const agentView = message.agentView ?? agentSession;
+  return {
+    ...message,
+    ...(agentViewDm !== undefined ? { agentViewDm } : {}),
+    ...(agentView !== undefined ? { agentView } : {}),
+  };
+}
+
+/** A recorded reset job's payload, whichever version recorded it. */
+export function resetRequestOf(payload: unknown): ResetRequest {
+  const { agentSession, ...request } = payload as ResetRequest & EarlierAgentViewFields;
+  const agentView = request.agentView ?? agentSession;
+  return { ...request, ...(agentView !== undefined ? { agentView } : {}) };
 }

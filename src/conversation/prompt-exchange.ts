@@ -59,7 +59,7 @@ export class PromptExchange {
         maxChars: this.context.options.maxPromptChars,
       });
     }
-    if (message.agentThread) sent = await this.withViewedChannel(message, sent);
+    if (message.agentViewDm) sent = await this.withViewedChannel(message, sent);
     await progress.markSent(job, session.sessionId);
     let reply: string;
     try {

@@ -1,7 +1,7 @@
 import { AnswerJob } from './answer-job.js';
 import { JobContext, type RelayOptions } from './job-context.js';
 import { type ClaimedJob, JobInterruptedError, type JobOutcome } from './job-progress.js';
-import type { InboundMessage, ResetRequest } from './jobs.js';
+import { type InboundMessage, inboundMessageOf, type ResetRequest, resetRequestOf } from './jobs.js';
 import { ResetJob } from './reset-job.js';
 import { SlackRefusals } from './slack-retry.js';
 
@@ -52,8 +52,8 @@ export class Relay {
     // A child of the Slack request that recorded the job, whichever process runs it and however much later.
     return this.context.options.tracing.inSpanFrom(payload.traceparent, 'job', attributes, async () => {
       try {
-        if (job.kind === 'reset') return await this.resets.run(job, job.payload as ResetRequest);
-        return await this.answers.run(job, job.payload as InboundMessage);
+        if (job.kind === 'reset') return await this.resets.run(job, resetRequestOf(job.payload));
+        return await this.answers.run(job, inboundMessageOf(job.payload));
       } catch (error) {
         if (error instanceof JobInterruptedError)
           return error.reason === 'lost' ? { kind: 'lost' } : { kind: 'done' };

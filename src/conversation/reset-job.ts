@@ -1,3 +1,4 @@
+import { isSlackThread } from '../sessions/conversation-of.js';
 import { SlackPostError } from '../slack-out/failures.js';
 import type { JobContext } from './job-context.js';
 import { JobPosts } from './job-posts.js';
@@ -40,7 +41,7 @@ export class ResetJob {
     }
     await sessions.retire(ending, 'reset');
     // The conversation is over; the next message in the thread starts a new one (and a new session).
-    await this.context.options.agentFeatures.close([request.thread]);
+    if (isSlackThread(request.thread)) await this.context.options.agentFeatures.close([request.thread]);
     if (text === undefined) return { kind: 'done' };
     if (request.responseUrl) {
       // A private answer cannot be looked up afterwards: only the run that recorded the words sends it (so

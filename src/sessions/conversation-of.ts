@@ -100,10 +100,10 @@ export function conversationOfThread(thread: ThreadKey, agentView: AgentViewStat
  * answer, remembered per workspace. With `on` the Messages tab stays on even after such an answer.
  */
 export function agentViewIn(
-  features: Pick<AgentFeatures, 'mode' | 'isAgentApp'>,
+  features: Pick<AgentFeatures, 'mode' | 'offersAgentView'>,
   teamId: string,
 ): AgentViewState {
-  const slackOffersIt = features.isAgentApp(teamId);
+  const slackOffersIt = features.offersAgentView(teamId);
   return {
     inDms: features.mode === 'auto' ? slackOffersIt : features.mode === 'on',
     inChannels: slackOffersIt,

@@ -16,7 +16,7 @@ export const REQUIRED_BOT_SCOPES: Readonly<Record<string, string>> = {
   commands: 'the slash command and the Reset conversation shortcut',
 };
 
-/** Needed only with Slack's agent experience (SLACK_AGENT_VIEW, manifest.yml's features.agent_view). */
+/** Needed only with the agent view (SLACK_AGENT_VIEW, manifest.yml's features.agent_view). */
 export const AGENT_VIEW_SCOPES: Readonly<Record<string, string>> = {
   'assistant:write': 'the status, title and suggested prompts of Messages-tab conversations',
 };

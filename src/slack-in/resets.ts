@@ -1,5 +1,5 @@
-import type { InboundMessage, ResetRequest } from '../conversation/jobs.js';
-import { indicatorOf, jobKey } from '../conversation/jobs.js';
+import type { ResetRequest } from '../conversation/jobs.js';
+import { inboundMessageOf, indicatorOf, jobKey } from '../conversation/jobs.js';
 import type { Inbox } from '../inbox/inbox.js';
 import type { SessionManager } from '../sessions/manager.js';
 import { threadKeyString } from '../sessions/thread-key.js';
@@ -41,7 +41,7 @@ export class ThreadResets {
     if (recorded.outcome === 'not-allowed') return recorded;
     if (recorded.outcome === 'queued') this.onQueued();
     // The cancelled messages showed "queued"; cleared best effort, without holding up Slack's acknowledgement.
-    for (const message of recorded.cancelled as InboundMessage[])
+    for (const message of recorded.cancelled.map(inboundMessageOf))
       void this.indicators.clearQueued(indicatorOf(message));
     return { outcome: recorded.outcome };
   }

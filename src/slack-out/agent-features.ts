@@ -36,7 +36,7 @@ export function openedSessionsInMemory(): OpenedSessions {
 }
 
 /**
- * Slack's agent-only features (agent sessions, the Messages tab's suggested prompts), used only where Slack
+ * The agent view's Slack calls (agent sessions, the Messages tab's suggested prompts), used only where Slack
  * takes them. An app is taken to be an agent app (manifest.yml has `features.agent_view`) unless
  * SLACK_AGENT_VIEW=false, or until Slack answers `not_agent_app` (or `feature_disabled`) in a workspace:
  * from then on nothing agent-only is tried there for a while. A session is closed only if the bot opened it
@@ -60,8 +60,8 @@ export class AgentFeatures {
     private readonly notAgentAppTtlMs = NOT_AGENT_APP_TTL_MS,
   ) {}
 
-  /** Whether agent-only features are used in this workspace (its channel threads are agent sessions). */
-  isAgentApp(teamId: string): boolean {
+  /** Whether the agent view is used in this workspace (its channel threads are agent-view sessions). */
+  offersAgentView(teamId: string): boolean {
     if (this.mode === 'off') return false;
     return (this.notAgentAppUntil.get(teamId) ?? 0) <= Date.now();
   }
@@ -76,7 +76,7 @@ export class AgentFeatures {
     status: AgentSessionStatus,
     initiator?: string,
   ): Promise<void> {
-    if (!this.isAgentApp(thread.teamId)) return;
+    if (!this.offersAgentView(thread.teamId)) return;
     const result = await this.replies.setSessionStatus(thread.channelId, thread.threadTs, status, initiator);
     if (this.learn(thread.teamId, result) !== 'ok') return;
     // Every time, not once per thread: another replica may have closed it, and a reset's next message reopens it.
@@ -96,14 +96,14 @@ export class AgentFeatures {
 
   /**
    * Closes the sessions the bot opened among these ended conversations (reset, channel archived, idle), one
-   * call at a time: a channel or a sweep can end many at once. Others get none.
+   * call at a time: a channel or a sweep can end many at once. Others get none. Only Slack threads are passed
+   * (the callers ask `isSlackThread`): a classic DM's main line never has a session.
    */
   async close(threads: readonly SessionThread[]): Promise<void> {
     for (const thread of threads) {
-      if (!/^\d+\.\d+$/.test(thread.threadTs)) continue;
       await this.inOrder(thread, async () => {
         if (!(await this.wasOpened(thread))) return;
-        if (this.isAgentApp(thread.teamId)) {
+        if (this.offersAgentView(thread.teamId)) {
           this.learn(
             thread.teamId,
             await this.replies.setSessionStatus(thread.channelId, thread.threadTs, 'closed'),
@@ -117,7 +117,7 @@ export class AgentFeatures {
   /** Names the thread's session (set its status first). Best effort. */
   rename(thread: SessionThread, title: string): Promise<void> {
     return this.inOrder(thread, async () => {
-      if (!this.isAgentApp(thread.teamId)) return;
+      if (!this.offersAgentView(thread.teamId)) return;
       this.learn(thread.teamId, await this.replies.renameSession(thread.channelId, thread.threadTs, title));
     });
   }
@@ -129,7 +129,7 @@ export class AgentFeatures {
     title: string,
     prompts: readonly { title: string; message: string }[],
   ): Promise<boolean> {
-    if (!this.isAgentApp(teamId)) return false;
+    if (!this.offersAgentView(teamId)) return false;
     return (
       this.learn(teamId, await this.replies.setSuggestedPrompts(channel, title, prompts)) !== 'not-agent-app'
     );
@@ -159,7 +159,7 @@ export class AgentFeatures {
   /** Remembers Slack's "not an agent app" for the workspace, telling the operator once per workspace. */
   private learn(teamId: string, result: AgentCallResult): AgentCallResult {
     if (result !== 'not-agent-app') return result;
-    if (this.isAgentApp(teamId)) {
+    if (this.offersAgentView(teamId)) {
       this.logger.info(
         { team: teamId },
         'Slack says the app has no agent features here (manifest without features.agent_view): threads show reactions instead of agent sessions; set SLACK_AGENT_VIEW=false to skip asking',

@@ -37,16 +37,16 @@ export interface IndicatorTarget {
   /** Thread of the reply, or undefined for a top-level DM conversation. */
   replyThreadTs?: string;
   /**
-   * The thread is an agent session (an agent app: the Messages tab, or a channel thread): its status shows the
+   * The thread is an agent-view session (a DM of the Messages tab, or a channel thread): its status shows the
    * work (`processing`, with Slack's stop button, then `active`) instead of reactions.
    */
-  agentSession?: {
+  agentView?: {
     /** The workspace: Slack may say it has no agent features (then reactions show nothing more). */
     teamId: string;
     /** Who started it, for a session Slack creates now. */
     initiator: string;
-    /** A conversation of the Messages tab: it also shows "<app> is thinking…" with loading messages. */
-    messagesTab: boolean;
+    /** A DM of the agent view (the Messages tab): it also shows "<app> is thinking…" with loading messages. */
+    isDm: boolean;
   };
 }
 
@@ -107,11 +107,11 @@ export class WorkIndicators {
 
   /** Marks the message as being worked on; `end()` the result on every ending. */
   showWorking(target: IndicatorTarget, options: WorkingOptions = {}): Working {
-    if (target.agentSession && target.replyThreadTs) {
-      return this.showAgentSession(
+    if (target.agentView && target.replyThreadTs) {
+      return this.showAgentView(
         target.channelId,
         target.replyThreadTs,
-        target.agentSession,
+        target.agentView,
         options.stillWanted,
       );
     }
@@ -178,10 +178,10 @@ export class WorkIndicators {
    * clear it). Each call waits for the one before, so an ending never reaches Slack before the start. What a
    * timer sets is set only while `stillWanted`: after a takeover the other owner may have ended the work.
    */
-  private showAgentSession(
+  private showAgentView(
     channel: string,
     threadTs: string,
-    session: NonNullable<IndicatorTarget['agentSession']>,
+    session: NonNullable<IndicatorTarget['agentView']>,
     stillWanted: () => Promise<boolean> = async () => true,
   ): Working {
     let line = AGENT_STATUS;
@@ -205,7 +205,7 @@ export class WorkIndicators {
         SESSION_PROCESSING_REFRESH_MS,
       ),
     ];
-    if (session.messagesTab) {
+    if (session.isDm) {
       then(showLine);
       timers.push(setInterval(() => whileWanted(showLine), this.statusRefreshMs));
       if (this.slowNoticeMs > 0) {
@@ -225,7 +225,7 @@ export class WorkIndicators {
       end: async (how = 'clear') => {
         for (const timer of timers) clearTimeout(timer);
         if (how === 'leave') return void (await awhile(calls));
-        if (session.messagesTab) then(() => this.replies.setThreadStatus(channel, threadTs, ''));
+        if (session.isDm) then(() => this.replies.setThreadStatus(channel, threadTs, ''));
         // Only a session still open: a reset, archive or idle close may have ended it while this call waited.
         then(() => features.update(thread, 'active'));
         await awhile(calls);

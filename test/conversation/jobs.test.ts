@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { type InboundMessage, indicatorOf, jobKey } from '../../src/conversation/jobs.js';
+import {
+  type InboundMessage,
+  inboundMessageOf,
+  indicatorOf,
+  jobKey,
+  resetRequestOf,
+} from '../../src/conversation/jobs.js';
 
 const message: InboundMessage = {
   thread: { teamId: 'T1', channelId: 'C1', threadTs: '1.000' },
@@ -23,20 +29,45 @@ describe('indicatorOf', () => {
       channelId: 'C1',
       ts: '2.000',
       replyThreadTs: '1.000',
-      agentSession: undefined,
+      agentView: undefined,
     });
   });
 
   it('shows an agent view conversation as a session started by the author', () => {
-    expect(indicatorOf({ ...message, agentSession: true }).agentSession).toEqual({
+    expect(indicatorOf({ ...message, agentView: true }).agentView).toEqual({
       teamId: 'T1',
       initiator: 'U1',
-      messagesTab: false,
+      isDm: false,
     });
-    expect(indicatorOf({ ...message, agentThread: true }).agentSession).toEqual({
+    expect(indicatorOf({ ...message, agentViewDm: true }).agentView).toEqual({
       teamId: 'T1',
       initiator: 'U1',
-      messagesTab: true,
+      isDm: true,
     });
+  });
+});
+
+describe('reading a recorded payload', () => {
+  it('reads a message job recorded now unchanged', () => {
+    const recorded = { ...message, agentViewDm: true, agentView: true };
+    expect(inboundMessageOf(JSON.parse(JSON.stringify(recorded)))).toEqual(recorded);
+    expect(inboundMessageOf(JSON.parse(JSON.stringify(message)))).toEqual(message);
+  });
+
+  it('reads the agent-view fields of a message job recorded before they were renamed', () => {
+    const earlier = { ...message, agentThread: true, agentSession: true };
+    const read = inboundMessageOf(JSON.parse(JSON.stringify(earlier)));
+    expect(read).toEqual({ ...message, agentViewDm: true, agentView: true });
+    expect(read).not.toHaveProperty('agentThread');
+    expect(read).not.toHaveProperty('agentSession');
+    expect(indicatorOf(inboundMessageOf({ ...message, agentThread: true })).agentView?.isDm).toBe(true);
+    expect(inboundMessageOf({ ...message, agentSession: false })).toEqual({ ...message, agentView: false });
+  });
+
+  it('reads a reset job recorded before or after the rename alike', () => {
+    const request = { thread: message.thread, ts: '2.000', replyThreadTs: '1.000' };
+    expect(resetRequestOf({ ...request, agentSession: true })).toEqual({ ...request, agentView: true });
+    expect(resetRequestOf({ ...request, agentView: true })).toEqual({ ...request, agentView: true });
+    expect(resetRequestOf(request)).toEqual(request);
   });
 });

@@ -120,8 +120,8 @@ describe('agentViewIn: the agent view of a workspace', () => {
     ['auto', true, { inDms: true, inChannels: true }],
     ['auto', false, { inDms: false, inChannels: false }],
     ['off', false, { inDms: false, inChannels: false }],
-  ] as const)('SLACK_AGENT_VIEW=%s, agent app per Slack: %s', (mode, agentApp, expected) => {
-    expect(agentViewIn({ mode, isAgentApp: () => agentApp }, 'T1')).toEqual(expected);
+  ] as const)('SLACK_AGENT_VIEW=%s, agent view offered in the workspace: %s', (mode, offered, expected) => {
+    expect(agentViewIn({ mode, offersAgentView: () => offered }, 'T1')).toEqual(expected);
   });
 });
 

@@ -58,8 +58,8 @@ describe('agent features', () => {
       vi.useFakeTimers({ toFake: ['Date'] });
       const features = new AgentFeatures(replies, 'auto', openedSessionsInMemory(), logger, 200);
       await features.setStatus(thread('2.000001'), 'processing');
-      expect(features.isAgentApp('T0TEAM')).toBe(false);
-      expect(features.isAgentApp('T0OTHER')).toBe(true);
+      expect(features.offersAgentView('T0TEAM')).toBe(false);
+      expect(features.offersAgentView('T0OTHER')).toBe(true);
       await features.setStatus(thread('2.000002'), 'processing');
       await features.rename(thread('2.000001'), 'Title');
       expect(await features.setSuggestedPrompts('T0TEAM', 'D1', 'Try', [{ title: 'a', message: 'a' }])).toBe(
@@ -70,7 +70,7 @@ describe('agent features', () => {
       expect(logs.lines.filter((line) => line.includes('no agent features'))).toHaveLength(1);
       expect(logs.text).not.toContain('could not set the agent session status');
       vi.advanceTimersByTime(250);
-      expect(features.isAgentApp('T0TEAM')).toBe(true);
+      expect(features.offersAgentView('T0TEAM')).toBe(true);
     },
   );
 

@@ -64,7 +64,7 @@ describe('the status of an agent thread', () => {
       channelId: 'D0AGENT',
       ts: threadTs,
       replyThreadTs: threadTs,
-      agentSession: { teamId: 'T0TEAM', initiator: 'U0ALICE', messagesTab: true },
+      agentView: { teamId: 'T0TEAM', initiator: 'U0ALICE', isDm: true },
     });
     // Set again, and reworded, while the answer takes long; each step waits for Slack to have the call, as a
     // thread's calls go one after another and the line is read when its call is made.
@@ -192,7 +192,7 @@ describe('indicators of a job that goes on later or elsewhere', () => {
     const working = indicators.showWorking({
       ...target(threadTs),
       channelId: 'D0AGENT',
-      agentSession: { teamId: 'T0TEAM', initiator: 'U0ALICE', messagesTab: true },
+      agentView: { teamId: 'T0TEAM', initiator: 'U0ALICE', isDm: true },
     });
     await advance(250);
     await working.end('leave');
@@ -219,7 +219,7 @@ describe('indicators of a job that goes on later or elsewhere', () => {
       {
         ...target(threadTs),
         channelId: 'D0AGENT',
-        agentSession: { teamId: 'T0TEAM', initiator: 'U0ALICE', messagesTab: true },
+        agentView: { teamId: 'T0TEAM', initiator: 'U0ALICE', isDm: true },
       },
       { stillWanted: async () => wanted },
     );

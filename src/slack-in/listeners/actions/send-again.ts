@@ -14,7 +14,7 @@ export interface SendAgainDeps {
   inbox: Pick<Inbox, 'admit' | 'requestOf'>;
   replies: Pick<SlackWrites, 'respond' | 'updateMessage'>;
   access: Pick<AccessPolicy, 'check'>;
-  agentFeatures: Pick<AgentFeatures, 'mode' | 'isAgentApp'>;
+  agentFeatures: Pick<AgentFeatures, 'mode' | 'offersAgentView'>;
   userRateLimit: number;
   /** Called once a job is recorded, so a worker takes it at once. */
   onRecorded: () => void;
@@ -65,8 +65,8 @@ export function register(app: App, deps: SendAgainDeps): void {
         text: '',
         replyThreadTs: conversation.replyThreadTs,
         hasFiles: false,
-        agentThread: conversation.agentViewDm,
-        agentSession: conversation.agentView,
+        agentViewDm: conversation.agentViewDm,
+        agentView: conversation.agentView,
         resend: true,
         traceparent: deps.tracing.traceparent(),
       };

@@ -13,7 +13,7 @@ export const RESET_SHORTCUT_CALLBACK_ID = 'reset_conversation';
 export interface ResetShortcutDeps extends RequestRefusalDeps {
   resets: Pick<ThreadResets, 'request'>;
   /** In the agent view a top-level DM message starts its own thread, so it is reset as one. */
-  agentFeatures: Pick<AgentFeatures, 'mode' | 'isAgentApp'>;
+  agentFeatures: Pick<AgentFeatures, 'mode' | 'offersAgentView'>;
   tracing: Pick<Tracing, 'traceparent'>;
   replies: Pick<SlackWrites, 'respond'>;
   logger: Pick<Logger, 'error'>;
@@ -56,7 +56,7 @@ export function register(app: App, deps: ResetShortcutDeps): void {
           thread: conversation.thread,
           replyThreadTs: conversation.replyThreadTs,
           responseUrl: shortcut.response_url,
-          agentSession: conversation.agentView,
+          agentView: conversation.agentView,
           traceparent: deps.tracing.traceparent(),
         },
         shortcut.action_ts,

@@ -14,7 +14,7 @@ export interface SlashCommandDeps extends RequestRefusalDeps, SessionsSummaryDep
   sessions: Pick<SessionManager, 'list'>;
   resets: Pick<ThreadResets, 'request'>;
   /** Which conversations are agent-view sessions, to be closed with their reset. */
-  agentFeatures: Pick<AgentFeatures, 'mode' | 'isAgentApp'>;
+  agentFeatures: Pick<AgentFeatures, 'mode' | 'offersAgentView'>;
   tracing: Pick<Tracing, 'traceparent'>;
   /** Answers privately through the request's response_url. */
   replies: Pick<SlackWrites, 'respond'>;
@@ -59,7 +59,7 @@ export function register(app: App, deps: SlashCommandDeps): void {
           await deps.resets.request(
             {
               thread,
-              agentSession: conversationOfThread(thread, agentView).agentView,
+              agentView: conversationOfThread(thread, agentView).agentView,
               silent: true,
               traceparent: deps.tracing.traceparent(),
             },

@@ -6,7 +6,7 @@ import type { EventRouter } from './router.js';
 import { type StopDeps, stopConversation } from './stop.js';
 
 export interface AgentViewDeps extends StopDeps {
-  agentFeatures: Pick<AgentFeatures, 'mode' | 'isAgentApp' | 'update'>;
+  agentFeatures: Pick<AgentFeatures, 'mode' | 'offersAgentView' | 'update'>;
   /** What each person looks at in the Messages tab. */
   viewing: Pick<ViewingContext, 'record'>;
 }

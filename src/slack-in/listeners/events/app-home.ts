@@ -14,7 +14,7 @@ import type { EventRouter } from './router.js';
 export const SUGGESTED_PROMPTS_TITLE = 'Try asking me';
 
 export interface AppHomeDeps {
-  agentFeatures: Pick<AgentFeatures, 'mode' | 'isAgentApp' | 'setSuggestedPrompts'>;
+  agentFeatures: Pick<AgentFeatures, 'mode' | 'offersAgentView' | 'setSuggestedPrompts'>;
   access: Pick<AccessPolicy, 'check'>;
   /** Who was greeted in the Messages tab. */
   marks: Pick<ConversationMarks, 'set' | 'clear'>;

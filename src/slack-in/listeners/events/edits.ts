@@ -1,5 +1,5 @@
 import type { types } from '@slack/bolt';
-import { type InboundMessage, jobKey } from '../../../conversation/jobs.js';
+import { type InboundMessage, inboundMessageOf, jobKey } from '../../../conversation/jobs.js';
 import { DELETED_BEFORE_SENT_NOTICE, EDIT_NOT_RESENT_NOTICE } from '../../../conversation/notices.js';
 import type { MessageClaims } from '../../../inbox/claims.js';
 import type { Inbox } from '../../../inbox/inbox.js';
@@ -13,7 +13,7 @@ export interface EditDeps {
   inbox: Pick<Inbox, 'replaceWaitingPayload' | 'wasSent' | 'cancelWaitingMessage'>;
   claims: Pick<MessageClaims, 'claim'>;
   replies: Pick<SlackWrites, 'ephemeral'>;
-  agentFeatures: Pick<AgentFeatures, 'mode' | 'isAgentApp'>;
+  agentFeatures: Pick<AgentFeatures, 'mode' | 'offersAgentView'>;
   botUserId: string;
 }
 
@@ -32,7 +32,7 @@ export function register(events: EventRouter, deps: EditDeps): void {
     );
     const dedupeKey = jobKey(thread.teamId, thread.channelId, edit.ts, 'message');
     const replaced = await deps.inbox.replaceWaitingPayload(dedupeKey, (payload) => ({
-      ...(payload as InboundMessage),
+      ...inboundMessageOf(payload),
       text: edit.text,
     }));
     if (replaced || !(await deps.inbox.wasSent(dedupeKey))) return;

@@ -1,5 +1,6 @@
 import type { Inbox } from '../../../inbox/inbox.js';
 import type { Logger } from '../../../observability/logger.js';
+import { isSlackThread } from '../../../sessions/conversation-of.js';
 import type { SessionManager } from '../../../sessions/manager.js';
 import type { AgentFeatures } from '../../../slack-out/agent-features.js';
 import type { EventEnvelope } from '../../events.js';
@@ -19,7 +20,8 @@ export function register(events: EventRouter, deps: LifecycleDeps): void {
     const retired = await deps.sessions.retireWhere({ teamId, channelId }, 'channel-gone');
     await deps.inbox.cancelOpenWithPrefix(`${teamId}:${channelId}:`);
     // Best effort: Slack may refuse calls in an archived channel, and a deleted one has no threads left.
-    if (event.type.endsWith('_archive')) after.push(() => deps.agentFeatures.close(retired));
+    if (event.type.endsWith('_archive'))
+      after.push(() => deps.agentFeatures.close(retired.filter(isSlackThread)));
     deps.logger.info(
       { team: teamId, channel: channelId, event: event.type, count: retired.length },
       'channel closed; its agent sessions are being deleted',

@@ -32,7 +32,7 @@ export interface MessageDeps extends StopDeps {
   resets: Pick<ThreadResets, 'request'>;
   replies: Pick<SlackWrites, 'ephemeral' | 'notice'>;
   indicators: Pick<WorkIndicators, 'showQueued' | 'clearQueued'>;
-  agentFeatures: Pick<AgentFeatures, 'mode' | 'isAgentApp' | 'update'>;
+  agentFeatures: Pick<AgentFeatures, 'mode' | 'offersAgentView' | 'update'>;
   access: Pick<AccessPolicy, 'check'>;
   agentFor: (channelId: string) => string;
   botUserId: string;
@@ -142,7 +142,7 @@ async function acceptMessage(
         thread,
         ts: message.ts,
         replyThreadTs,
-        agentSession: conversation.agentView,
+        agentView: conversation.agentView,
         traceparent: deps.tracing.traceparent(),
       },
       message.ts,
@@ -162,8 +162,8 @@ async function acceptMessage(
     replyThreadTs,
     hasFiles: message.hasFiles,
     eventId: message.eventId,
-    agentThread: conversation.agentViewDm,
-    agentSession: conversation.agentView,
+    agentViewDm: conversation.agentViewDm,
+    agentView: conversation.agentView,
     traceparent: deps.tracing.traceparent(),
   };
   const { outcome, queued } = await inbox.admit(

@@ -1,4 +1,4 @@
-import { type InboundMessage, indicatorOf } from '../../../conversation/jobs.js';
+import { inboundMessageOf, indicatorOf } from '../../../conversation/jobs.js';
 import { stoppedNotice } from '../../../conversation/notices.js';
 import type { MessageRef } from '../../../inbox/claims.js';
 import type { Inbox } from '../../../inbox/inbox.js';
@@ -47,7 +47,7 @@ export async function stopConversation(
       );
     }
     // Cancelled messages were waiting, so each shows the "queued" indicator.
-    for (const message of cancelled as InboundMessage[])
+    for (const message of cancelled.map(inboundMessageOf))
       await deps.indicators.clearQueued(indicatorOf(message));
     await deps.replies.notice(
       { channel: thread.channelId, threadTs: replyThreadTs },

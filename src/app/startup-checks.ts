@@ -1,0 +1,48 @@
+import type { AgentClient } from '../agent/client.js';
+import { checkAgentService } from '../agent/startup-check.js';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../observability/logger.js';
+import type { BotMetrics } from '../observability/metrics.js';
+import { type BotIdentity, checkSlackIdentity } from '../slack-in/startup-check.js';
+import { type Database, openDatabase } from '../store/database.js';
+import { migrate } from '../store/schema.js';
+
+/**
+ * Slack, the agent service and the store, each checked whatever the others found: every failure is reported
+ * together (an AggregateError of one-line errors), so an operator fixes them all in one round.
+ */
+export async function runStartupChecks(
+  config: Config,
+  agent: AgentClient,
+  metrics: BotMetrics,
+  logger: Logger,
+): Promise<{ identity: BotIdentity; db: Database }> {
+  const openStore = async () => {
+    const db = await openDatabase(config.store, {
+      onQuery: (durationMs, ok) =>
+        metrics.storeQuerySeconds.observe({ outcome: ok ? 'ok' : 'error' }, durationMs / 1000),
+    });
+    try {
+      await migrate(db);
+    } catch (error) {
+      await db.close().catch(() => {});
+      throw error;
+    }
+    return db;
+  };
+  const [identity, agentCheck] = await Promise.allSettled([
+    checkSlackIdentity(config, logger),
+    checkAgentService(agent, config.agent, logger),
+  ]);
+  // After the others, whatever they found: opening the embedded store holds the event loop for a while, and
+  // would eat into the agent service check's 3 s.
+  const [db] = await Promise.allSettled([openStore()]);
+  if (identity.status === 'fulfilled' && agentCheck.status === 'fulfilled' && db.status === 'fulfilled')
+    return { identity: identity.value, db: db.value };
+  // The store's lock (embedded) and connections are released before the process exits.
+  if (db.status === 'fulfilled') await db.value.close().catch(() => {});
+  const failures = [identity, agentCheck, db].flatMap((outcome) =>
+    outcome.status === 'rejected' ? [outcome.reason as unknown] : [],
+  );
+  throw new AggregateError(failures, 'start-up failed');
+}

@@ -1,0 +1,50 @@
+import type { WebClientOptions } from '@slack/web-api';
+import type { SlackConfig } from '../config/index.js';
+import { boltLogger, type Logger } from '../observability/logger.js';
+import type { BotMetrics } from '../observability/metrics.js';
+import type { Tracing } from '../observability/tracing.js';
+import { SlackWebClient } from './client.js';
+
+export interface SlackClients {
+  /** What Bolt's own client is built with too. */
+  options: WebClientOptions;
+  /** Retries calls harmless to repeat: reads, reactions, statuses (best-effort calls retried once). */
+  calls: SlackWebClient;
+  /** Never repeats a post by itself: a post Slack may have taken is looked up before it is sent again. */
+  posts: SlackWebClient;
+}
+
+/** The bot's two Web API clients, every call measured and traced. */
+export function slackClients(
+  config: SlackConfig,
+  observers: { metrics: BotMetrics; tracing: Tracing; logger: Logger },
+): SlackClients {
+  const { metrics, tracing, logger } = observers;
+  const observer = {
+    onCall: ({ method, status }: { method: string; status: string }) =>
+      metrics.slackCalls.inc({ method, status }),
+    onRateLimited: () => metrics.slackRateLimited.inc(),
+    around: <T>(method: string, call: () => Promise<T>) =>
+      tracing.inSpan(`slack ${method}`, 'client', { 'slack.method': method }, call),
+  };
+  const options: WebClientOptions = {
+    slackApiUrl: config.apiUrl,
+    logger: boltLogger(logger),
+    timeout: config.callTimeoutMs,
+    retryConfig: { retries: 3, factor: 2, minTimeout: 500, maxTimeout: 4_000 },
+  };
+  // Each method on a queue of its own, as Slack limits each on its own (see SlackWebClient); indicators never
+  // wait long for Slack: Retry-After is honoured once.
+  const calls = new SlackWebClient(config.botToken, options, observer, {
+    retries: 1,
+    factor: 2,
+    minTimeout: 500,
+    maxTimeout: 2_000,
+  });
+  const posts = new SlackWebClient(
+    config.botToken,
+    { ...options, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true },
+    observer,
+  );
+  return { options, calls, posts };
+}
