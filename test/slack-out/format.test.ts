@@ -263,6 +263,27 @@ describe('tables in a reply', () => {
     expect(text.startsWith('```')).toBe(true);
   });
 
+  it('ends a table at the first line without a pipe: the text right after it is a paragraph', () => {
+    const [part, ...rest] = formatAgentReply('| a | b |\n|---|---|\n| 1 | 2 |\nAfter');
+    expect(rest).toEqual([]);
+    expect(part?.blocks).toEqual([
+      {
+        type: 'table',
+        rows: [
+          [
+            { type: 'raw_text', text: 'a' },
+            { type: 'raw_text', text: 'b' },
+          ],
+          [
+            { type: 'raw_text', text: '1' },
+            { type: 'raw_text', text: '2' },
+          ],
+        ],
+      },
+      { type: 'markdown', text: 'After' },
+    ]);
+  });
+
   it('leaves a table inside a code block alone, and a lone pipe as text', () => {
     const [part] = formatAgentReply(['```', table, '```', '', 'a | b'].join('\n'));
     expect(part?.blocks.map((block) => block.type)).toEqual(['markdown']);
