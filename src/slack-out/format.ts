@@ -1,6 +1,7 @@
 import type { types } from '@slack/bolt';
 import { lexer, type Token, type Tokens } from 'marked';
 import { neutraliseBroadcasts } from './broadcasts.js';
+import { closingLine, hardWrap, openFenceAtEnd, splitLines } from './fences.js';
 import { MAX_TEXT_PER_MESSAGE, MessagePacker } from './message-packer.js';
 import { fitsTableBlock, monospaceTable, piecesOf } from './tables.js';
 
@@ -58,11 +59,10 @@ function capped(markdown: string, maxChars: number): string {
   const cut = markdown.slice(0, maxChars);
   const atLine = cut.lastIndexOf('\n');
   const kept = (atLine > maxChars * 0.9 ? cut.slice(0, atLine) : cut).trimEnd();
-  // A cut inside a code block leaves it open (an open fence runs to the end, so it is the last block): close
-  // it so the notice is not shown as code.
-  const last = lexer(kept).at(-1);
-  const open = last && fencedCode(last);
-  const closing = open && !open.closed ? `\n${open.marker}` : '';
+  // A cut inside a code block, a list item's included, leaves it open: close it where it was opened, so the
+  // notice is not shown as code.
+  const open = openFenceAtEnd(kept);
+  const closing = open ? `\n${closingLine(open)}` : '';
   return `${kept}${closing}\n\n_:scissors: The reply was cut: it was ${markdown.length.toLocaleString('en-US')} characters long, and at most ${maxChars.toLocaleString('en-US')} are posted._`;
 }
 
@@ -87,11 +87,11 @@ interface Segment {
  */
 function markdownPieces(markdown: string, maxChars: number): string[] {
   const pieces: string[] = [];
-  for (const segment of segmentsOf(markdown)) {
+  for (const segment of segmentsOf(markdown, maxChars)) {
     if (segment.text.length <= maxChars) pieces.push(segment.text);
     else
       pieces.push(
-        ...(segment.fence ? splitCodeBlock(segment, maxChars) : splitProse(segment.text, maxChars)),
+        ...(segment.fence ? splitCodeBlock(segment, maxChars) : splitLines(segment.text, maxChars)),
       );
   }
   return pieces;
@@ -99,9 +99,10 @@ function markdownPieces(markdown: string, maxChars: number): string[] {
 
 /**
  * Paragraphs (blank-line separated, as marked's lexer reads them: a list or quote with blank lines in it is
- * one) and whole fenced code blocks, each exactly as written.
+ * one) and whole fenced code blocks, each exactly as written. A list over `maxChars` is one segment per item,
+ * so a long list is split between its items, with the code blocks in them whole where they fit.
  */
-function segmentsOf(markdown: string): Segment[] {
+function segmentsOf(markdown: string, maxChars: number): Segment[] {
   const segments: Segment[] = [];
   let paragraph = '';
   const flushParagraph = () => {
@@ -118,6 +119,12 @@ function segmentsOf(markdown: string): Segment[] {
       segments.push({ text: code.closed ? code.text : `${code.text}\n${code.marker}`, fence: code.opening });
     } else if (token.type === 'space') {
       flushParagraph();
+    } else if (token.type === 'list' && token.raw.trimEnd().length > maxChars) {
+      flushParagraph();
+      for (const item of (token as Tokens.List).items) {
+        paragraph = item.raw;
+        flushParagraph();
+      }
     } else {
       paragraph += token.raw;
     }
@@ -167,34 +174,4 @@ function splitCodeBlock(segment: Segment, maxChars: number): string[] {
   }
   if (current.length > 0) parts.push([fenceOpen, ...current, marker].join('\n'));
   return parts;
-}
-
-function splitProse(text: string, maxChars: number): string[] {
-  const parts: string[] = [];
-  let current = '';
-  for (const line of text.split('\n').flatMap((line) => hardWrap(line, maxChars))) {
-    const joined = current === '' ? line : `${current}\n${line}`;
-    if (joined.length <= maxChars) current = joined;
-    else {
-      parts.push(current);
-      current = line;
-    }
-  }
-  if (current !== '') parts.push(current);
-  return parts;
-}
-
-/** Splits an over-long line at spaces where possible, else at the limit. */
-function hardWrap(line: string, maxChars: number): string[] {
-  if (line.length <= maxChars) return [line];
-  const out: string[] = [];
-  let rest = line;
-  while (rest.length > maxChars) {
-    const space = rest.lastIndexOf(' ', maxChars);
-    const cut = space > maxChars / 2 ? space : maxChars;
-    out.push(rest.slice(0, cut));
-    rest = rest.slice(cut).replace(/^ /, '');
-  }
-  if (rest !== '') out.push(rest);
-  return out;
 }

@@ -23,7 +23,8 @@ export type ReplyPiece = { kind: 'text'; markdown: string } | { kind: 'table'; t
 
 /**
  * Splits a reply into text and tables, in order, as marked's lexer reads GitHub's Markdown: a table inside a
- * code block stays code, and the text between tables is kept exactly as written.
+ * code block stays code, and the text between tables is kept exactly as written. A table ends at its first
+ * line without a pipe: GitHub would read text right after it as one more row, where an agent means a paragraph.
  */
 export function piecesOf(markdown: string): ReplyPiece[] {
   const pieces: ReplyPiece[] = [];
@@ -33,13 +34,31 @@ export function piecesOf(markdown: string): ReplyPiece[] {
     if (trimmed !== '') pieces.push({ kind: 'text', markdown: trimmed });
     text = '';
   };
-  for (const token of lexer(markdown)) {
+  const tokens = lexer(markdown);
+  for (const [index, token] of tokens.entries()) {
     if (token.type !== 'table') {
       text += token.raw;
       continue;
     }
     flushText();
-    pieces.push({ kind: 'table', table: tableOf(token as Tokens.Table) });
+    const table = token as Tokens.Table;
+    const lines = table.raw.replace(/\n+$/, '').split('\n');
+    // The header and delimiter lines hold pipes (the lexer needs them to see a table): look from the rows on.
+    const end = lines.findIndex((line, at) => at >= 2 && !line.includes('|'));
+    if (end === -1) {
+      pieces.push({ kind: 'table', table: tableOf(table) });
+      continue;
+    }
+    pieces.push({
+      kind: 'table',
+      table: tableOf({ ...table, rows: table.rows.slice(0, end - 2), raw: lines.slice(0, end).join('\n') }),
+    });
+    // What follows is read again from where the table ends: the rest of the table's lines, then the reply.
+    const rest = [lines.slice(end).join('\n'), table.raw.slice(lines.join('\n').length)]
+      .concat(tokens.slice(index + 1).map((next) => next.raw))
+      .join('');
+    pieces.push(...piecesOf(rest));
+    return pieces;
   }
   flushText();
   return pieces;

@@ -1,3 +1,4 @@
+import { lexer, type Token } from 'marked';
 import { describe, expect, it } from 'vitest';
 import { formatAgentReply } from '../../src/slack-out/format.js';
 
@@ -7,6 +8,48 @@ const messagesOf = (markdown: string, maxChars: number) =>
 
 function fenceBalanced(chunk: string): boolean {
   return (chunk.match(/^\s*```/gm) ?? []).length % 2 === 0;
+}
+
+/** The text Slack shows as code in a message: every code block's content, nested ones (in lists) included. */
+function codeIn(markdown: string): string {
+  const walk = (tokens: Token[]): string[] =>
+    tokens.flatMap((token) => {
+      if (token.type === 'code') return [token.text as string];
+      const nested = [
+        ...('tokens' in token && Array.isArray(token.tokens) ? token.tokens : []),
+        ...('items' in token && Array.isArray(token.items) ? (token.items as Token[]) : []),
+      ];
+      return walk(nested);
+    });
+  return walk(lexer(markdown)).join('\n');
+}
+
+/** A numbered list whose items each hold a code block of `lines` lines. */
+function listWithCode(items: number, lines: number): { markdown: string; codeLines: string[] } {
+  const codeLines: string[] = [];
+  const listItems = Array.from({ length: items }, (_, item) => {
+    const code = Array.from({ length: lines }, (_, line) => `const step${item}line${line} = ${line}; // x`);
+    codeLines.push(...code);
+    return [`${item + 1}. Step ${item + 1}:`, '   ```ts', ...code.map((line) => `   ${line}`), '   ```'].join(
+      '\n',
+    );
+  });
+  return { markdown: `Here are the steps:\n\n${listItems.join('\n')}\n\nThat is all.`, codeLines };
+}
+
+/** Every line arrives in the messages, in order, and as code (none shown as prose). */
+function expectCodeKept(messages: string[], codeLines: string[]) {
+  let next = 0;
+  for (const message of messages) {
+    const code = codeIn(message);
+    const shown = message.match(/const step\d+line\d+ = \d+; \/\/ x/g) ?? [];
+    for (const line of shown) {
+      expect(line).toBe(codeLines[next]);
+      expect(code, `${line} is shown as code`).toContain(line);
+      next += 1;
+    }
+  }
+  expect(next).toBe(codeLines.length);
 }
 
 describe('formatAgentReply', () => {
@@ -99,6 +142,60 @@ describe('formatAgentReply', () => {
     expect(markdown.startsWith('~~~sh\necho 0\n')).toBe(true);
   });
 
+  it('splits a long list whose items hold code between items, every message with its code as code', () => {
+    const { markdown, codeLines } = listWithCode(8, 70);
+    expect(markdown.length).toBeGreaterThan(11_000);
+    const messages = formatAgentReply(markdown).map((part) => part.markdown);
+    expect(messages).toHaveLength(2);
+    for (const message of messages) {
+      expect(message.length).toBeLessThanOrEqual(11_000);
+      expect(fenceBalanced(message)).toBe(true);
+    }
+    expectCodeKept(messages, codeLines);
+    expect(messages.at(-1)?.endsWith('That is all.')).toBe(true);
+  });
+
+  it('closes and re-opens a code block inside a list item that is itself over the limit', () => {
+    const { markdown, codeLines } = listWithCode(3, 70);
+    const messages = messagesOf(markdown, 1_000);
+    for (const message of messages) {
+      expect(message.length).toBeLessThanOrEqual(1_000);
+      expect(fenceBalanced(message)).toBe(true);
+    }
+    expectCodeKept(messages, codeLines);
+  });
+
+  it('re-opens a deeply indented code block at the margin, where a fence still opens one', () => {
+    const code = Array.from({ length: 60 }, (_, line) => `const step0line${line} = ${line}; // x`);
+    const markdown = [
+      '- outer',
+      '  - inner',
+      '    ```',
+      ...code.map((line) => `    ${line}`),
+      '    ```',
+      '',
+      'Done.',
+    ];
+    const messages = messagesOf(markdown.join('\n'), 800);
+    expect(messages.length).toBeGreaterThan(1);
+    for (const message of messages) {
+      expect(message.length).toBeLessThanOrEqual(800);
+      expect(fenceBalanced(message)).toBe(true);
+    }
+    expectCodeKept(messages, code);
+    expect(codeIn(messages.at(-1) ?? '')).not.toContain('Done.');
+  });
+
+  it('closes a code block inside a list item that the length cap cut, so the notice is not code', () => {
+    const { markdown } = listWithCode(3, 70);
+    const [part, ...rest] = formatAgentReply(markdown, 11_000, 2_000);
+    expect(rest).toEqual([]);
+    const message = part?.markdown ?? '';
+    expect(fenceBalanced(message)).toBe(true);
+    expect(message).toMatch(/The reply was cut/);
+    expect(codeIn(message)).not.toMatch(/The reply was cut/);
+  });
+
   it('cuts a single enormous line at word boundaries', () => {
     const chunks = messagesOf('word '.repeat(5_000).trim(), 1_000);
     for (const chunk of chunks) expect(chunk.length).toBeLessThanOrEqual(1_000);
@@ -164,6 +261,27 @@ describe('tables in a reply', () => {
     expect(text).toContain('row 0   | xxxxx');
     expect(text).toContain('row 149 | xxxxx');
     expect(text.startsWith('```')).toBe(true);
+  });
+
+  it('ends a table at the first line without a pipe: the text right after it is a paragraph', () => {
+    const [part, ...rest] = formatAgentReply('| a | b |\n|---|---|\n| 1 | 2 |\nAfter');
+    expect(rest).toEqual([]);
+    expect(part?.blocks).toEqual([
+      {
+        type: 'table',
+        rows: [
+          [
+            { type: 'raw_text', text: 'a' },
+            { type: 'raw_text', text: 'b' },
+          ],
+          [
+            { type: 'raw_text', text: '1' },
+            { type: 'raw_text', text: '2' },
+          ],
+        ],
+      },
+      { type: 'markdown', text: 'After' },
+    ]);
   });
 
   it('leaves a table inside a code block alone, and a lone pipe as text', () => {
