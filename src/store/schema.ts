@@ -118,8 +118,9 @@ const MIGRATIONS: readonly (readonly MigrationStep[])[] = [
   ],
   [
     // Lasting marks on a conversation (a person greeted, an agent view session the bot opened), until now kept
-    // as claims on invented message ts ('welcome', the thread's root): moved, not dropped. A whole
-    // conversation's mark has the empty thread.
+    // as claims on invented message ts ('welcome', the thread's root): copied, and the claims kept, as replicas
+    // of the previous release still read and write them during a rolling upgrade (ConversationMarks keeps
+    // both in step). A whole conversation's mark has the empty thread.
     `CREATE TABLE IF NOT EXISTS conversation_marks (
        team_id TEXT NOT NULL,
        channel_id TEXT NOT NULL,
@@ -134,7 +135,6 @@ const MIGRATIONS: readonly (readonly MigrationStep[])[] = [
      SELECT team_id, channel_id, message_ts, 'agent-view-opened', handled_at FROM handled_messages
      WHERE purpose = 'agent-session'
      ON CONFLICT DO NOTHING`,
-    `DELETE FROM handled_messages WHERE purpose IN ('greeting', 'agent-session')`,
   ],
 ];
 
