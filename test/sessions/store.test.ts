@@ -225,10 +225,23 @@ function storeContract(name: string, open: () => Promise<{ db: Database; reopen:
       await previous.create(sessionFixture('s-old', { threadTs: '4.1' }));
       await store.create(sessionFixture('s-new', { threadTs: '4.2' }));
       await previous.recordActivity(sessionFixture('s-new', { threadTs: '4.2' }));
-      await store.recordActivity(sessionFixture('s-old', { threadTs: '4.1' }));
+      // Its row names no thread, agent or starter: filled in from the mapping when listed.
       expect(ids(await store.list({ teamId: 'T1', channelId: 'C1' }))).toEqual(['s-new', 's-old']);
       expect(ids(await store.mappingsOf('agent-1'))).toEqual(['s-new', 's-old']);
       expect(ids(await previous.list('T1:C1'))).toEqual(['s-new', 's-old']);
+      // Or when active.
+      await previous.create(
+        sessionFixture('s-other', { channelId: 'C9', threadTs: '4.4', agentId: 'agent-9' }),
+      );
+      await store.recordActivity(
+        sessionFixture('s-other', { channelId: 'C9', threadTs: '4.4', agentId: 'agent-9' }),
+      );
+      expect(
+        await db.query(`SELECT team_id, channel_id, agent_id FROM session_activity WHERE key LIKE '%4.4%'`),
+      ).toEqual([{ team_id: 'T1', channel_id: 'C9', agent_id: 'agent-9' }]);
+      await store.deleteAll([
+        sessionFixture('s-other', { channelId: 'C9', threadTs: '4.4', agentId: 'agent-9' }),
+      ]);
 
       // Both go idle; the previous release's idle sweep and clean-up see them as this one does.
       await db.query(`UPDATE session_activity SET last_active_at = now() - interval '1 hour'`);
