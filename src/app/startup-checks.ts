@@ -5,6 +5,7 @@ import type { Logger } from '../observability/logger.js';
 import type { BotMetrics } from '../observability/metrics.js';
 import { type BotIdentity, checkSlackIdentity } from '../slack-in/startup-check.js';
 import { type Database, openDatabase } from '../store/database.js';
+import { checkSessionTable } from '../store/keyv.js';
 import { migrate } from '../store/schema.js';
 
 /**
@@ -24,6 +25,7 @@ export async function runStartupChecks(
     });
     try {
       await migrate(db);
+      await checkSessionTable(db);
     } catch (error) {
       await db.close().catch(() => {});
       throw error;

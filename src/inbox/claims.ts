@@ -7,6 +7,12 @@ import type { Database, SqlQuery } from '../store/database.js';
  */
 export type ClaimPurpose = 'edit-notice' | 'control' | 'refusal' | 'feedback';
 
+/**
+ * Marks as the previous release kept them, which marks.ts keeps in step during a rolling upgrade: lasting,
+ * so never pruned here (as that release did not).
+ */
+const LEGACY_MARK_PURPOSES = ['greeting', 'agent-session'];
+
 export interface MessageRef {
   teamId: string;
   channelId: string;
@@ -32,9 +38,10 @@ export class MessageClaims {
     for (;;) {
       const rows = await this.db.query(
         `DELETE FROM handled_messages WHERE ctid = ANY(ARRAY(
-           SELECT ctid FROM handled_messages WHERE handled_at < now() - make_interval(days => $1) LIMIT $2))
+           SELECT ctid FROM handled_messages
+           WHERE handled_at < now() - make_interval(days => $1) AND NOT purpose = ANY($3) LIMIT $2))
          RETURNING 1`,
-        [olderThanDays, batch],
+        [olderThanDays, batch, LEGACY_MARK_PURPOSES],
       );
       pruned += rows.length;
       if (rows.length < batch) break;

@@ -17,40 +17,83 @@ export interface MarkedConversation {
 
 /**
  * Marks on conversations, shared by every replica and kept across restarts: set, looked up and cleared, never
- * expired (each kind says how long it lasts).
+ * expired (each kind says how long it lasts). The previous release kept greetings and opened agent view
+ * sessions as claims in handled_messages, and its replicas keep setting and releasing them there during a
+ * rolling upgrade; so those marks are written to both places and cleared from both, and the claim decides
+ * whether one is set (see `legacyClaimOf`): neither release greets twice or leaves an agent view session open.
  */
 export class ConversationMarks {
   constructor(private readonly db: Database) {}
 
   /** Sets the mark; true when it was not set before (the first of several replicas to set it). */
   async set(conversation: MarkedConversation, mark: ConversationMark): Promise<boolean> {
-    const rows = await this.db.query(
-      `INSERT INTO conversation_marks (team_id, channel_id, thread_ts, mark) VALUES ($1, $2, $3, $4)
-       ON CONFLICT DO NOTHING RETURNING 1`,
-      [...keyOf(conversation), mark],
-    );
-    return rows.length === 1;
+    const legacy = legacyClaimOf(conversation, mark);
+    return this.db.transaction(async (query) => {
+      const rows = await query(
+        `INSERT INTO conversation_marks (team_id, channel_id, thread_ts, mark) VALUES ($1, $2, $3, $4)
+         ON CONFLICT DO NOTHING RETURNING 1`,
+        [...keyOf(conversation), mark],
+      );
+      if (!legacy) return rows.length === 1;
+      const claimed = await query(
+        `INSERT INTO handled_messages (team_id, channel_id, message_ts, purpose) VALUES ($1, $2, $3, $4)
+         ON CONFLICT DO NOTHING RETURNING 1`,
+        legacy,
+      );
+      return claimed.length === 1;
+    });
   }
 
   async has(conversation: MarkedConversation, mark: ConversationMark): Promise<boolean> {
-    const rows = await this.db.query(
-      'SELECT 1 FROM conversation_marks WHERE team_id = $1 AND channel_id = $2 AND thread_ts = $3 AND mark = $4',
-      [...keyOf(conversation), mark],
-    );
+    const legacy = legacyClaimOf(conversation, mark);
+    const rows = legacy
+      ? await this.db.query(
+          'SELECT 1 FROM handled_messages WHERE team_id = $1 AND channel_id = $2 AND message_ts = $3 AND purpose = $4',
+          legacy,
+        )
+      : await this.db.query(
+          'SELECT 1 FROM conversation_marks WHERE team_id = $1 AND channel_id = $2 AND thread_ts = $3 AND mark = $4',
+          [...keyOf(conversation), mark],
+        );
     return rows.length > 0;
   }
 
   async clear(conversation: MarkedConversation, mark: ConversationMark): Promise<void> {
-    await this.db.query(
-      'DELETE FROM conversation_marks WHERE team_id = $1 AND channel_id = $2 AND thread_ts = $3 AND mark = $4',
-      [...keyOf(conversation), mark],
-    );
+    const legacy = legacyClaimOf(conversation, mark);
+    await this.db.transaction(async (query) => {
+      await query(
+        'DELETE FROM conversation_marks WHERE team_id = $1 AND channel_id = $2 AND thread_ts = $3 AND mark = $4',
+        [...keyOf(conversation), mark],
+      );
+      if (legacy)
+        await query(
+          'DELETE FROM handled_messages WHERE team_id = $1 AND channel_id = $2 AND message_ts = $3 AND purpose = $4',
+          legacy,
+        );
+    });
   }
 }
 
 /** The table's key: a whole conversation has the empty thread, as no Slack ts is empty. */
 function keyOf(conversation: MarkedConversation): [string, string, string] {
   return [conversation.teamId, conversation.channelId, conversation.threadTs ?? ''];
+}
+
+/**
+ * The claim the previous release kept for a mark (team, channel, message ts, purpose): a greeting on the
+ * invented ts `welcome`, an opened agent view session on the thread's root. Kept, and deciding, until a
+ * later schema version retires it once no replica of that release runs; see LEGACY_MARK_PURPOSES in
+ * claims.ts.
+ */
+function legacyClaimOf(
+  conversation: MarkedConversation,
+  mark: ConversationMark,
+): [string, string, string, string] | undefined {
+  if (mark === 'greeted' && conversation.threadTs === undefined)
+    return [conversation.teamId, conversation.channelId, 'welcome', 'greeting'];
+  if (mark === 'agent-view-opened' && conversation.threadTs !== undefined)
+    return [conversation.teamId, conversation.channelId, conversation.threadTs, 'agent-session'];
+  return undefined;
 }
 
 /** The threads whose agent view session the bot opened, as marks shared by every replica. */

@@ -25,8 +25,14 @@ export interface SessionFilter {
 }
 
 const NAMESPACE = 'thread';
-/** Lifecycle rows read per Keyv lookup while looking for rows whose mapping is gone. */
-const PRUNE_BATCH = 500;
+/** Lifecycle rows read per Keyv lookup while looking for rows whose mapping is gone or to fill in. */
+const BATCH = 500;
+/** A lifecycle row's columns, in the order `UPSERT_ROW` takes them. */
+const UPSERT_ROW = `INSERT INTO session_activity (key, team_id, channel_id, thread_ts, agent_id, started_by, last_active_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7)
+  ON CONFLICT (key) DO UPDATE SET team_id = EXCLUDED.team_id, channel_id = EXCLUDED.channel_id,
+    thread_ts = EXCLUDED.thread_ts, agent_id = EXCLUDED.agent_id, started_by = EXCLUDED.started_by,
+    last_active_at = GREATEST(session_activity.last_active_at, EXCLUDED.last_active_at)`;
 
 interface LifecycleRow {
   key: string;
@@ -36,9 +42,12 @@ interface LifecycleRow {
 /**
  * The durable thread → agent-session mapping and each conversation's lifecycle. Keyv (on @keyv/postgres)
  * holds the mappings, through its own API only. Our own table, `session_activity`, holds one row per
- * conversation under the mapping's Keyv key: its workspace, channel, thread, agent and starter, and its last
- * activity. Lifecycle queries (by workspace or channel, idle) select rows there and fetch their mappings from
- * Keyv. Every failure is a StoreError, never an empty answer.
+ * conversation under the row key Keyv gives its mapping (`thread:<team>:<channel>:<thread>:<agent>`): its
+ * workspace, channel, thread, agent and starter, and its last activity. Lifecycle queries (by workspace or
+ * channel, idle) select rows there and fetch their mappings from Keyv. A replica of the previous release
+ * (during a rolling upgrade) writes rows with only key and activity: they are filled in from their mappings
+ * before each query by workspace or agent, and a row is only ever deleted once its mapping is gone. Every
+ * failure is a StoreError, never an empty answer.
  */
 export class SessionStore {
   constructor(
@@ -54,25 +63,8 @@ export class SessionStore {
 
   /** Records a new mapping; its lifecycle row first, so every mapping the idle sweep can see has one. */
   async create(session: ThreadSession): Promise<void> {
-    const key = sessionKeyString(session, session.agentId);
-    await this.guard('write', () =>
-      this.db.query(
-        `INSERT INTO session_activity (key, team_id, channel_id, thread_ts, agent_id, started_by, last_active_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)
-         ON CONFLICT (key) DO UPDATE SET started_by = EXCLUDED.started_by,
-           last_active_at = GREATEST(session_activity.last_active_at, EXCLUDED.last_active_at)`,
-        [
-          key,
-          session.teamId,
-          session.channelId,
-          session.threadTs,
-          session.agentId,
-          session.startedBy,
-          new Date(session.createdAt).toISOString(),
-        ],
-      ),
-    );
-    await this.guard('write', () => this.keyv.set(key, session));
+    await this.guard('write', () => this.db.query(UPSERT_ROW, rowOf(session, new Date(session.createdAt))));
+    await this.guard('write', () => this.keyv.set(sessionKeyString(session, session.agentId), session));
   }
 
   /** Forgets mappings (and their lifecycle rows). */
@@ -80,22 +72,29 @@ export class SessionStore {
     if (sessions.length === 0) return;
     const keys = sessions.map((session) => sessionKeyString(session, session.agentId));
     await this.guard('delete', () => this.keyv.deleteMany(keys));
-    await this.db.query('DELETE FROM session_activity WHERE key = ANY($1)', [keys]);
+    await this.db.query('DELETE FROM session_activity WHERE key = ANY($1)', [keys.map(rowKey)]);
   }
 
   /**
-   * Records that the thread was active now (for idle expiry and `/agent sessions`). A conversation ended
-   * meanwhile (a reset while an answer was being recorded) has no row, and gets none.
+   * Records that the thread was active now (for idle expiry and `/agent sessions`). A row that is missing or
+   * was written by a replica of the previous release is rebuilt from the mapping; a conversation ended
+   * meanwhile (a reset while an answer was being recorded) has no mapping, and gets no row.
    */
   async recordActivity(session: ThreadKey & { agentId: string }, at = new Date()): Promise<void> {
-    await this.db.query(
-      `UPDATE session_activity SET last_active_at = GREATEST(last_active_at, $2::timestamptz) WHERE key = $1`,
-      [sessionKeyString(session, session.agentId), at.toISOString()],
+    const key = sessionKeyString(session, session.agentId);
+    const updated = await this.db.query(
+      `UPDATE session_activity SET last_active_at = GREATEST(last_active_at, $2::timestamptz)
+       WHERE key = $1 AND team_id IS NOT NULL RETURNING 1`,
+      [rowKey(key), at.toISOString()],
     );
+    if (updated.length > 0) return;
+    const mapping = await this.guard('read', () => this.keyv.get(key));
+    if (isThreadSession(mapping)) await this.db.query(UPSERT_ROW, rowOf(mapping, at));
   }
 
   /** Mappings matching the filter (workspace, and optionally channel, thread and starter), oldest first. */
   async list(filter: SessionFilter): Promise<SessionWithActivity[]> {
+    await this.fillRows();
     const sessions = await this.withMappings(
       await this.guard('read', () =>
         this.db.query<LifecycleRow>(
@@ -122,6 +121,7 @@ export class SessionStore {
 
   /** Every mapping to a session of this agent (for the orphan check of `npm run sessions`). */
   async mappingsOf(agentId: string): Promise<SessionWithActivity[]> {
+    await this.fillRows();
     return this.withMappings(
       await this.guard('read', () =>
         this.db.query<LifecycleRow>('SELECT key, last_active_at FROM session_activity WHERE agent_id = $1', [
@@ -143,11 +143,11 @@ export class SessionStore {
       const rows = await this.db.query<{ key: string }>(
         `SELECT key FROM session_activity WHERE last_active_at < now() - interval '10 minutes' AND key > $1
          ORDER BY key LIMIT $2`,
-        [after, PRUNE_BATCH],
+        [after, BATCH],
       );
       if (rows.length === 0) return pruned;
       const keys = rows.map((row) => row.key);
-      const mappings = await this.guard('read', () => this.keyv.getMany(keys));
+      const mappings = await this.guard('read', () => this.keyv.getMany(keys.map(keyvKey)));
       const gone = keys.filter((_, index) => mappings[index] === undefined);
       if (gone.length > 0) {
         const deleted = await this.db.query(
@@ -161,10 +161,37 @@ export class SessionStore {
     }
   }
 
+  /**
+   * Fills in the rows a replica of the previous release wrote (key and activity only) from their mappings,
+   * so queries by workspace, channel, starter or agent find them. Rows without a mapping stay as they are.
+   */
+  private async fillRows(): Promise<void> {
+    let after = '';
+    for (;;) {
+      const rows = await this.guard('read', () =>
+        this.db.query<LifecycleRow>(
+          `SELECT key, last_active_at FROM session_activity WHERE team_id IS NULL AND key > $1
+           ORDER BY key LIMIT $2`,
+          [after, BATCH],
+        ),
+      );
+      if (rows.length === 0) return;
+      const mappings = await this.guard('read', () => this.keyv.getMany(rows.map((row) => keyvKey(row.key))));
+      for (const [index, row] of rows.entries()) {
+        const mapping = mappings[index];
+        if (isThreadSession(mapping))
+          await this.guard('write', () =>
+            this.db.query(UPSERT_ROW, rowOf(mapping, new Date(row.last_active_at))),
+          );
+      }
+      after = rows.at(-1)?.key ?? after;
+    }
+  }
+
   /** The rows' mappings, read through Keyv, with their last activity; rows without a mapping are left out. */
   private async withMappings(rows: readonly LifecycleRow[]): Promise<SessionWithActivity[]> {
     if (rows.length === 0) return [];
-    const mappings = await this.guard('read', () => this.keyv.getMany(rows.map((row) => row.key)));
+    const mappings = await this.guard('read', () => this.keyv.getMany(rows.map((row) => keyvKey(row.key))));
     return rows.flatMap((row, index) => {
       const session = mappings[index];
       return isThreadSession(session)
@@ -186,6 +213,30 @@ export class SessionStore {
       );
     }
   }
+}
+
+/** The lifecycle row's key: the row key Keyv gives the mapping, which the previous release reads too. */
+function rowKey(key: string): string {
+  return `${NAMESPACE}:${key}`;
+}
+
+/** The mapping's Keyv key, from its lifecycle row's. */
+function keyvKey(key: string): string {
+  return key.slice(NAMESPACE.length + 1);
+}
+
+/** A mapping's lifecycle row, as `UPSERT_ROW` takes it. */
+function rowOf(session: ThreadSession, lastActiveAt: Date): unknown[] {
+  return [
+    rowKey(sessionKeyString(session, session.agentId)),
+    session.teamId,
+    session.channelId,
+    session.threadTs,
+    session.agentId,
+    // A mapping written before starters were recorded still lists, as nobody's.
+    session.startedBy ?? '',
+    lastActiveAt.toISOString(),
+  ];
 }
 
 function isThreadSession(value: unknown): value is ThreadSession {

@@ -1,6 +1,6 @@
 import { KeyvPostgres } from '@keyv/postgres';
 import Keyv from 'keyv';
-import type { Database } from './database.js';
+import { type Database, StoreError } from './database.js';
 import { SESSIONS_TABLE } from './schema.js';
 
 /**
@@ -26,4 +26,20 @@ export function createSessionKeyv<Value>(db: Database, namespace: string): Keyv<
   // Failures reach callers as thrown errors; the event is only a duplicate notification.
   keyv.on('error', () => {});
   return keyv;
+}
+
+/**
+ * Makes sure Keyv's table exists, at start-up. @keyv/postgres creates it from its constructor and reports a
+ * failure only as an event, so a store blip then would leave no table, and every conversation failing, until
+ * a restart: one read through Keyv turns that into a start-up failure.
+ */
+export async function checkSessionTable(db: Database): Promise<void> {
+  try {
+    await createSessionKeyv<unknown>(db, 'start-up-check').get('table');
+  } catch (error) {
+    throw new StoreError(
+      `the session table (${SESSIONS_TABLE}) could not be created or read: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
+  }
 }

@@ -104,24 +104,23 @@ const MIGRATIONS: readonly (readonly MigrationStep[])[] = [
   ],
   [
     // Each conversation's lifecycle row names its thread, agent and starter, so listing conversations by
-    // workspace, channel, starter or idleness reads this table alone, never Keyv's; its key is the mapping's
-    // Keyv key, without Keyv's namespace prefix.
+    // workspace, channel, starter or idleness reads this table alone, never Keyv's. Expand only: replicas of
+    // the previous release run beside this one during a rolling upgrade and write rows with only key and
+    // last activity, under Keyv's row key, and join on it; so the key keeps that format, the new columns stay
+    // nullable (this release fills a row's from its mapping, see SessionStore), and nothing is deleted.
     `ALTER TABLE session_activity ADD COLUMN team_id TEXT, ADD COLUMN channel_id TEXT, ADD COLUMN thread_ts TEXT,
        ADD COLUMN agent_id TEXT, ADD COLUMN started_by TEXT`,
-    `UPDATE session_activity SET key = substring(key from 8) WHERE key LIKE 'thread:%'`,
     backfillConversations,
-    // Activity of a conversation whose mapping is gone (a reset while an answer was being recorded).
-    'DELETE FROM session_activity WHERE team_id IS NULL',
-    `ALTER TABLE session_activity ALTER COLUMN team_id SET NOT NULL, ALTER COLUMN channel_id SET NOT NULL,
-       ALTER COLUMN thread_ts SET NOT NULL, ALTER COLUMN agent_id SET NOT NULL,
-       ALTER COLUMN started_by SET NOT NULL`,
     'CREATE INDEX IF NOT EXISTS session_activity_thread ON session_activity (team_id, channel_id, thread_ts)',
     'CREATE INDEX IF NOT EXISTS session_activity_agent ON session_activity (agent_id)',
+    // Rows a replica of the previous release wrote, still to be filled in from their mappings.
+    'CREATE INDEX IF NOT EXISTS session_activity_unfilled ON session_activity (key) WHERE team_id IS NULL',
   ],
   [
     // Lasting marks on a conversation (a person greeted, an agent view session the bot opened), until now kept
-    // as claims on invented message ts ('welcome', the thread's root): moved, not dropped. A whole
-    // conversation's mark has the empty thread.
+    // as claims on invented message ts ('welcome', the thread's root): copied, and the claims kept, as replicas
+    // of the previous release still read and write them during a rolling upgrade (ConversationMarks keeps
+    // both in step). A whole conversation's mark has the empty thread.
     `CREATE TABLE IF NOT EXISTS conversation_marks (
        team_id TEXT NOT NULL,
        channel_id TEXT NOT NULL,
@@ -136,7 +135,6 @@ const MIGRATIONS: readonly (readonly MigrationStep[])[] = [
      SELECT team_id, channel_id, message_ts, 'agent-view-opened', handled_at FROM handled_messages
      WHERE purpose = 'agent-session'
      ON CONFLICT DO NOTHING`,
-    `DELETE FROM handled_messages WHERE purpose IN ('greeting', 'agent-session')`,
   ],
 ];
 
@@ -153,7 +151,7 @@ async function backfillConversations(query: SqlQuery): Promise<void> {
   if (!existing?.found) return;
   await query(
     `INSERT INTO session_activity (key, last_active_at, team_id, channel_id, thread_ts, agent_id, started_by)
-     SELECT substring(k.key from 8), COALESCE((m.session->>'createdAt')::timestamptz, now()), m.session->>'teamId',
+     SELECT k.key, COALESCE((m.session->>'createdAt')::timestamptz, now()), m.session->>'teamId',
             m.session->>'channelId', m.session->>'threadTs', m.session->>'agentId', m.session->>'startedBy'
        FROM public.${SESSIONS_TABLE} k, LATERAL (SELECT k.value::jsonb->'value' AS session) m
       WHERE k.key LIKE 'thread:%' AND m.session->>'teamId' IS NOT NULL AND m.session->>'channelId' IS NOT NULL

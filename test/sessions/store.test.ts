@@ -1,3 +1,4 @@
+import type Keyv from 'keyv';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SessionStore, type SessionWithActivity, type ThreadSession } from '../../src/sessions/store.js';
 import { type Database, openDatabase, StoreError } from '../../src/store/database.js';
@@ -26,6 +27,66 @@ function storeOn(db: Database): SessionStore {
 }
 
 const ids = (sessions: SessionWithActivity[]) => sessions.map((session) => session.sessionId).sort();
+
+/**
+ * A replica of the previous release (schema version 4), still running during a rolling upgrade: the SQL its
+ * SessionStore ran, copied as it was, with its mappings read and written through Keyv as it did.
+ */
+function previousReleaseReplica(db: Database, keyv: Keyv<ThreadSession>) {
+  const rowKey = (session: ThreadSession) =>
+    `thread:${session.teamId}:${session.channelId}:${session.threadTs}:${session.agentId}`;
+  const read = async (sql: string, params: unknown[]) => {
+    const rows = await db.query<{ value: string; last_active_at: Date | string | null }>(sql, params);
+    const sessions: SessionWithActivity[] = [];
+    for (const row of rows) {
+      const session = (await keyv.deserializeData<ThreadSession>(row.value))?.value;
+      if (!session) continue;
+      const lastActiveAt =
+        row.last_active_at === null ? session.createdAt : new Date(row.last_active_at).toISOString();
+      sessions.push({ ...session, lastActiveAt });
+    }
+    return sessions;
+  };
+  const replica = {
+    async recordActivity(session: ThreadSession, at = new Date()) {
+      await db.query(
+        `INSERT INTO session_activity (key, last_active_at) VALUES ($1, $2)
+         ON CONFLICT (key) DO UPDATE SET last_active_at = GREATEST(session_activity.last_active_at, EXCLUDED.last_active_at)`,
+        [rowKey(session), at.toISOString()],
+      );
+    },
+    async create(session: ThreadSession) {
+      await replica.recordActivity(session, new Date(session.createdAt));
+      await keyv.set(rowKey(session).slice('thread:'.length), session);
+    },
+    async deleteAll(sessions: ThreadSession[]) {
+      await keyv.deleteMany(sessions.map((session) => rowKey(session).slice('thread:'.length)));
+      await db.query('DELETE FROM session_activity WHERE key = ANY($1)', [sessions.map(rowKey)]);
+    },
+    /** Its list, by the key prefix (workspace, channel, thread). */
+    list: (prefix: string) =>
+      read(
+        `SELECT k.value, a.last_active_at FROM public.${SESSIONS_TABLE} k
+         LEFT JOIN session_activity a ON a.key = k.key WHERE k.key LIKE $1`,
+        [`thread:${prefix}:%`],
+      ),
+    listIdle: (before: Date, limit = 500) =>
+      read(
+        `SELECT k.value, a.last_active_at FROM session_activity a
+         JOIN public.${SESSIONS_TABLE} k ON k.key = a.key
+         WHERE a.last_active_at < $1 LIMIT $2`,
+        [before.toISOString(), limit],
+      ),
+    async pruneActivity() {
+      const rows = await db.query(
+        `DELETE FROM session_activity a WHERE a.last_active_at < now() - interval '10 minutes' AND NOT EXISTS (
+           SELECT 1 FROM public.${SESSIONS_TABLE} k WHERE k.key = a.key) RETURNING 1`,
+      );
+      return rows.length;
+    },
+  };
+  return replica;
+}
 
 function storeContract(name: string, open: () => Promise<{ db: Database; reopen: () => Promise<Database> }>) {
   describe(name, () => {
@@ -107,7 +168,9 @@ function storeContract(name: string, open: () => Promise<{ db: Database; reopen:
       await db.query(`UPDATE session_activity SET last_active_at = now() - interval '1 hour'`);
       expect(await store.pruneActivity()).toBe(1);
       expect(ids(await store.list({ teamId: 'T1' }))).toEqual(['s-kept']);
-      expect(await db.query('SELECT key FROM session_activity')).toEqual([{ key: 'T1:C1:2.1:agent-1' }]);
+      expect(await db.query('SELECT key FROM session_activity')).toEqual([
+        { key: 'thread:T1:C1:2.1:agent-1' },
+      ]);
       await db.close();
     });
 
@@ -145,8 +208,77 @@ function storeContract(name: string, open: () => Promise<{ db: Database; reopen:
       ]);
       expect(ids(await store.list({ teamId: 'T1', channelId: 'C2', startedBy: 'U2' }))).toEqual(['s-quiet']);
       expect(ids(await store.mappingsOf('agent-2'))).toEqual(['s-quiet']);
-      // The activity of a conversation already ended is gone with it.
-      expect((await db.query('SELECT key FROM session_activity ORDER BY key')).length).toBe(2);
+      // The activity of a conversation already ended stays (a replica of the previous release may still be
+      // creating it) until the clean-up finds it old and without a mapping.
+      expect((await db.query('SELECT key FROM session_activity')).length).toBe(3);
+      expect(await store.pruneActivity()).toBe(1);
+      expect((await db.query('SELECT key FROM session_activity')).length).toBe(2);
+      await db.close();
+    });
+
+    it('keeps every conversation while a replica of the previous release runs beside this one', async () => {
+      const { db } = await open();
+      await migrate(db);
+      const keyv = createSessionKeyv<ThreadSession>(db, SessionStore.namespace);
+      const store = new SessionStore(keyv, db);
+      const previous = previousReleaseReplica(db, keyv);
+      await previous.create(sessionFixture('s-old', { threadTs: '4.1' }));
+      await store.create(sessionFixture('s-new', { threadTs: '4.2' }));
+      await previous.recordActivity(sessionFixture('s-new', { threadTs: '4.2' }));
+      // Its row names no thread, agent or starter: filled in from the mapping when listed.
+      expect(ids(await store.list({ teamId: 'T1', channelId: 'C1' }))).toEqual(['s-new', 's-old']);
+      expect(ids(await store.mappingsOf('agent-1'))).toEqual(['s-new', 's-old']);
+      expect(ids(await previous.list('T1:C1'))).toEqual(['s-new', 's-old']);
+      // Or when active.
+      await previous.create(
+        sessionFixture('s-other', { channelId: 'C9', threadTs: '4.4', agentId: 'agent-9' }),
+      );
+      await store.recordActivity(
+        sessionFixture('s-other', { channelId: 'C9', threadTs: '4.4', agentId: 'agent-9' }),
+      );
+      expect(
+        await db.query(`SELECT team_id, channel_id, agent_id FROM session_activity WHERE key LIKE '%4.4%'`),
+      ).toEqual([{ team_id: 'T1', channel_id: 'C9', agent_id: 'agent-9' }]);
+      await store.deleteAll([
+        sessionFixture('s-other', { channelId: 'C9', threadTs: '4.4', agentId: 'agent-9' }),
+      ]);
+
+      // Both go idle; the previous release's idle sweep and clean-up see them as this one does.
+      await db.query(`UPDATE session_activity SET last_active_at = now() - interval '1 hour'`);
+      expect(await previous.pruneActivity()).toBe(0);
+      expect(await store.pruneActivity()).toBe(0);
+      const idleBefore = new Date(Date.now() - 60_000);
+      expect(ids(await store.listIdle(idleBefore))).toEqual(['s-new', 's-old']);
+      expect(ids(await previous.listIdle(idleBefore))).toEqual(['s-new', 's-old']);
+      expect(ids(await store.list({ teamId: 'T1', startedBy: 'U1' }))).toEqual(['s-new', 's-old']);
+
+      // A conversation the previous release created after its lifecycle row was lost still gets one back.
+      await previous.create(sessionFixture('s-late', { threadTs: '4.3', startedBy: 'U3' }));
+      await db.query(`DELETE FROM session_activity WHERE key LIKE '%4.3%'`);
+      await store.recordActivity(sessionFixture('s-late', { threadTs: '4.3' }));
+      expect(ids(await store.list({ teamId: 'T1', startedBy: 'U3' }))).toEqual(['s-late']);
+
+      // A reset on either side ends the conversation for both.
+      await previous.deleteAll([sessionFixture('s-old', { threadTs: '4.1' })]);
+      await store.deleteAll([sessionFixture('s-new', { threadTs: '4.2' })]);
+      expect(ids(await store.list({ teamId: 'T1' }))).toEqual(['s-late']);
+      expect(ids(await previous.list('T1'))).toEqual(['s-late']);
+      await db.close();
+    });
+
+    it('never prunes a lifecycle row whose mapping exists, whoever wrote it', async () => {
+      const { db } = await open();
+      await migrate(db);
+      const keyv = createSessionKeyv<ThreadSession>(db, SessionStore.namespace);
+      const store = new SessionStore(keyv, db);
+      const previous = previousReleaseReplica(db, keyv);
+      await previous.create(sessionFixture('s-old', { threadTs: '5.1' }));
+      await store.create(sessionFixture('s-new', { threadTs: '5.2' }));
+      await previous.recordActivity(sessionFixture('s-gone', { threadTs: '5.3' }));
+      await db.query(`UPDATE session_activity SET last_active_at = now() - interval '1 hour'`);
+      expect(await store.pruneActivity()).toBe(1);
+      expect(await previous.pruneActivity()).toBe(0);
+      expect((await db.query('SELECT key FROM session_activity')).length).toBe(2);
       await db.close();
     });
 
