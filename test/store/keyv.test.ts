@@ -4,7 +4,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { openDatabase, StoreError } from '../../src/store/database.js';
 import { checkSessionTable } from '../../src/store/keyv.js';
 import { migrate } from '../../src/store/schema.js';
-import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '../helpers/postgres.js';
+import {
+  createTestDatabase,
+  shouldRunPostgresTests,
+  TEST_DATABASE_URL,
+  type TestDatabase,
+} from '../helpers/postgres.js';
 
 const runPostgres = await shouldRunPostgresTests();
 
@@ -13,7 +18,8 @@ describe.runIf(runPostgres)("the start-up check of Keyv's table", () => {
   const roles: string[] = [];
   afterAll(async () => {
     await Promise.all(databases.map((database) => database.drop()));
-    const admin = new pg.Client({ connectionString: databases[0]?.url });
+    // The server's own database: the test databases are gone by now.
+    const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
     await admin.connect();
     for (const role of roles) await admin.query(`DROP ROLE IF EXISTS ${role}`);
     await admin.end();
