@@ -69,7 +69,8 @@ describe('configuration errors', () => {
 describe('start-up with the real services', () => {
   let slack: FakeSlack;
   let agent: AgentServiceEmulator;
-  let dir: TempDataDir;
+  // A test may build more than one environment: each one's data directory is removed after it.
+  const dirs: TempDataDir[] = [];
   beforeAll(async () => {
     slack = await FakeSlack.start();
     agent = await AgentServiceEmulator.start({ agents: [AGENT_ID] });
@@ -79,7 +80,8 @@ describe('start-up with the real services', () => {
   });
 
   async function environment(overrides: Record<string, string> = {}): Promise<Record<string, string>> {
-    dir = await freshDataDir();
+    const dir = await freshDataDir();
+    dirs.push(dir);
     return {
       SLACK_BOT_TOKEN: BOT_TOKEN,
       SLACK_SIGNING_SECRET: SIGNING_SECRET,
@@ -95,7 +97,7 @@ describe('start-up with the real services', () => {
     };
   }
   afterEach(async () => {
-    await dir?.remove();
+    await Promise.all(dirs.splice(0).map((dir) => dir.remove()));
   });
 
   const ready = (env: Record<string, string>) =>
@@ -206,15 +208,16 @@ describe('start-up with the real services', () => {
 
   it('stops with one line naming the embedded store, its path and the file system failure', async () => {
     const env = await environment();
+    const dataDir = env.DATA_DIR ?? '';
     // The store's own directory is a file: PGlite's file system fails inside, as on a broken volume.
-    await rm(path.join(dir.path, 'pglite'), { recursive: true, force: true });
-    await writeFile(path.join(dir.path, 'pglite'), 'not a directory');
+    await rm(path.join(dataDir, 'pglite'), { recursive: true, force: true });
+    await writeFile(path.join(dataDir, 'pglite'), 'not a directory');
     const run = runBot(env);
     running.push(run);
     expect(await run.exited).toBe(1);
     const lines = run.output().split('\n');
     expect(lines.find((line) => line.startsWith('Start-up failed:'))).toBe(
-      `Start-up failed: cannot open the embedded store under ${dir.path}: a part of the path is a file, not a directory (ENOTDIR)`,
+      `Start-up failed: cannot open the embedded store under ${dataDir}: a part of the path is a file, not a directory (ENOTDIR)`,
     );
     expect(run.output()).not.toContain('[object Object]');
     expect(lines.filter((line) => /^\s+at /.test(line))).toEqual([]);
