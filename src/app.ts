@@ -4,7 +4,7 @@ import type { CustomRoute } from '@slack/bolt';
 import { observedAgentClient } from './agent/observed-client.js';
 import { agentRouter } from './agent/routing.js';
 import { Housekeeping } from './app/housekeeping.js';
-import { BotLifecycle } from './app/lifecycle.js';
+import { BotLifecycle, EventAdmission } from './app/lifecycle.js';
 import { runStartupChecks } from './app/startup-checks.js';
 import type { Config } from './config/index.js';
 import { Relay } from './conversation/relay.js';
@@ -172,9 +172,10 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     mentionOnly: config.conversation.mentionOnly,
     logger,
   });
+  const admission = new EventAdmission();
   let socketHealth: SocketHealth | undefined;
   const readiness = new Readiness({
-    accepting: () => lifecycle.accepting,
+    accepting: () => admission.accepting,
     store: () =>
       // A failed check starts the outage clock (a replica with no traffic); only a recorded event ends it, as a
       // store that answers reads may still refuse writes (a read-only failover, a full disk).
@@ -201,7 +202,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     clientOptions: slack.options,
     boltLogger: boltLogger(logger),
     intake: async (envelope) => {
-      if (!lifecycle.accepting) throw new Error('shutting down: not accepting events');
+      if (!admission.accepting) throw new Error('shutting down: not accepting events');
       await storeOutage.record(envelope, () => intake.accept(envelope));
     },
     logger,
@@ -249,6 +250,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     logger,
   );
   const lifecycle = new BotLifecycle({
+    admission,
     config,
     logger,
     tracing,

@@ -13,8 +13,26 @@ import type { SlackIngress } from '../slack-in/bolt-app.js';
 import type { Database } from '../store/database.js';
 import type { Housekeeping } from './housekeeping.js';
 
+/**
+ * Whether the bot takes Slack's events: true until it starts stopping. Made before the parts that ask it
+ * (readiness, the event intake), so they are built in the order they are wired.
+ */
+export class EventAdmission {
+  private open = true;
+
+  get accepting(): boolean {
+    return this.open;
+  }
+
+  /** From now on events are refused (Slack delivers them again) and readiness says so. */
+  close(): void {
+    this.open = false;
+  }
+}
+
 /** The running parts of a built bot, as far as starting and stopping them goes. */
 export interface LifecycleParts {
+  admission: EventAdmission;
   config: Config;
   logger: Logger;
   tracing: Tracing;
@@ -41,16 +59,10 @@ export interface LifecycleParts {
  * that work used, the store last.
  */
 export class BotLifecycle {
-  private acceptingEvents = true;
   private adminServer: Server | undefined;
   private healthServer: Server | undefined;
 
   constructor(private readonly parts: LifecycleParts) {}
-
-  /** False once stopping: events are refused (Slack delivers them again) and readiness says so. */
-  get accepting(): boolean {
-    return this.acceptingEvents;
-  }
 
   async start(): Promise<void> {
     const { config, db, inbox, worker, deleter, sweeper, housekeeping, health, logger } = this.parts;
@@ -87,7 +99,7 @@ export class BotLifecycle {
    */
   async stop(drainMs: number): Promise<void> {
     const { logger, worker, relay, deleter, sweeper, housekeeping, agent, tracing, db } = this.parts;
-    this.acceptingEvents = false;
+    this.parts.admission.close();
     sweeper.stop();
     housekeeping.stop();
     await this.parts.slackIngress
