@@ -195,6 +195,8 @@ describe('an agent app: channel threads are agent sessions', () => {
     try {
       await send(bot, mentionIn(CHANNEL, 'a long job', nextTs(), root));
       await waitFor(() => prompts(agent).includes('a long job'), 'prompt sent');
+      // A person presses the button once Slack shows it (the status call may land after the prompt left).
+      await waitFor(() => slack.agentSession(CHANNEL, root)?.stopButtonVisible, 'stop button shown');
       // Throws unless Slack would show the button: the session is processing.
       expect((await send(bot, slack.pressStopButton(CHANNEL, root, ALICE))).status).toBe(200);
       const notice = await slack.waitForCall(
