@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../helpers/wait.js';
 import { AgentServiceEmulator, type TrafficEvent } from './agent-service.js';
 
 let emu: AgentServiceEmulator;
@@ -154,7 +155,8 @@ describe('AgentServiceEmulator', () => {
     const own = await AgentServiceEmulator.start();
     own.injectFailure('listSessions', { type: 'hang' });
     const pending = fetch(`${own.baseUrl}/session/x`, { headers: { private_key: own.apiKey } });
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    // The request is hanging once the emulator has it (a fixed sleep was too short on a busy machine).
+    await waitFor(() => own.requests.length === 1, 'the request to reach the emulator');
     const started = Date.now();
     await own.stop();
     await expect(pending).rejects.toThrow();
