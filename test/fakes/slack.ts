@@ -1796,7 +1796,8 @@ export class FakeSlack {
       this.applyContent(message, args);
       if (flag(args, 'reply_broadcast') && str(args, 'thread_ts')) message.subtype = 'thread_broadcast';
       this.insertMessage(channel, message, str(args, 'thread_ts'));
-      // As in Slack, the app's reply in an agent-view DM thread clears the thread's status.
+      // As in Slack, the app's reply in an agent-view DM thread clears the thread's status: the status stays
+      // only "if no message has been sent" (docs.slack.dev/reference/methods/assistant.threads.setStatus).
       const assistantThread = this.assistantThreads.get(`${channel}:${str(args, 'thread_ts') ?? ''}`);
       if (assistantThread) assistantThread.status = '';
       return { ok: true, channel, ts: message.ts, message: this.view(channel, message, true) };
