@@ -228,6 +228,20 @@ describe('oauth.v2.access', () => {
   });
 });
 
+describe('an app created from manifest.distributed.yml', () => {
+  it('installs org-wide and gets expiring tokens with refresh tokens, as its settings say', async () => {
+    const { oauth: _oauth, ...tenants } = TENANTS;
+    slack = await FakeSlack.start({
+      ...tenants,
+      manifest: new URL('../../manifest.distributed.yml', import.meta.url),
+    });
+    const granted = await install(slack, { enterpriseId: 'E1' });
+    expect(granted).toMatchObject({ is_enterprise_install: true, expires_in: 43_200 });
+    expect(granted.refresh_token).toMatch(/^xoxe-1-/);
+    expect(granted.scope?.split(',').sort()).toEqual([...slack.grantedScopes].sort());
+  });
+});
+
 describe('token rotation', () => {
   it('issues expiring tokens and single-use refresh tokens; a spent one answers invalid_refresh_token', async () => {
     slack = await FakeSlack.start({ ...TENANTS, tokenRotation: { lifetimeSeconds: 600 } });

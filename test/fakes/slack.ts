@@ -146,13 +146,14 @@ export interface FakeSlackOptions {
   /** Every request (Web API, response URLs, mounts, WebSocket) this refuses is answered 403 and ignored. */
   acceptRequest?: (req: IncomingMessage) => boolean;
   /**
-   * The app's OAuth settings (client id and secret, Redirect URLs, org_deploy_enabled) for installs through
-   * `/oauth/v2/authorize` and oauth.v2.access; see slack-oauth.ts.
+   * The app's OAuth settings (client id and secret, Redirect URLs, org_deploy_enabled: the manifest's unless
+   * given) for installs through `/oauth/v2/authorize` and oauth.v2.access; see slack-oauth.ts. The manifest's
+   * redirect_urls are not taken (they hold a placeholder host).
    */
   oauth?: FakeOAuthAppOptions;
   /**
-   * settings.token_rotation_enabled: installs then get expiring tokens (`expires_in`, default 43200 s) and
-   * single-use refresh tokens. Off by default, as in manifest.yml.
+   * settings.token_rotation_enabled (default: the manifest's): installs then get expiring tokens (`expires_in`,
+   * default 43200 s) and single-use refresh tokens.
    */
   tokenRotation?: boolean | Partial<TokenRotation>;
   /** More workspaces besides the fake's own (`teamId`); an `enterpriseId` puts one in an org of `orgs`. */
@@ -539,7 +540,8 @@ export class FakeSlack {
     this.appId = options.appId ?? DEFAULT_APP_ID;
     this.botToken = options.botToken ?? 'xoxb-test-token';
     this.appToken = options.appToken ?? 'xapp-test-token';
-    this.scopes = options.scopes ?? readManifest(options.manifest).botScopes;
+    const manifest = readManifest(options.manifest);
+    this.scopes = options.scopes ?? manifest.botScopes;
     this.rateLimiter = new RateLimiter(options.rateLimits);
     this.latency = new Map(Object.entries(options.latencyMs ?? {}));
     this.socketPingIntervalMs = options.socketPingIntervalMs ?? 5000;
@@ -552,7 +554,7 @@ export class FakeSlack {
     ]);
     this.channelConfig = new Map(Object.entries(options.channels ?? {}));
     for (const [id, channel] of this.channelConfig) if (channel.isArchived) this.archived.add(id);
-    const rotation = options.tokenRotation;
+    const rotation = options.tokenRotation ?? manifest.tokenRotation;
     this.tenancy = new FakeSlackTenancy(
       this.appId,
       rotation === undefined || rotation === false
@@ -577,7 +579,10 @@ export class FakeSlack {
         { installerUserId: 'U0ADMIN', scopes: this.scopes, token: this.botToken, botId: this.botId },
       );
     }
-    this.oauth = new FakeSlackOAuth(this.tenancy, options.oauth);
+    this.oauth = new FakeSlackOAuth(this.tenancy, {
+      orgDeployEnabled: manifest.orgDeployEnabled,
+      ...options.oauth,
+    });
     this.mount('/oauth/v2/authorize', (req, res, url) => this.oauth.handleAuthorizePage(req, res, url));
     this.handlers = this.buildHandlers();
     const uncontracted = [...this.handlers.keys()].filter((method) => !CONTRACTS.methods[method]);
@@ -1882,7 +1887,8 @@ export class FakeSlack {
     const h = new Map<string, Handler>();
 
     // Per token: the workspace of a workspace install; for an org-wide install the org (its id as team_id),
-    // with enterprise_id and is_enterprise_install (auth.test's output fields).
+    // with enterprise_id and is_enterprise_install. auth.test documents these fields, not their values for an
+    // org token; the bot must not take team_id for a workspace there (Bolt's installer reads only bot_id and url).
     h.set('auth.test', () => {
       const acting = this.acting;
       const org = acting?.enterpriseId === undefined ? undefined : this.tenancy.orgs.get(acting.enterpriseId);

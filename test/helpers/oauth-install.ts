@@ -37,5 +37,5 @@ export async function installThroughSlack(
 function linkIn(html: string): string {
   const href = /href="([^"]*\/oauth\/v2\/authorize[^"]*)"/.exec(html)?.[1];
   if (href === undefined) throw new Error(`the install page has no link to Slack's consent page:\n${html}`);
-  return href.replaceAll('&amp;', '&');
+  return href.replaceAll('&amp;', '&').replaceAll('&#38;', '&');
 }
