@@ -37,7 +37,7 @@ export class PromptExchange {
     logger: Logger,
   ): Promise<Answer> {
     const { progress, sessions, agent } = this.context.options;
-    const agentId = this.context.options.agentFor(message.thread.channelId);
+    const agentId = this.context.options.agentFor(message.thread);
     const found = await sessions.sessionFor(message.thread, agentId, message.userId);
     let { session } = found;
     let created = found.created;
@@ -67,6 +67,8 @@ export class PromptExchange {
     } catch (error) {
       // The service says the session does not exist, so it did not run the prompt: once, in a new session.
       if (!isAgentServiceError(error) || error.kind !== 'session_not_found') throw error;
+      // Unless the conversation ended meanwhile (a reset, a closed channel, an uninstall deleted the session).
+      await progress.assertWanted(job);
       session = await sessions.replace(session);
       created = true;
       await progress.markSent(job, session.sessionId);

@@ -1,4 +1,5 @@
 import type { types } from '@slack/bolt';
+import type { AgentFor } from '../../../agent/routing.js';
 import { type InboundMessage, indicatorOf, jobKey } from '../../../conversation/jobs.js';
 import { resetNotAllowedText } from '../../../conversation/notices.js';
 import type { MessageClaims, MessageRef } from '../../../inbox/claims.js';
@@ -19,7 +20,7 @@ import type { WorkIndicators } from '../../../slack-out/indicators.js';
 import type { ReplyTarget } from '../../../slack-out/reply-target.js';
 import type { SlackWrites } from '../../../slack-out/writes.js';
 import type { AccessPolicy } from '../../access.js';
-import { controlWordOf, fromMention, fromMessage, type HumanMessage } from '../../events.js';
+import { controlWordOf, enterpriseOf, fromMention, fromMessage, type HumanMessage } from '../../events.js';
 import { accessRefusalText, admissionRefusalText, MAX_OPEN_PER_THREAD } from '../../refusals.js';
 import type { ThreadResets } from '../../resets.js';
 import type { AfterAck, EventRouter } from './router.js';
@@ -34,7 +35,7 @@ export interface MessageDeps extends StopDeps {
   indicators: Pick<WorkIndicators, 'showQueued' | 'clearQueued'>;
   agentFeatures: Pick<AgentFeatures, 'mode' | 'offersAgentView' | 'update'>;
   access: Pick<AccessPolicy, 'check'>;
-  agentFor: (channelId: string) => string;
+  agentFor: AgentFor;
   botUserId: string;
   /** Thread replies reach the agent only when they mention the bot. */
   mentionOnly: boolean;
@@ -50,13 +51,14 @@ export interface MessageDeps extends StopDeps {
 
 /** Messages for the agent: mentions, DMs, and replies in threads the bot is part of. */
 export function register(events: EventRouter, deps: MessageDeps): void {
-  events.on('app_mention', async ({ event, team_id: teamId, event_id: eventId }, after) => {
+  events.on('app_mention', async (envelope, after) => {
+    const { event, team_id: teamId, event_id: eventId } = envelope;
     const message = fromMention(event as unknown as types.AppMentionEvent, teamId, deps.botUserId);
     if (!message) {
       events.ignore(event.type, 'not-from-a-person');
       return;
     }
-    const conversation = conversationIn(deps, message);
+    const conversation = conversationIn(deps, message, enterpriseOf(envelope));
     // In a 1:1 DM every message also arrives as `message`; that path owns it.
     if (conversation.isDm) {
       events.ignore(event.type, 'dm-duplicate');
@@ -65,13 +67,14 @@ export function register(events: EventRouter, deps: MessageDeps): void {
     await acceptMessage(events, deps, { ...message, eventId }, conversation, false, after);
   });
 
-  events.on('message', async ({ event, team_id: teamId, event_id: eventId }, after) => {
+  events.on('message', async (envelope, after) => {
+    const { event, team_id: teamId, event_id: eventId } = envelope;
     const message = fromMessage(event as unknown as types.AllMessageEvents, teamId, deps.botUserId);
     if (!message) {
       events.ignore(event.type, 'not-from-a-person');
       return;
     }
-    const conversation = conversationIn(deps, message);
+    const conversation = conversationIn(deps, message, enterpriseOf(envelope));
     if (conversation.isDm) {
       await acceptMessage(events, deps, { ...message, eventId }, conversation, false, after);
       return;
@@ -88,9 +91,16 @@ export function register(events: EventRouter, deps: MessageDeps): void {
 function conversationIn(
   deps: Pick<MessageDeps, 'agentFeatures'>,
   message: Pick<HumanMessage, 'teamId' | 'channel' | 'ts' | 'threadTs'>,
+  enterpriseId: string | undefined,
 ): MessageConversation {
   return conversationOf(
-    { teamId: message.teamId, channelId: message.channel, ts: message.ts, threadTs: message.threadTs },
+    {
+      teamId: message.teamId,
+      enterpriseId,
+      channelId: message.channel,
+      ts: message.ts,
+      threadTs: message.threadTs,
+    },
     agentViewIn(deps.agentFeatures, message.teamId),
   );
 }
@@ -173,6 +183,7 @@ async function acceptMessage(
       kind: 'message',
       payload: inbound,
       userId: message.user,
+      enterpriseId: thread.enterpriseId,
     },
     { maxOpenPerThread: MAX_OPEN_PER_THREAD, userPerMinute: deps.userRateLimit },
   );
@@ -198,6 +209,6 @@ async function isBotInThread(
   threadKey: string,
 ): Promise<boolean> {
   const { thread } = conversation;
-  const session = await deps.sessions.existing(thread, deps.agentFor(thread.channelId));
+  const session = await deps.sessions.existing(thread, deps.agentFor(thread));
   return session !== undefined || (await deps.inbox.hasThread(threadKey));
 }
