@@ -63,4 +63,26 @@ describe('review: uninstall leaves no agent session behind', () => {
     expect(agent.requestsFor('createSession')).toEqual([]);
     expect(live(agent)).toEqual([]);
   });
+
+  it("an org-wide uninstall shaped like Slack's sample (org named in authorizations only) ends the org's sessions", async () => {
+    // Slack's org events name the org in the envelope too; its reference sample for org-wide apps
+    // (api.slack.com/enterprise/apps/reference, "Sample event payload") names it only in authorizations[0].
+    const started = async (channel: string, teamId: string) => {
+      const root = nextTs();
+      const event = appMentionEvent({ teamId, channel, user: 'U0ALICE', text: '<@U0BOT> hi', ts: root });
+      const body = { ...event, enterprise_id: 'E0ORG', authorizations: event.authorizations.map((a) => ({ ...a, enterprise_id: 'E0ORG', is_enterprise_install: true })) };
+      expect((await send(body)).status).toBe(200);
+      await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root && textOf(c).startsWith('echo'));
+    };
+    await started('C0ORGA', 'T0ORGA');
+    await started('C0ORGB', 'T0ORGB');
+    expect(live(agent)).toHaveLength(2);
+    const gone = workspaceGoneEvent('app_uninstalled', { teamId: 'T0ORGA' });
+    const sample = { ...gone, authorizations: gone.authorizations.map((a) => ({ ...a, enterprise_id: 'E0ORG', is_enterprise_install: true })) };
+    expect((await send(sample)).status).toBe(200);
+    await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'removal done');
+    await sleep(1_500);
+    // Fails today: taken as T0ORGA's own uninstall, T0ORGB's session stays.
+    expect(live(agent)).toEqual([]);
+  });
 });
