@@ -85,4 +85,20 @@ describe('review: uninstall leaves no agent session behind', () => {
     // Fails today: taken as T0ORGA's own uninstall, T0ORGB's session stays.
     expect(live(agent)).toEqual([]);
   });
+
+  it('an org-wide uninstall whose envelope has team_id null (as Slack sends org-level events) ends the org\'s sessions', async () => {
+    // Slack is silent on an org-wide app_uninstalled's team_id; its org-level events (team_access_granted,
+    // team_access_revoked) carry `team_id: null` with `enterprise_id`.
+    const root = nextTs();
+    const event = appMentionEvent({ teamId: 'T0ORGA', channel: 'C0ORGA', user: 'U0ALICE', text: '<@U0BOT> hi', ts: root });
+    const inOrg = { ...event, enterprise_id: 'E0ORG', authorizations: event.authorizations.map((a) => ({ ...a, enterprise_id: 'E0ORG', is_enterprise_install: true })) };
+    expect((await send(inOrg)).status).toBe(200);
+    await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root && textOf(c).startsWith('echo'));
+    const gone = workspaceGoneEvent('app_uninstalled');
+    const orgLevel = { ...gone, team_id: null, enterprise_id: 'E0ORG', authorizations: gone.authorizations.map((a) => ({ ...a, team_id: null, enterprise_id: 'E0ORG', is_enterprise_install: true })) };
+    expect((await send(orgLevel)).status).toBe(200);
+    await sleep(2_000);
+    // Fails today: "ignored an event_callback without a usable event"; the org's session stays.
+    expect(live(agent)).toEqual([]);
+  });
 });
