@@ -4,6 +4,12 @@ import type { CustomRoute } from '@slack/bolt';
 import { observedAgentClient } from './agent/observed-client.js';
 import { agentRouter } from './agent/routing.js';
 import { Housekeeping } from './app/housekeeping.js';
+import {
+  createInstallations,
+  receiveEvent,
+  serveBoltRequests,
+  slackCredentials,
+} from './app/installations.js';
 import { BotLifecycle, EventAdmission } from './app/lifecycle.js';
 import { runStartupChecks } from './app/startup-checks.js';
 import type { Config } from './config/index.js';
@@ -22,6 +28,7 @@ import { SessionDeleter } from './sessions/deleter.js';
 import { IdleSweeper } from './sessions/idle-sweeper.js';
 import { SessionManager } from './sessions/manager.js';
 import { SessionStore, type ThreadSession } from './sessions/store.js';
+import { teamOfThreadKey } from './sessions/thread-key.js';
 import { AccessPolicy } from './slack-in/access.js';
 import { createSlackApp } from './slack-in/bolt-app.js';
 import { registerActions } from './slack-in/listeners/actions/index.js';
@@ -94,8 +101,17 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const marks = new ConversationMarks(db);
   const viewing = new ViewingContext(db);
 
+  // OAuth mode: the installations, and each Slack call made with the served workspace's token.
+  const { auth } = config.slack;
+  const installations =
+    auth.mode === 'oauth'
+      ? createInstallations(auth, config.slack.apiUrl, db, { metrics, logger })
+      : undefined;
+  const served = <T>(teamId: string, work: () => Promise<T>) =>
+    installations ? installations.serve(teamId, work) : work();
+
   // Slack out: one client that retries calls harmless to repeat, one that never repeats a post by itself.
-  const slack = slackClients(config.slack, { metrics, tracing, logger });
+  const slack = slackClients(config.slack, { metrics, tracing, logger }, installations?.tokens);
   const reads = new SlackReads(slack.calls, logger, identity.botUserId);
   const replies = new SlackWrites(slack.calls, slack.posts, logger, reads);
   const agentFeatures = new AgentFeatures(replies, config.agentView.mode, openedSessionsIn(marks), logger);
@@ -129,19 +145,24 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     tracing,
     logger,
   });
-  const worker = new Worker(inbox, relay.run, logger, {
-    concurrency: config.delivery.concurrency,
-    pollMs: Math.max(100, Math.min(1_000, config.delivery.leaseMs / 4)),
-    leaseMs: config.delivery.leaseMs,
-  });
+  const worker = new Worker(
+    inbox,
+    (job) => served(teamOfThreadKey(job.threadKey), () => relay.run(job)),
+    logger,
+    {
+      concurrency: config.delivery.concurrency,
+      pollMs: Math.max(100, Math.min(1_000, config.delivery.leaseMs / 4)),
+      leaseMs: config.delivery.leaseMs,
+    },
+  );
 
   // Slack in.
   const access = new AccessPolicy(config.access);
   const resets = new ThreadResets(inbox, sessions, indicators, agentFor, () => worker.kick());
   // An idle conversation's agent session is deleted, and the Slack session the bot opened for it closed.
-  const sweeper = new IdleSweeper(sessions, config.sessions.idleTtlMs, logger, (expired) =>
-    agentFeatures.close(expired),
-  );
+  const sweeper = new IdleSweeper(sessions, config.sessions.idleTtlMs, logger, async (expired) => {
+    for (const thread of expired) await served(thread.teamId, () => agentFeatures.close([thread]));
+  });
   const intake = new EventIntake({
     inbox,
     claims,
@@ -191,9 +212,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   });
   const health = healthHandlers(readiness);
   const slackIngress = createSlackApp({
-    botToken: config.slack.botToken,
-    botUserId: identity.botUserId,
-    botId: identity.botId,
+    credentials: slackCredentials(auth, identity, installations, config.agentView.mode !== 'off'),
     connection: config.slack.connection,
     apiUrl: config.slack.apiUrl,
     port: config.port,
@@ -203,12 +222,14 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     boltLogger: boltLogger(logger),
     intake: async (envelope) => {
       if (!admission.accepting) throw new Error('shutting down: not accepting events');
-      await storeOutage.record(envelope, () => intake.accept(envelope));
+      const record = () => storeOutage.record(envelope, () => intake.accept(envelope));
+      await (installations ? receiveEvent(installations, envelope, record, logger) : record());
     },
     logger,
     tracing,
   });
   const { app } = slackIngress;
+  if (installations) serveBoltRequests(app, installations);
   if (slackIngress.socket) socketHealth = new SocketHealth(slackIngress.socket, metrics);
   registerCommands(app, {
     command: config.slashCommand,

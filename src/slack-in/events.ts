@@ -14,8 +14,20 @@ export interface EventEnvelope {
   team_id: string;
   event_id?: string;
   event: { type: string; [field: string]: unknown };
-  /** Whom the event is delivered for (Slack sends one entry); a person's has `is_bot: false`. */
-  authorizations?: readonly { user_id?: unknown; is_bot?: unknown }[];
+  /** Set when the workspace is in an Enterprise Grid organisation. */
+  enterprise_id?: unknown;
+  is_enterprise_install?: unknown;
+  /**
+   * Whom the event is delivered for (Slack sends one entry): the installation (its team, or its enterprise for
+   * an org-wide install) and its user; a person's has `is_bot: false`.
+   */
+  authorizations?: readonly {
+    user_id?: unknown;
+    is_bot?: unknown;
+    team_id?: unknown;
+    enterprise_id?: unknown;
+    is_enterprise_install?: unknown;
+  }[];
 }
 
 export function isEventEnvelope(body: unknown): body is EventEnvelope {
