@@ -14,6 +14,8 @@ export interface NewJob {
   payload: unknown;
   /** Who asked, for the per-user limit and for `stop`. */
   userId?: string;
+  /** The org (Enterprise Grid) of the job's workspace, where Slack names one: an org-wide uninstall drops it. */
+  enterpriseId?: string;
 }
 
 export type AdmitOutcome = 'inserted' | 'duplicate' | 'thread-full' | 'rate-limited';
@@ -32,7 +34,7 @@ export function heartbeatEveryMs(leaseMs: number): number {
 }
 
 /**
- * Inserts a job ($1 thread, $2 dedupe key, $3 kind, $4 payload, $5 user) unless a limit ($6, $7) refuses it.
+ * Inserts a job ($1 thread, $2 dedupe key, $3 kind, $4 payload, $5 user, $8 org) unless a limit ($6, $7) refuses it.
  * `turn` serialises the recording of a thread's jobs: a job's id is its place in the thread's order, and ids
  * are taken on insert but seen on commit, so without it a job numbered first could become visible after a
  * later one had been claimed as the thread's oldest, and both would run at once. The lock is taken before
@@ -48,8 +50,8 @@ const ADMIT = `
     WHERE $7::int > 0 AND user_id = $5 AND at > now() - ${USER_LIMIT_WINDOW}),
   known AS (SELECT EXISTS (SELECT 1 FROM inbox WHERE dedupe_key = $2) AS yes),
   job AS (
-    INSERT INTO inbox (thread_key, dedupe_key, kind, payload, user_id, queued)
-    SELECT $1, $2, $3, $4, $5, (SELECT n FROM open) > 0 FROM turn
+    INSERT INTO inbox (thread_key, dedupe_key, kind, payload, user_id, queued, enterprise_id)
+    SELECT $1, $2, $3, $4, $5, (SELECT n FROM open) > 0, $8 FROM turn
     WHERE NOT (SELECT yes FROM known) AND (SELECT n FROM open) < $6
       AND ($7::int = 0 OR (SELECT n FROM recent) < $7::int)
     ON CONFLICT (dedupe_key) DO NOTHING
@@ -96,6 +98,7 @@ export class JobQueue {
       job.userId ?? null,
       limits.maxOpenPerThread,
       limits.userPerMinute,
+      job.enterpriseId ?? null,
     ]);
     const row = rows[0];
     const queued = Number(row?.open ?? 0) > 0;
