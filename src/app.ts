@@ -4,12 +4,7 @@ import type { CustomRoute } from '@slack/bolt';
 import { observedAgentClient } from './agent/observed-client.js';
 import { agentRouter } from './agent/routing.js';
 import { Housekeeping } from './app/housekeeping.js';
-import {
-  createInstallations,
-  receiveEvent,
-  serveBoltRequests,
-  slackCredentials,
-} from './app/installations.js';
+import * as oauth from './app/installations.js';
 import { BotLifecycle, EventAdmission } from './app/lifecycle.js';
 import { runStartupChecks } from './app/startup-checks.js';
 import type { Config } from './config/index.js';
@@ -29,7 +24,6 @@ import { SessionDeleter } from './sessions/deleter.js';
 import { IdleSweeper } from './sessions/idle-sweeper.js';
 import { SessionManager } from './sessions/manager.js';
 import { SessionStore, type ThreadSession } from './sessions/store.js';
-import { teamOfThreadKey } from './sessions/thread-key.js';
 import { AccessPolicy } from './slack-in/access.js';
 import { createSlackApp } from './slack-in/bolt-app.js';
 import { registerActions } from './slack-in/listeners/actions/index.js';
@@ -98,28 +92,19 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     config.delivery.leaseMs,
     storeRetryDelays(config.delivery.storeWriteRetryMs),
   );
+  // OAuth mode: the installations, and each Slack call made with the served workspace's token.
+  const installations = oauth.createInstallations(config.slack, db, { metrics, logger });
   // An uninstall or revocation ends the workspace's (or org's) work and conversations (see WorkspaceRemovals).
   const removals = new WorkspaceRemovals(db, inbox, sessions, logger, {
     retryBaseMs: config.sessions.deleteRetryMs,
     pollMs: Math.min(config.sessions.deleteRetryMs, 30_000),
-    onRemoved: (workspace) =>
-      logger.error(
-        { team: workspace.teamId },
-        'the app was uninstalled from its workspace or its bot token revoked: SLACK_BOT_TOKEN no longer works; reinstall the app, set the new token and restart',
-      ),
+    forgetInstallation: installations && ((workspace) => installations.store.forget(workspace)),
+    onRemoved: (workspace) => oauth.reportRemoval(workspace, installations !== undefined, logger),
   });
+  installations?.onRemoved((workspace) => removals.remove(workspace, 'token_invalid'));
   const claims = new MessageClaims(db);
   const marks = new ConversationMarks(db);
   const viewing = new ViewingContext(db);
-
-  // OAuth mode: the installations, and each Slack call made with the served workspace's token.
-  const { auth } = config.slack;
-  const installations =
-    auth.mode === 'oauth'
-      ? createInstallations(auth, config.slack.apiUrl, db, { metrics, logger })
-      : undefined;
-  const served = <T>(teamId: string, work: () => Promise<T>) =>
-    installations ? installations.serve(teamId, work) : work();
 
   // Slack out: one client that retries calls harmless to repeat, one that never repeats a post by itself.
   const slack = slackClients(config.slack, { metrics, tracing, logger }, installations?.tokens);
@@ -156,24 +141,19 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     tracing,
     logger,
   });
-  const worker = new Worker(
-    inbox,
-    (job) => served(teamOfThreadKey(job.threadKey), () => relay.run(job)),
-    logger,
-    {
-      concurrency: config.delivery.concurrency,
-      pollMs: Math.max(100, Math.min(1_000, config.delivery.leaseMs / 4)),
-      leaseMs: config.delivery.leaseMs,
-    },
-  );
+  const worker = new Worker(inbox, oauth.servedJobs(installations, relay.run), logger, {
+    concurrency: config.delivery.concurrency,
+    pollMs: Math.max(100, Math.min(1_000, config.delivery.leaseMs / 4)),
+    leaseMs: config.delivery.leaseMs,
+  });
 
   // Slack in.
   const access = new AccessPolicy(config.access);
   const resets = new ThreadResets(inbox, sessions, indicators, agentFor, () => worker.kick());
   // An idle conversation's agent session is deleted, and the Slack session the bot opened for it closed.
-  const sweeper = new IdleSweeper(sessions, config.sessions.idleTtlMs, logger, async (expired) => {
-    for (const thread of expired) await served(thread.teamId, () => agentFeatures.close([thread]));
-  });
+  const sweeper = new IdleSweeper(sessions, config.sessions.idleTtlMs, logger, (expired) =>
+    oauth.servedThreads(installations, expired, (threads) => agentFeatures.close(threads)),
+  );
   const intake = new EventIntake({
     inbox,
     claims,
@@ -224,7 +204,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   });
   const health = healthHandlers(readiness);
   const slackIngress = createSlackApp({
-    credentials: slackCredentials(auth, identity, installations, config.agentView.mode !== 'off'),
+    credentials: oauth.slackCredentials(config, identity, installations),
     connection: config.slack.connection,
     apiUrl: config.slack.apiUrl,
     port: config.port,
@@ -235,13 +215,13 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     intake: async (envelope) => {
       if (!admission.accepting) throw new Error('shutting down: not accepting events');
       const record = () => storeOutage.record(envelope, () => intake.accept(envelope));
-      await (installations ? receiveEvent(installations, envelope, record, logger) : record());
+      await oauth.receiveEvent(installations, envelope, record, logger);
     },
     logger,
     tracing,
   });
   const { app } = slackIngress;
-  if (installations) serveBoltRequests(app, installations);
+  if (installations) oauth.serveBoltRequests(app, installations);
   if (slackIngress.socket) socketHealth = new SocketHealth(slackIngress.socket, metrics);
   registerCommands(app, {
     command: config.slashCommand,

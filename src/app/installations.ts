@@ -1,6 +1,8 @@
 import type { App } from '@slack/bolt';
-import type { SlackAuth } from '../config/index.js';
+import type { Config, SlackAuth, SlackConfig } from '../config/index.js';
 import { StartupError } from '../config/index.js';
+import type { JobRunner } from '../conversation/job-progress.js';
+import type { RemovedWorkspace } from '../inbox/removals.js';
 import type { InstallationRef } from '../installations/installation-key.js';
 import { installationLock } from '../installations/installation-lock.js';
 import {
@@ -16,6 +18,7 @@ import { inWorkspace } from '../installations/workspace-scope.js';
 import { WorkspaceTokens } from '../installations/workspace-tokens.js';
 import type { Logger } from '../observability/logger.js';
 import type { BotMetrics } from '../observability/metrics.js';
+import { teamOfThreadKey } from '../sessions/thread-key.js';
 import type { SlackAppCredentials } from '../slack-in/bolt-app.js';
 import type { EventEnvelope } from '../slack-in/events.js';
 import { installScopes } from '../slack-in/requirements.js';
@@ -38,12 +41,14 @@ export interface Installations {
   onRemoved(removal: (ref: InstallationRef) => Promise<void>): void;
 }
 
+/** OAuth mode's parts; undefined in single-workspace mode. */
 export function createInstallations(
-  auth: OAuth,
-  slackApiUrl: string,
+  slack: SlackConfig,
   db: Database,
   observers: { metrics: BotMetrics; logger: Logger },
-): Installations {
+): Installations | undefined {
+  const { auth, apiUrl: slackApiUrl } = slack;
+  if (auth.mode !== 'oauth') return undefined;
   const { metrics, logger } = observers;
   const store = new InstallationStore({
     keyv: createSessionKeyv<InstallationRow>(db, INSTALLATIONS_NAMESPACE),
@@ -105,11 +110,12 @@ const INSTALLATION_EVENTS: ReadonlySet<string> = new Set(['app_uninstalled', 'to
  * An event no installation serves is dropped (the app was removed there).
  */
 export async function receiveEvent(
-  installations: Installations,
+  installations: Installations | undefined,
   envelope: EventEnvelope,
   work: () => Promise<void>,
   logger: Pick<Logger, 'warn'>,
 ): Promise<void> {
+  if (!installations) return work();
   const authorization = envelope.authorizations?.[0];
   const enterpriseId = idOf(authorization?.enterprise_id) ?? idOf(envelope.enterprise_id);
   const serving = await installations.store.find({
@@ -153,11 +159,11 @@ function idOf(value: unknown): string | undefined {
 
 /** What Bolt runs on: the one bot token, or its installer over the installations. */
 export function slackCredentials(
-  auth: SlackAuth,
+  config: Pick<Config, 'slack' | 'agentView'>,
   identity: BotIdentity,
   installations: Installations | undefined,
-  agentView: boolean,
 ): SlackAppCredentials {
+  const { auth } = config.slack;
   if (auth.mode === 'single') {
     return { mode: 'single', botToken: auth.botToken, botUserId: identity.botUserId, botId: identity.botId };
   }
@@ -169,6 +175,41 @@ export function slackCredentials(
     clientSecret,
     stateSecret,
     installationStore: installations.store,
-    scopes: installScopes(agentView),
+    scopes: installScopes(config.agentView.mode !== 'off'),
   };
+}
+
+/** Each job run as its thread's workspace (OAuth mode); in single-workspace mode as it is. */
+export function servedJobs(installations: Installations | undefined, run: JobRunner): JobRunner {
+  if (!installations) return run;
+  return (job) => installations.serve(teamOfThreadKey(job.threadKey), () => run(job));
+}
+
+/** `work` on threads, each run as its workspace (OAuth mode); in single-workspace mode on all at once. */
+export async function servedThreads<Thread extends { teamId: string }>(
+  installations: Installations | undefined,
+  threads: Thread[],
+  work: (threads: Thread[]) => Promise<void>,
+): Promise<void> {
+  if (!installations) return work(threads);
+  for (const thread of threads) await installations.serve(thread.teamId, () => work([thread]));
+}
+
+/**
+ * What an operator is told once a workspace's data is gone: in single-workspace mode the one token is dead and
+ * only they can fix it; in OAuth mode it is one installation of many, removed by its admin.
+ */
+export function reportRemoval(workspace: RemovedWorkspace, oauth: boolean, logger: Logger): void {
+  const where = { team: workspace.teamId, enterprise: workspace.enterpriseId };
+  if (oauth) {
+    logger.info(
+      where,
+      'the app was removed from a workspace (or organisation): its installation, waiting work and conversations are deleted',
+    );
+    return;
+  }
+  logger.error(
+    where,
+    'the app was uninstalled from its workspace or its bot token revoked: SLACK_BOT_TOKEN no longer works; reinstall the app, set the new token and restart',
+  );
 }

@@ -10,10 +10,10 @@ export class NoInstallationError extends Error {
 
 /**
  * The bot token of the workspace being served (workspace-scope.ts), for every Slack call in OAuth mode, and
- * what a refused one means. Slack refuses a token with `invalid_auth`, `account_inactive` or `token_revoked`
- * once the app is uninstalled or its tokens revoked: when the refused token is still the stored one, the
- * installation is gone and `onRemoved` cleans up after it; when another replica has refreshed it meanwhile,
- * only the cache was stale.
+ * what a refused one means. When another replica has refreshed the token meanwhile, only the cache was stale:
+ * the call goes again with the new one. When the refused token is still the stored one and Slack says
+ * `invalid_auth`, `account_inactive` or `token_revoked`, the app was uninstalled or its tokens revoked: the
+ * installation is gone and `onRemoved` cleans up after it.
  */
 export class WorkspaceTokens {
   constructor(
@@ -31,30 +31,36 @@ export class WorkspaceTokens {
     return token;
   }
 
-  async refused(token: string): Promise<void> {
+  /** Whether another token is current now (see TokenSource). */
+  async refused(token: string, code: string): Promise<boolean> {
     try {
-      await this.checkRefused(token);
+      return await this.checkRefused(token, code);
     } catch (error) {
       this.logger.warn(
-        { err: error },
+        { err: error, code },
         'Slack refused a bot token; could not check whether its installation is gone',
       );
+      return false;
     }
   }
 
-  private async checkRefused(token: string): Promise<void> {
+  private async checkRefused(token: string, code: string): Promise<boolean> {
     const here = servedWorkspace();
-    if (!here) return;
+    if (!here) return false;
     const before = await this.installations.find(here);
-    if (!before) return;
+    if (!before) return false;
     this.installations.evict(before.key);
     const latest = await this.installations.find(here);
-    if (latest?.installation.bot?.token !== token) return;
+    const current = latest?.installation.bot?.token;
+    if (current !== token) return current !== undefined;
+    // The stored token itself: an expired one is the refresh's to renew; any other answer means it is gone.
+    if (!latest || code === 'token_expired') return false;
     const { installation } = latest;
     await this.onRemoved({
       teamId: installation.team?.id,
       enterpriseId: installation.enterprise?.id,
       isEnterpriseInstall: installation.isEnterpriseInstall === true,
     });
+    return false;
   }
 }

@@ -22,20 +22,25 @@ const BEST_EFFORT_METHODS: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Slack's answers for a token that no longer works: the app was uninstalled, its tokens revoked, or the
- * workspace deactivated (docs.slack.dev's method pages list these for every token-authenticated method).
+ * Slack's answers for a token that does not work (the common errors of every token-authenticated method): the
+ * app was uninstalled, its tokens revoked or the workspace deactivated, or (`token_expired`) a rotated token
+ * replaced by another replica's refresh.
  */
 const TOKEN_REFUSED_ERRORS: ReadonlySet<string> = new Set([
   'invalid_auth',
   'account_inactive',
   'token_revoked',
+  'token_expired',
 ]);
 
 /** In OAuth mode each call's token is the served workspace's, asked for per call. */
 export interface TokenSource {
   token(): Promise<string>;
-  /** Slack refused `token` (TOKEN_REFUSED_ERRORS): whether the installation is gone is the source's to find out. */
-  refused(token: string): Promise<void>;
+  /**
+   * Slack refused `token` with `code` (TOKEN_REFUSED_ERRORS). True when another token is current now: the call
+   * is made once more with it (Slack took nothing). Whether the installation is gone is the source's to find out.
+   */
+  refused(token: string, code: string): Promise<boolean>;
 }
 
 export function isBestEffortMethod(method: string): boolean {
@@ -87,7 +92,7 @@ export class SlackWebClient extends WebClient {
 
   override async apiCall(method: string, options?: Record<string, unknown>): Promise<WebAPICallResult> {
     const client = this.queueFor(method);
-    const call = async () => {
+    const call = async (again = false): Promise<WebAPICallResult> => {
       const token = await this.tokens?.token();
       const args = token === undefined ? options : { ...options, token };
       const started = performance.now();
@@ -98,13 +103,14 @@ export class SlackWebClient extends WebClient {
       } catch (error) {
         const { status, code } = describeFailure(error);
         this.report(method, started, status, code);
-        // The source logs its own failures; the caller gets Slack's answer either way.
-        if (token !== undefined && TOKEN_REFUSED_ERRORS.has(code ?? ''))
-          await this.tokens?.refused(token).catch(() => {});
+        if (!again && token !== undefined && code !== undefined && TOKEN_REFUSED_ERRORS.has(code)) {
+          // The source logs its own failures; the caller gets Slack's answer then.
+          if (await this.tokens?.refused(token, code).catch(() => false)) return call(true);
+        }
         throw error;
       }
     };
-    return this.observer.around ? this.observer.around(method, call) : call();
+    return this.observer.around ? this.observer.around(method, () => call()) : call();
   }
 
   /** The client of a method's own queue; undefined: this client's queue. */
