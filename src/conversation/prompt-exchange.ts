@@ -38,7 +38,7 @@ export class PromptExchange {
     logger: Logger,
   ): Promise<Answer> {
     const { progress, sessions, agent } = this.context.options;
-    const agentId = this.context.options.agentFor(message.thread.channelId);
+    const agentId = this.context.options.agentFor(message.thread);
     const found = await sessions.sessionFor(message.thread, agentId, message.userId);
     let { session } = found;
     let created = found.created;

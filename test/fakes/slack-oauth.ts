@@ -17,8 +17,9 @@ export interface FakeOAuthAppOptions {
   clientId?: string;
   clientSecret?: string;
   /**
-   * The app's configured Redirect URLs (oauth_config.redirect_urls). A `redirect_uri` must start with one of
-   * them; unset: any URL is taken (test ports are not known in advance).
+   * The app's configured Redirect URLs (oauth_config.redirect_urls). A `redirect_uri` must match one of them
+   * or lie beneath it ("installing with OAuth": the URL must match, or be a subdirectory of, a configured
+   * one); unset: any URL is taken (test ports are not known in advance).
    */
   redirectUrls?: readonly string[];
   /** settings.org_deploy_enabled: whether the app may be installed org-wide on Enterprise Grid. */

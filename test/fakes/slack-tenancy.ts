@@ -295,7 +295,9 @@ export class FakeSlackTenancy {
   }
 
   private envelopeFor<E>(installation: FakeInstallation, event: E): SlackEventEnvelope<E> {
-    // An org-wide install's events name the org (no workspace), as its authorizations do.
+    // An org-wide install's uninstall happens in no one workspace: Slack's pages show only a workspace's
+    // envelope, so the org's id stands in team_id here, and authorizations name the org install (Bolt reads
+    // those first); the bot must go by is_enterprise_install and enterprise_id.
     const teamId = installation.teamId ?? installation.enterpriseId ?? '';
     return {
       token: 'fake-verification-token',

@@ -1887,7 +1887,8 @@ export class FakeSlack {
     const h = new Map<string, Handler>();
 
     // Per token: the workspace of a workspace install; for an org-wide install the org (its id as team_id),
-    // with enterprise_id and is_enterprise_install (auth.test's output fields).
+    // with enterprise_id and is_enterprise_install. auth.test documents these fields, not their values for an
+    // org token; the bot must not take team_id for a workspace there (Bolt's installer reads only bot_id and url).
     h.set('auth.test', () => {
       const acting = this.acting;
       const org = acting?.enterpriseId === undefined ? undefined : this.tenancy.orgs.get(acting.enterpriseId);
