@@ -45,10 +45,7 @@ export function readSlackAuth(reader: EnvReader): SlackAuth {
 }
 
 function botToken(reader: EnvReader): string {
-  const token = reader.required(
-    'SLACK_BOT_TOKEN',
-    'the Bot User OAuth Token, xoxb-…; or SLACK_CLIENT_ID and SLACK_CLIENT_SECRET for many workspaces',
-  );
+  const token = reader.required('SLACK_BOT_TOKEN', 'the Bot User OAuth Token, xoxb-…');
   if (!reader.placeholder('SLACK_BOT_TOKEN') && token !== '' && !token.startsWith('xoxb-')) {
     reader.fail('SLACK_BOT_TOKEN', 'must be a bot token starting with "xoxb-"');
   }

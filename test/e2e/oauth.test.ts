@@ -242,3 +242,46 @@ describe.runIf(await shouldRunPostgresTests())('token rotation between two repli
     }
   });
 });
+
+describe('OAuth in Socket Mode', () => {
+  it('serves the install pages and the health endpoints on PORT, and answers over the WebSocket', async () => {
+    const port = await freePort();
+    const slack = await startSlack(port);
+    const agent = await AgentServiceEmulator.start();
+    const dir = await freshDataDir();
+    const bot = await startBot({
+      slack,
+      agent,
+      store: { kind: 'embedded', dataDir: dir.path },
+      port,
+      socketMode: true,
+      env: oauthEnv(slack),
+    });
+    try {
+      await slack.waitForSocketConnection();
+      expect((await fetch(`${bot.baseUrl}/healthz`)).status).toBe(200);
+      expect(
+        (await installThroughSlack(`${bot.baseUrl}/slack/install`, slack, { teamId: 'T0TEAM' })).status,
+      ).toBe(200);
+
+      const ts = nextTs();
+      await slack.sendSocketEvent(
+        slack.tenancy.addressed(
+          appMentionEvent({
+            teamId: 'T0TEAM',
+            channel: 'C0SOCK',
+            user: 'U0ALICE',
+            text: '<@U0BOT> over the socket',
+            ts,
+          }),
+        ),
+      );
+      const reply = await slack.waitForCall('chat.postMessage', (call) => call.args.thread_ts === ts, 15_000);
+      expect(reply.args.text).toMatch(/: over the socket$/);
+      expect(reply.caller?.teamId).toBe('T0TEAM');
+    } finally {
+      await bot.stop();
+      await Promise.all([slack.stop(), agent.stop(), dir.remove()]);
+    }
+  });
+});
