@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, secretsOf } from '../src/config/index.js';
-import { emptyWorkdir, entryPoint, TSX } from './helpers/entry-point.js';
+import { emptyWorkdir, entryPointArgs } from './helpers/entry-point.js';
 
 const valid = {
   SLACK_BOT_TOKEN: 'xoxb-1-abc',
@@ -200,7 +200,7 @@ describe('the placeholders of .env.example', () => {
 
 describe('start-up with bad configuration', () => {
   it('prints one line naming the variable and exits non-zero, without a stack trace', () => {
-    const result = spawnSync(process.execPath, ['--import', TSX, entryPoint('src/main.ts')], {
+    const result = spawnSync(process.execPath, entryPointArgs('src/main.ts'), {
       cwd: emptyWorkdir(),
       env: { PATH: process.env.PATH, ...valid, PORT: 'abc' },
       encoding: 'utf8',
