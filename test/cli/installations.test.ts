@@ -17,9 +17,9 @@ import { openDatabase } from '../../src/store/database.js';
 import { createSessionKeyv } from '../../src/store/keyv.js';
 import { migrate } from '../../src/store/schema.js';
 import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
-import { emptyWorkdir, entryPoint, TSX } from '../helpers/entry-point.js';
+import { emptyWorkdir, entryPointArgs } from '../helpers/entry-point.js';
 
-const CLI = entryPoint('src/cli/installations.ts');
+const CLI = entryPointArgs('src/cli/installations.ts');
 const k1: TokenKey = { id: 'k1', key: randomBytes(32) };
 const k2: TokenKey = { id: 'k2', key: randomBytes(32) };
 const keysVar = (...keys: TokenKey[]) =>
@@ -30,7 +30,7 @@ function run(
   env: Record<string, string>,
 ): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', TSX, CLI, ...args], {
+    const child = spawn(process.execPath, [...CLI, ...args], {
       env: { PATH: process.env.PATH, ...env },
       cwd: emptyWorkdir(),
     });
@@ -101,7 +101,7 @@ describe('npm run installations -- reencrypt', () => {
 
     const again = await run(['reencrypt'], { DATA_DIR: dir.path, TOKEN_ENCRYPTION_KEYS: keysVar(k2) });
     expect(again.out).toBe('re-encrypted 0 installation(s) under key "k2"; 1 already were\n');
-  });
+  }, 90_000); // two runs of the command, each opening the embedded store
 
   it('refuses, naming the key, when a token opens with none of the keys given', async () => {
     const result = await run(['reencrypt'], { DATA_DIR: dir.path, TOKEN_ENCRYPTION_KEYS: keysVar(k2) });
