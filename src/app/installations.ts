@@ -20,7 +20,8 @@ import type { Logger } from '../observability/logger.js';
 import type { BotMetrics } from '../observability/metrics.js';
 import { teamOfThreadKey } from '../sessions/thread-key.js';
 import type { SlackAppCredentials } from '../slack-in/bolt-app.js';
-import type { EventEnvelope } from '../slack-in/events.js';
+import { authorizationsOf, type EventEnvelope, installationOf } from '../slack-in/events.js';
+import { INSTALLATION_EVENTS } from '../slack-in/listeners/events/index.js';
 import { installScopes } from '../slack-in/requirements.js';
 import type { BotIdentity } from '../slack-in/startup-check.js';
 import type { Database } from '../store/database.js';
@@ -100,9 +101,6 @@ export async function checkInstallationKeys(auth: OAuth, db: Database): Promise<
   }
 }
 
-/** Events that concern the installation itself: they are taken even when no installation is left to serve them. */
-const INSTALLATION_EVENTS: ReadonlySet<string> = new Set(['app_uninstalled', 'tokens_revoked']);
-
 /**
  * An event, run as the workspace it came from, answered by the installation Slack says it was delivered for
  * (`authorizations`: the workspace's own install, or the org install when `is_enterprise_install`). That the
@@ -116,13 +114,12 @@ export async function receiveEvent(
   logger: Pick<Logger, 'warn'>,
 ): Promise<void> {
   if (!installations) return work();
-  const authorization = envelope.authorizations?.[0];
-  const enterpriseId = idOf(authorization?.enterprise_id) ?? idOf(envelope.enterprise_id);
+  const installation = installationOf(envelope);
+  const enterpriseId = installation.enterpriseId;
   const serving = await installations.store.find({
-    teamId: idOf(authorization?.team_id) ?? envelope.team_id,
+    teamId: idOf(authorizationsOf(envelope)[0]?.team_id) ?? installation.teamId,
     enterpriseId,
-    isEnterpriseInstall:
-      authorization?.is_enterprise_install === true || envelope.is_enterprise_install === true,
+    isEnterpriseInstall: installation.isEnterpriseInstall,
   });
   const botUserId = serving?.installation.bot?.userId;
   if (!serving || botUserId === undefined) {
@@ -133,9 +130,11 @@ export async function receiveEvent(
     );
     return;
   }
-  await installations.store.noteServedBy(envelope.team_id, serving.key);
+  // An org-level event (an org-wide uninstall) names no workspace: it runs as no workspace's.
+  if (installation.teamId === undefined) return work();
+  await installations.store.noteServedBy(installation.teamId, serving.key);
   const workspace = {
-    teamId: envelope.team_id,
+    teamId: installation.teamId,
     enterpriseId: serving.installation.enterprise?.id,
     botUserId,
   };

@@ -11,7 +11,7 @@ import {
 import type { SlackConnection } from '../config/index.js';
 import type { Logger } from '../observability/logger.js';
 import type { Tracing } from '../observability/tracing.js';
-import { type EventEnvelope, isEventEnvelope } from './events.js';
+import { type EventEnvelope, envelopeOf } from './events.js';
 import { GuardedHTTPReceiver } from './http-receiver.js';
 
 /** A client that has not sent its whole request by then is cut off (Slack sends at once). */
@@ -65,14 +65,15 @@ export class DurableApp extends App {
     const body = event.body as { type?: unknown };
     if (body.type === 'event_callback') {
       // A malformed envelope is answered 200 and dropped: Slack would only send it again.
-      if (!isEventEnvelope(body)) this.log.warn('ignored an event_callback without a usable event');
+      const envelope = envelopeOf(body);
+      if (!envelope) this.log.warn('ignored an event_callback without a usable event');
       else {
         try {
-          await this.intake(body);
+          await this.intake(envelope);
         } catch (error) {
           // Bolt's own line for this names no cause; the operator's line does.
           this.log.warn(
-            { err: error, eventId: body.event_id, type: body.event.type },
+            { err: error, eventId: envelope.event_id, type: envelope.event.type },
             'could not record a Slack event; not acknowledged, so Slack delivers it again',
           );
           throw error;

@@ -8,62 +8,95 @@ import type { types } from '@slack/bolt';
 type AllMessageEvents = types.AllMessageEvents;
 type AppMentionEvent = types.AppMentionEvent;
 
+/** Whom an event is delivered for, as far as the bot reads it (any field may be missing or malformed). */
+interface Authorization {
+  user_id?: unknown;
+  is_bot?: unknown;
+  team_id?: unknown;
+  enterprise_id?: unknown;
+  is_enterprise_install?: unknown;
+}
+
 /** The Events API envelope, as far as the bot reads it. */
 export interface EventEnvelope {
   type: 'event_callback';
+  /** The workspace; `''` for an org-level event, which names no workspace (see `envelopeOf`). */
   team_id: string;
   /** The workspace's org (Enterprise Grid), when it has one (@slack/bolt's EnvelopedEvent). */
-  enterprise_id?: string | null;
+  enterprise_id?: unknown;
+  /** The org of the workspace the event happened in (shared channels), when Slack names it. */
+  context_enterprise_id?: unknown;
   /** An org-wide install's event (Bolt reads it here or on the authorization). */
   is_enterprise_install?: unknown;
   event_id?: string;
   event: { type: string; [field: string]: unknown };
   /**
    * Whom the event is delivered for (Slack sends one entry): the installation (its team, or its enterprise for
-   * an org-wide install) and its user; a person's has `is_bot: false`.
+   * an org-wide install) and its user; a person's has `is_bot: false`. Read through `authorizationsOf`.
    */
-  authorizations?: readonly {
-    user_id?: unknown;
-    is_bot?: unknown;
-    team_id?: unknown;
-    enterprise_id?: unknown;
-    is_enterprise_install?: unknown;
-  }[];
-}
-
-export function isEventEnvelope(body: unknown): body is EventEnvelope {
-  const candidate = body as Partial<EventEnvelope> | undefined;
-  return (
-    candidate?.type === 'event_callback' &&
-    typeof candidate.team_id === 'string' &&
-    typeof candidate.event === 'object' &&
-    candidate.event !== null &&
-    typeof candidate.event.type === 'string'
-  );
-}
-
-/** The envelope's org (Enterprise Grid), if it names one. */
-export function enterpriseOf(envelope: Pick<EventEnvelope, 'enterprise_id'>): string | undefined {
-  return typeof envelope.enterprise_id === 'string' && envelope.enterprise_id !== ''
-    ? envelope.enterprise_id
-    : undefined;
+  authorizations?: unknown;
 }
 
 /**
- * The installation an event is delivered for: its workspace, and its org with whether the install is org-wide
- * (docs.slack.dev, "Organization-ready apps": `is_enterprise_install`, on the envelope or its authorization).
+ * The body as a usable envelope: an event with a type, from a workspace or from an org alone. An org-wide
+ * install's org-level events carry `team_id: null` and name the org (Slack's reference for
+ * `team_access_granted`; it is silent on `app_uninstalled`): such an envelope is read with `team_id: ''`.
+ * Anything else is undefined; a malformed body never throws (a thrown error would make Slack retry it).
+ */
+export function envelopeOf(body: unknown): EventEnvelope | undefined {
+  if (typeof body !== 'object' || body === null) return undefined;
+  const candidate = body as Partial<Omit<EventEnvelope, 'team_id'>> & { team_id?: unknown };
+  if (candidate.type !== 'event_callback') return undefined;
+  const event = candidate.event;
+  if (typeof event !== 'object' || event === null || typeof event.type !== 'string') return undefined;
+  if (typeof candidate.team_id === 'string') return candidate as EventEnvelope;
+  const orgLevel = candidate.team_id === null || candidate.team_id === undefined;
+  return orgLevel && enterpriseOf(candidate) !== undefined
+    ? { ...(candidate as EventEnvelope), team_id: '' }
+    : undefined;
+}
+
+const idOf = (value: unknown): string | undefined =>
+  typeof value === 'string' && value !== '' ? value : undefined;
+
+/** The envelope's authorizations that are objects (a malformed list is read as none). */
+export function authorizationsOf(envelope: Pick<EventEnvelope, 'authorizations'>): Authorization[] {
+  const list = envelope.authorizations;
+  if (!Array.isArray(list)) return [];
+  return list.filter((entry): entry is Authorization => typeof entry === 'object' && entry !== null);
+}
+
+/**
+ * The org (Enterprise Grid) an event belongs to, wherever Slack names it: on the envelope, on the
+ * authorization only (the sample payload of Slack's reference for org-wide apps), or as the context's org.
+ */
+export function enterpriseOf(
+  envelope: Pick<EventEnvelope, 'enterprise_id' | 'context_enterprise_id' | 'authorizations'>,
+): string | undefined {
+  return (
+    idOf(envelope.enterprise_id) ??
+    idOf(authorizationsOf(envelope)[0]?.enterprise_id) ??
+    idOf(envelope.context_enterprise_id)
+  );
+}
+
+/**
+ * The installation an event is delivered for: its workspace (none on an org-level event), and its org with
+ * whether the install is org-wide (docs.slack.dev, "Organization-ready apps": `is_enterprise_install`, on the
+ * envelope or its authorization).
  */
 export function installationOf(envelope: EventEnvelope): {
-  teamId: string;
+  teamId?: string;
   enterpriseId?: string;
   isEnterpriseInstall: boolean;
 } {
+  const teamId = idOf(envelope.team_id);
   const enterpriseId = enterpriseOf(envelope);
   const isEnterpriseInstall =
     enterpriseId !== undefined &&
     (envelope.is_enterprise_install === true ||
-      envelope.authorizations?.some((entry) => entry.is_enterprise_install === true) === true);
-  return { teamId: envelope.team_id, ...(enterpriseId ? { enterpriseId } : {}), isEnterpriseInstall };
+      authorizationsOf(envelope).some((entry) => entry.is_enterprise_install === true));
+  return { ...(teamId ? { teamId } : {}), ...(enterpriseId ? { enterpriseId } : {}), isEnterpriseInstall };
 }
 
 /**
@@ -71,8 +104,7 @@ export function installationOf(envelope: EventEnvelope): {
  * `context`, and Slack names the viewer as the envelope's authorization with `is_bot: false`.
  */
 export function authorizedPerson(envelope: EventEnvelope): string | undefined {
-  const entry = envelope.authorizations?.find((candidate) => candidate.is_bot === false);
-  return typeof entry?.user_id === 'string' && entry.user_id !== '' ? entry.user_id : undefined;
+  return idOf(authorizationsOf(envelope).find((candidate) => candidate.is_bot === false)?.user_id);
 }
 
 /** The fields of a human-authored message the bot acts on, whatever event carried it. */

@@ -220,15 +220,44 @@ describe('uninstall and revocation (embedded store)', () => {
     const elsewhere = await startThread('C0ORGC', 'T0ORGC', 'E0OTHER');
     expect(live(agent)).toEqual([first.session, second.session, outside.session, elsewhere.session].sort());
 
-    // The envelope the fake Slack sends for an org-wide install's uninstall (slack-tenancy.ts says why).
+    // The envelope the fake Slack sends for an org-wide install's uninstall (slack-tenancy.ts says why):
+    // team_id null, the org named in authorizations only.
     const orgGone = slack.tenancy.uninstall({ enterpriseId: 'E0ORG' }).appUninstalled;
     expect(orgGone).toMatchObject({
-      enterprise_id: 'E0ORG',
-      authorizations: [{ is_enterprise_install: true }],
+      team_id: null,
+      authorizations: [{ enterprise_id: 'E0ORG', is_enterprise_install: true }],
     });
+    expect(orgGone).not.toHaveProperty('enterprise_id');
     expect((await send(orgGone)).status).toBe(200);
     await waitFor(() => live(agent).length === 2, "the org's sessions deleted");
     expect(live(agent)).toEqual([outside.session, elsewhere.session].sort());
+  });
+
+  it("an org-wide uninstall read the other ways Slack may send it (a workspace's id, the org on the envelope) ends the org's sessions", async () => {
+    const first = await startThread('C0ORGA', 'T0ORGA', 'E0ORG');
+    await startThread('C0ORGB', 'T0ORGB', 'E0ORG');
+    const other = await startThread('C0ORGC', 'T0ORGC', 'E0OTHER');
+    const outside = await startThread('C0SOLO', 'T0SOLO');
+    // One of its workspaces' ids in team_id, the org named in authorizations only.
+    const gone = workspaceGoneEvent('app_uninstalled', { teamId: 'T0ORGA' });
+    const sample = {
+      ...gone,
+      authorizations: gone.authorizations.map((a) => ({
+        ...a,
+        enterprise_id: 'E0ORG',
+        is_enterprise_install: true,
+      })),
+    };
+    expect((await send(sample)).status).toBe(200);
+    await waitFor(() => !live(agent).includes(first.session), "the org's sessions deleted");
+    await waitFor(() => live(agent).length === 2, "both of the org's sessions deleted");
+    expect(live(agent)).toEqual([other.session, outside.session].sort());
+
+    // team_id null with the org named on the envelope (an org-level event's shape).
+    const orgLevel = { ...inOrg(workspaceGoneEvent('app_uninstalled'), 'E0OTHER', true), team_id: null };
+    expect((await send(orgLevel)).status).toBe(200);
+    await waitFor(() => !live(agent).includes(other.session), 'the other org’s session deleted');
+    expect(live(agent)).toEqual([outside.session]);
   });
 
   it("a workspace's uninstall inside an org leaves the org's other workspaces alone", async () => {

@@ -280,6 +280,7 @@ export class FakeSlackTenancy {
    */
   addressed<E>(envelope: SlackEventEnvelope<E>): SlackEventEnvelope<E> {
     const teamId = envelope.team_id;
+    if (teamId === null) throw new Error('FakeSlack: an event addressed to a workspace names its team_id');
     const installation = this.installationFor(teamId);
     if (!installation)
       throw new Error(`FakeSlack: the app is not installed in ${teamId}; Slack sends nothing`);
@@ -295,14 +296,16 @@ export class FakeSlackTenancy {
   }
 
   private envelopeFor<E>(installation: FakeInstallation, event: E): SlackEventEnvelope<E> {
-    // An org-wide install's uninstall happens in no one workspace: Slack's pages show only a workspace's
-    // envelope, so the org's id stands in team_id here, and authorizations name the org install (Bolt reads
-    // those first); the bot must go by is_enterprise_install and enterprise_id.
-    const teamId = installation.teamId ?? installation.enterpriseId ?? '';
+    // An org-wide install's uninstall happens in no one workspace, and Slack's pages are silent on its
+    // envelope. Strict reading: as its org-level events (team_access_granted's reference page), `team_id: null`;
+    // and the org named only in authorizations[0], as the sample payload of Slack's reference for org-wide
+    // apps does (api.slack.com/enterprise/apps/reference). The bot reads both that and an envelope naming it.
+    const teamId = installation.teamId ?? null;
     return {
       token: 'fake-verification-token',
       team_id: teamId,
-      ...(installation.enterpriseId !== undefined && { enterprise_id: installation.enterpriseId }),
+      ...(installation.enterpriseId !== undefined &&
+        installation.teamId !== undefined && { enterprise_id: installation.enterpriseId }),
       api_app_id: this.appId,
       event,
       type: 'event_callback',
@@ -311,7 +314,7 @@ export class FakeSlackTenancy {
       authorizations: [authorizationOf(installation)],
       authed_users: [],
       is_ext_shared_channel: false,
-      event_context: `4-${Buffer.from(JSON.stringify({ tid: teamId, aid: this.appId })).toString('base64url')}`,
+      event_context: `4-${Buffer.from(JSON.stringify({ tid: teamId ?? installation.enterpriseId, aid: this.appId })).toString('base64url')}`,
     };
   }
 

@@ -155,7 +155,8 @@ export interface EventEnvelopeOptions {
 
 export interface SlackEventEnvelope<E> {
   token: string;
-  team_id: string;
+  /** null on an org-level event of an org-wide install. */
+  team_id: string | null;
   /** On Enterprise Grid (FakeSlack's tenancy fills these in: `slack.tenancy.addressed(envelope)`). */
   enterprise_id?: string;
   context_team_id?: string;

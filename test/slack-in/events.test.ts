@@ -4,9 +4,10 @@ import {
   controlWordOf,
   deletionOf,
   editOf,
+  envelopeOf,
   fromMention,
   fromMessage,
-  isEventEnvelope,
+  installationOf,
   senderTeam,
 } from '../../src/slack-in/events.js';
 
@@ -32,14 +33,52 @@ const message = (fields: Record<string, unknown>) =>
   }) as unknown as types.AllMessageEvents;
 
 describe('Slack events as the bot reads them', () => {
-  it('recognises only envelopes with a workspace and a typed event', () => {
-    expect(isEventEnvelope({ type: 'event_callback', team_id: 'T1', event: { type: 'app_mention' } })).toBe(
-      true,
-    );
-    expect(isEventEnvelope({ type: 'event_callback', team_id: 'T1' })).toBe(false);
-    expect(isEventEnvelope({ type: 'event_callback', team_id: 'T1', event: { type: 5 } })).toBe(false);
-    expect(isEventEnvelope({ type: 'url_verification' })).toBe(false);
-    expect(isEventEnvelope(null)).toBe(false);
+  it('recognises only envelopes with a workspace, or an org alone, and a typed event', () => {
+    const ok = { type: 'event_callback', team_id: 'T1', event: { type: 'app_mention' } };
+    expect(envelopeOf(ok)).toEqual(ok);
+    expect(envelopeOf({ type: 'event_callback', team_id: 'T1' })).toBeUndefined();
+    expect(envelopeOf({ type: 'event_callback', team_id: 'T1', event: { type: 5 } })).toBeUndefined();
+    expect(envelopeOf({ type: 'url_verification' })).toBeUndefined();
+    expect(envelopeOf(null)).toBeUndefined();
+    // An org-level event (team_id null) is usable only when it names its org.
+    const orgLevel = { type: 'event_callback', team_id: null, event: { type: 'app_uninstalled' } };
+    expect(envelopeOf(orgLevel)).toBeUndefined();
+    expect(envelopeOf({ ...orgLevel, enterprise_id: 'E1' })?.team_id).toBe('');
+    expect(
+      envelopeOf({ ...orgLevel, authorizations: [{ enterprise_id: 'E1', team_id: null }] })?.team_id,
+    ).toBe('');
+  });
+
+  it('reads the org and an org-wide install wherever Slack names them, and never throws on odd shapes', () => {
+    const base = { type: 'event_callback' as const, team_id: 'T1', event: { type: 'app_uninstalled' } };
+    expect(installationOf(base)).toEqual({ teamId: 'T1', isEnterpriseInstall: false });
+    // On the envelope, and the install's kind on the envelope or the authorization.
+    expect(installationOf({ ...base, enterprise_id: 'E1', is_enterprise_install: true })).toEqual({
+      teamId: 'T1',
+      enterpriseId: 'E1',
+      isEnterpriseInstall: true,
+    });
+    // Only in the authorization (Slack's sample payload for org-wide apps).
+    const sample = {
+      ...base,
+      authorizations: [{ enterprise_id: 'E1', team_id: null, is_enterprise_install: true }],
+    };
+    expect(installationOf(sample)).toEqual({ teamId: 'T1', enterpriseId: 'E1', isEnterpriseInstall: true });
+    // As the context's org: a workspace of the org, not an org-wide install.
+    expect(installationOf({ ...base, context_enterprise_id: 'E1' })).toEqual({
+      teamId: 'T1',
+      enterpriseId: 'E1',
+      isEnterpriseInstall: false,
+    });
+    // An org-level event names no workspace.
+    const orgLevel = envelopeOf({ ...base, team_id: null, enterprise_id: 'E1', is_enterprise_install: true });
+    expect(orgLevel && installationOf(orgLevel)).toEqual({ enterpriseId: 'E1', isEnterpriseInstall: true });
+    for (const authorizations of [null, 'x', { 0: { enterprise_id: 'E1' } }, [null], [5, null], []]) {
+      expect(installationOf({ ...base, authorizations })).toEqual({
+        teamId: 'T1',
+        isEnterpriseInstall: false,
+      });
+    }
   });
 
   it('takes mentions and messages from people only', () => {

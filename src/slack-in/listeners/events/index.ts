@@ -13,11 +13,12 @@ import {
   type EventRouter,
   HANDLED_EVENTS,
   type HandledEvent,
+  INSTALLATION_EVENTS,
   ignoring,
   type MessageChange,
 } from './router.js';
 
-export { HANDLED_EVENTS, type HandledEvent } from './router.js';
+export { HANDLED_EVENTS, type HandledEvent, INSTALLATION_EVENTS } from './router.js';
 
 export type EventListenerDeps = MessageDeps &
   EditDeps &
@@ -60,7 +61,12 @@ export class EventIntake {
   async accept(envelope: EventEnvelope): Promise<void> {
     const { metrics, access, logger } = this.deps;
     metrics.eventsReceived.inc({ type: envelope.event.type });
-    if (!access.servesTeam(envelope.team_id)) {
+    // An org-level event (no workspace) can only be about the installation itself.
+    if (envelope.team_id === '' && !INSTALLATION_EVENTS.has(envelope.event.type)) {
+      this.ignore(envelope.event.type, 'no-workspace');
+      return;
+    }
+    if (envelope.team_id !== '' && !access.servesTeam(envelope.team_id)) {
       this.ignore(envelope.event.type, 'team-not-allowed');
       return;
     }

@@ -33,10 +33,12 @@ export function register(events: EventRouter, deps: LifecycleDeps): void {
   // the clean-up runs after, and is retried until done (see WorkspaceRemovals).
   const workspaceGone = async (envelope: EventEnvelope, reason: 'app_uninstalled' | 'tokens_revoked') => {
     const { teamId, enterpriseId, isEnterpriseInstall } = installationOf(envelope);
-    // An org-wide install is the org's, whichever workspace's id the envelope carries.
-    const installation = isEnterpriseInstall
-      ? { enterpriseId, isEnterpriseInstall }
-      : { teamId, enterpriseId, isEnterpriseInstall };
+    // An org-wide install is the org's, whichever workspace's id the envelope carries (an org-level event
+    // names none: only an org-wide install has those).
+    const installation =
+      isEnterpriseInstall || teamId === undefined
+        ? { enterpriseId, isEnterpriseInstall: true }
+        : { teamId, enterpriseId, isEnterpriseInstall };
     await deps.removals.remove(installation, reason);
     deps.logger.info(
       { team: teamId, enterprise: enterpriseId, event: envelope.event.type },

@@ -18,6 +18,15 @@ export const HANDLED_EVENTS = [
 
 export type HandledEvent = (typeof HANDLED_EVENTS)[number];
 
+/**
+ * Events about the installation itself: taken even when no installation is left to serve them, and the only
+ * ones an org-level envelope (no workspace) is taken for.
+ */
+export const INSTALLATION_EVENTS: ReadonlySet<string> = new Set<HandledEvent>([
+  'app_uninstalled',
+  'tokens_revoked',
+]);
+
 /** The `message` subtypes that are changes to a message already sent, each taken by its own listener. */
 export type MessageChange = 'message_changed' | 'message_deleted';
 
