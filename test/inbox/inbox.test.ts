@@ -382,4 +382,49 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
       await db.close();
     }
   });
+  it("puts back a later message claimed as it was recorded while an earlier one of its thread was being recorded", async () => {
+    // The same race as above, with both messages recorded by processes that have room: the second statement's
+    // snapshot is taken before the first message commits, so it records its message claimed as well.
+    const database = await createTestDatabase();
+    databases.push(database);
+    const db = await openDatabase({ kind: 'postgres', databaseUrl: database.url, poolSize: 4 });
+    const holder = new pg.Client({ connectionString: database.url });
+    const observer = new pg.Client({ connectionString: database.url });
+    try {
+      await migrate(db);
+      const a = new Inbox(db, 'replica-a', LEASE_MS);
+      const b = new Inbox(db, 'replica-b', LEASE_MS);
+      await Promise.all([holder.connect(), observer.connect()]);
+      const lockWaiters = async () =>
+        Number(
+          (
+            await observer.query<{ n: string }>(
+              `SELECT count(*) AS n FROM pg_stat_activity
+               WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+            )
+          ).rows[0]?.n,
+        );
+      await holder.query('BEGIN');
+      await holder.query(
+        `INSERT INTO inbox (thread_key, dedupe_key, kind, payload) VALUES ('elsewhere', 't1:1', 'message', '{}')`,
+      );
+      const first = a.admit(message('t1', '1'), NO_LIMITS, true);
+      await waitFor(async () => (await lockWaiters()) === 1, 'the first message held mid-recording');
+      const second = b.admit(message('t1', '2'), NO_LIMITS, true);
+      await waitFor(async () => (await lockWaiters()) === 2, 'the second message waiting for its turn');
+      await holder.query('ROLLBACK');
+      const [earlier, later] = [(await first).claimed, (await second).claimed];
+      expect(earlier?.dedupeKey).toBe('t1:1');
+      // Its statement could not see the earlier message: recorded claimed, it gives its turn back.
+      expect(later?.dedupeKey).toBe('t1:2');
+      expect(await b.yieldTurn(later as ClaimedJob)).toBe(true);
+      expect(await a.yieldTurn(earlier as ClaimedJob)).toBe(false);
+      expect(await b.claim(10)).toEqual([]);
+      await a.finish(earlier as ClaimedJob);
+      expect((await b.claim(10)).map((job) => job.dedupeKey)).toEqual(['t1:2']);
+    } finally {
+      await Promise.all([holder.end().catch(() => {}), observer.end().catch(() => {})]);
+      await db.close();
+    }
+  });
 });
