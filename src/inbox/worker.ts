@@ -31,7 +31,10 @@ export class Worker {
 
   constructor(
     /** Only the queue's side of the inbox: what the job does meanwhile is the runner's. */
-    private readonly inbox: Pick<JobQueue, 'claim' | 'heartbeat' | 'defer' | 'finish' | 'release' | 'yieldTurn'>,
+    private readonly inbox: Pick<
+      JobQueue,
+      'claim' | 'heartbeat' | 'defer' | 'finish' | 'release' | 'yieldTurn'
+    >,
     private readonly runJob: JobRunner,
     private readonly logger: Logger,
     private readonly options: WorkerOptions,

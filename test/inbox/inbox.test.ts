@@ -382,7 +382,7 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
       await db.close();
     }
   });
-  it("puts back a later message claimed as it was recorded while an earlier one of its thread was being recorded", async () => {
+  it('puts back a later message claimed as it was recorded while an earlier one of its thread was being recorded', async () => {
     // The same race as above, with both messages recorded by processes that have room: the second statement's
     // snapshot is taken before the first message commits, so it records its message claimed as well.
     const database = await createTestDatabase();
