@@ -111,7 +111,6 @@ const ALL_SCENARIOS: Scenario[] = [
     retryEvery: 0,
     agentLatencyMs: 200,
   },
-  // As many as the bot's default WORKER_CONCURRENCY (100), which the bot keeps.
   {
     key: 'newThreads',
     name: `${newThreads} new threads at once, agent 2 s`,
