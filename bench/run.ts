@@ -687,6 +687,26 @@ function printTable(rows: Row[]): void {
   }
 }
 
+/** What each process did per event: store statements and PostgreSQL's count of its commits, Slack and agent calls. */
+function printWork(rows: Row[]): void {
+  const calls = (counts: Record<string, number>) =>
+    Object.entries(counts)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([name, n]) => `${name} ${n.toFixed(2)}`)
+      .join(', ');
+  process.stdout.write(
+    'work per event (PostgreSQL transactions from pg_stat_database: rough in short scenarios)\n',
+  );
+  for (const row of rows) {
+    const { perEvent } = row;
+    process.stdout.write(
+      `${row.scenario} ${row.target}: ${row.target === 'bot' ? `${fmt(perEvent.storeStatements)} store statements, ` : ''}` +
+        `${fmt(perEvent.pgTransactions)} PostgreSQL transactions, ${fmt(perEvent.pgRowsWritten)} rows written; ` +
+        `Slack: ${calls(perEvent.slack)}; agent: ${calls(perEvent.agent)}\n`,
+    );
+  }
+}
+
 const UNITS: Record<Measure, [unit: string, digits: number]> = {
   ackP99: [' ms', 1],
   addedP99: [' ms', 1],
@@ -783,6 +803,8 @@ for (const row of rows.filter((r) => r.rssSamplesMb.length > 0)) {
   );
 }
 process.stdout.write('\n\n');
+printWork(rows);
+process.stdout.write('\n');
 const judged = verdicts(rows);
 mkdirSync('bench/results', { recursive: true });
 writeFileSync(
