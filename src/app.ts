@@ -12,6 +12,7 @@ import { ViewingContext } from './conversation/viewing-context.js';
 import { MessageClaims } from './inbox/claims.js';
 import { Inbox } from './inbox/inbox.js';
 import { ConversationMarks, openedSessionsIn } from './inbox/marks.js';
+import { WorkspaceRemovals } from './inbox/removals.js';
 import { storeRetryDelays } from './inbox/store-retry.js';
 import { Worker } from './inbox/worker.js';
 import { healthHandlers, metricsHandler, Readiness, type RouteHandler } from './observability/health.js';
@@ -90,6 +91,16 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     config.delivery.leaseMs,
     storeRetryDelays(config.delivery.storeWriteRetryMs),
   );
+  // An uninstall or revocation ends the workspace's (or org's) work and conversations (see WorkspaceRemovals).
+  const removals = new WorkspaceRemovals(db, inbox, sessions, logger, {
+    retryBaseMs: config.sessions.deleteRetryMs,
+    pollMs: Math.min(config.sessions.deleteRetryMs, 30_000),
+    onRemoved: (workspace) =>
+      logger.error(
+        { team: workspace.teamId },
+        'the app was uninstalled from its workspace or its bot token revoked: SLACK_BOT_TOKEN no longer works; reinstall the app, set the new token and restart',
+      ),
+  });
   const claims = new MessageClaims(db);
   const marks = new ConversationMarks(db);
   const viewing = new ViewingContext(db);
@@ -155,6 +166,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     mentionOnly: config.conversation.mentionOnly,
     agentView: config.agentView,
     agentFeatures,
+    removals,
     viewing,
     tracing,
     access,
@@ -244,6 +256,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     inFlight: worker.inFlight,
     ...(await inbox.counts()),
     deletionsPending: await deleter.pendingCount(),
+    removalsPending: await removals.pendingCount(),
   }));
 
   const housekeeping = new Housekeeping(
@@ -261,6 +274,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     worker,
     relay,
     deleter,
+    removals,
     sweeper,
     housekeeping,
     agent,

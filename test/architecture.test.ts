@@ -18,6 +18,8 @@ const LAYERS: readonly (readonly string[])[] = [
   ['conversation'],
   ['sessions'],
   ['agent', 'slack-out'],
+  // Slack installations (OAuth mode): their tokens sealed, kept in the store.
+  ['installations'],
   ['store'],
   ['observability', 'util'],
   ['config'],

@@ -3,6 +3,7 @@ import type { AgentClient } from '../agent/client.js';
 import type { Config } from '../config/index.js';
 import type { Relay } from '../conversation/relay.js';
 import type { Inbox } from '../inbox/inbox.js';
+import type { WorkspaceRemovals } from '../inbox/removals.js';
 import type { Worker } from '../inbox/worker.js';
 import { type RouteHandler, startRouteServer, stopRouteServer } from '../observability/health.js';
 import type { Logger } from '../observability/logger.js';
@@ -43,6 +44,7 @@ export interface LifecycleParts {
   worker: Pick<Worker, 'start' | 'stop'>;
   relay: Pick<Relay, 'abandonRunning'>;
   deleter: Pick<SessionDeleter, 'start' | 'stop'>;
+  removals: Pick<WorkspaceRemovals, 'start' | 'stop'>;
   sweeper: Pick<IdleSweeper, 'start' | 'stop'>;
   housekeeping: Housekeeping;
   agent: Pick<AgentClient, 'close'>;
@@ -65,11 +67,13 @@ export class BotLifecycle {
   constructor(private readonly parts: LifecycleParts) {}
 
   async start(): Promise<void> {
-    const { config, db, inbox, worker, deleter, sweeper, housekeeping, health, logger } = this.parts;
+    const { config, db, inbox, worker, deleter, removals, sweeper, housekeeping, health, logger } =
+      this.parts;
     // The embedded store is one process's, so jobs left running belong to a process that is gone.
     if (db.kind === 'embedded') await inbox.expireLeases();
     worker.start();
     deleter.start();
+    removals.start();
     sweeper.start();
     housekeeping.start();
     this.adminServer = await startRouteServer(config.adminPort, config.host, {
@@ -98,7 +102,8 @@ export class BotLifecycle {
    * the agent yet), and releases every resource.
    */
   async stop(drainMs: number): Promise<void> {
-    const { logger, worker, relay, deleter, sweeper, housekeeping, agent, tracing, db } = this.parts;
+    const { logger, worker, relay, deleter, removals, sweeper, housekeeping, agent, tracing, db } =
+      this.parts;
     this.parts.admission.close();
     sweeper.stop();
     housekeeping.stop();
@@ -110,6 +115,8 @@ export class BotLifecycle {
       relay.abandonRunning();
       logger.warn({ handedBack }, 'stopped before all in-flight work finished');
     }
+    // A removal under way schedules session deletions: it ends first.
+    await removals.stop();
     await deleter.stop();
     await housekeeping.settled();
     await Promise.all([stopRouteServer(this.adminServer), stopRouteServer(this.healthServer)]);

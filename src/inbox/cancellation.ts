@@ -39,9 +39,16 @@ export class JobCancellation {
           return { outcome: 'not-allowed', starter: oldest.user_id };
       }
       const inserted = await query(
-        `INSERT INTO inbox (thread_key, dedupe_key, kind, payload, user_id) VALUES ($1, $2, 'reset', $3, $4)
+        `INSERT INTO inbox (thread_key, dedupe_key, kind, payload, user_id, enterprise_id)
+         VALUES ($1, $2, 'reset', $3, $4, $5)
          ON CONFLICT (dedupe_key) DO NOTHING RETURNING 1`,
-        [job.threadKey, job.dedupeKey, storableJson(job.payload), job.userId ?? null],
+        [
+          job.threadKey,
+          job.dedupeKey,
+          storableJson(job.payload),
+          job.userId ?? null,
+          job.enterpriseId ?? null,
+        ],
       );
       if (inserted.length === 0) return { outcome: 'duplicate', cancelled: [] };
       return { outcome: 'queued', cancelled: await cancelWaiting(query, job.threadKey, undefined) };
@@ -84,6 +91,17 @@ export class JobCancellation {
               payload = '{}', agent_reply = NULL
        WHERE thread_key LIKE $1 AND ${OPEN} RETURNING 1`,
       [startsWithPattern(prefix)],
+    );
+    return rows.length;
+  }
+
+  /** Cancels the open jobs of every workspace of an org (an org-wide uninstall). */
+  async cancelOpenOfOrg(enterpriseId: string): Promise<number> {
+    const rows = await this.db.query(
+      `UPDATE inbox SET state = 'cancelled', finished_at = now(), owner = NULL, lease_until = NULL,
+              payload = '{}', agent_reply = NULL
+       WHERE enterprise_id = $1 AND ${OPEN} RETURNING 1`,
+      [enterpriseId],
     );
     return rows.length;
   }

@@ -126,6 +126,9 @@ export class Inbox implements JobProgress {
   cancelOpenWithPrefix(prefix: string): Promise<number> {
     return this.cancellation.cancelOpenWithPrefix(prefix);
   }
+  cancelOpenOfOrg(enterpriseId: string): Promise<number> {
+    return this.cancellation.cancelOpenOfOrg(enterpriseId);
+  }
   replaceWaitingPayload(dedupeKey: string, edit: (payload: unknown) => unknown): Promise<boolean> {
     return this.cancellation.replaceWaitingPayload(dedupeKey, edit);
   }

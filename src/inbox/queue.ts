@@ -14,6 +14,8 @@ export interface NewJob {
   payload: unknown;
   /** Who asked, for the per-user limit and for `stop`. */
   userId?: string;
+  /** The org (Enterprise Grid) of the job's workspace, where Slack names one: an org-wide uninstall drops it. */
+  enterpriseId?: string;
 }
 
 export type AdmitOutcome = 'inserted' | 'duplicate' | 'thread-full' | 'rate-limited';
@@ -32,15 +34,15 @@ export function heartbeatEveryMs(leaseMs: number): number {
 }
 
 /**
- * Inserts a job ($1 thread, $2 dedupe key, $3 kind, $4 payload, $5 user) unless a limit ($6, $7) refuses it.
+ * Inserts a job ($1 thread, $2 dedupe key, $3 kind, $4 payload, $5 user, $8 org) unless a limit ($6, $7) refuses it.
  * `turn` serialises the recording of a thread's jobs: a job's id is its place in the thread's order, and ids
  * are taken on insert but seen on commit, so without it a job numbered first could become visible after a
  * later one had been claimed as the thread's oldest, and both would run at once. The lock is taken before
  * the row (and its id) exists, as the row is made from `turn`, and held until the statement commits.
  * The counts read the statement's snapshot, taken before the lock: under a concurrent message of the same
  * thread they may miss it (so `queued` may say false), never the dedupe, which ON CONFLICT decides.
- * With $8, a job its thread has nothing open before (as far as the snapshot tells) is recorded already
- * claimed by owner $9 for $10 seconds: the claim costs no statement, and no commit, of its own. What the
+ * With $9, a job its thread has nothing open before (as far as the snapshot tells) is recorded already
+ * claimed by owner $10 for $11 seconds: the claim costs no statement, and no commit, of its own. What the
  * snapshot missed is caught by `yieldTurn`, which such a job asks before it does anything.
  */
 const ADMIT = `
@@ -50,13 +52,14 @@ const ADMIT = `
     SELECT count(*) AS n FROM user_requests
     WHERE $7::int > 0 AND user_id = $5 AND at > now() - ${USER_LIMIT_WINDOW}),
   known AS (SELECT EXISTS (SELECT 1 FROM inbox WHERE dedupe_key = $2) AS yes),
-  take AS (SELECT $8::boolean AND (SELECT n FROM open) = 0 AS yes),
+  take AS (SELECT $9::boolean AND (SELECT n FROM open) = 0 AS yes),
   job AS (
-    INSERT INTO inbox (thread_key, dedupe_key, kind, payload, user_id, queued, state, owner, lease_until, attempts)
-    SELECT $1, $2, $3, $4, $5, (SELECT n FROM open) > 0,
+    INSERT INTO inbox (thread_key, dedupe_key, kind, payload, user_id, queued, enterprise_id, state, owner,
+                       lease_until, attempts)
+    SELECT $1, $2, $3, $4, $5, (SELECT n FROM open) > 0, $8,
            CASE WHEN take.yes THEN 'running' ELSE 'pending' END,
-           CASE WHEN take.yes THEN $9 END,
-           CASE WHEN take.yes THEN now() + make_interval(secs => $10) END,
+           CASE WHEN take.yes THEN $10 END,
+           CASE WHEN take.yes THEN now() + make_interval(secs => $11) END,
            CASE WHEN take.yes THEN 1 ELSE 0 END
     FROM turn, take
     WHERE NOT (SELECT yes FROM known) AND (SELECT n FROM open) < $6
@@ -113,6 +116,7 @@ export class JobQueue {
       job.userId ?? null,
       limits.maxOpenPerThread,
       limits.userPerMinute,
+      job.enterpriseId ?? null,
       claim,
       this.owner,
       this.leaseMs / 1000,

@@ -6,6 +6,7 @@ export interface QueueSnapshot {
   pending: number;
   running: number;
   deletionsPending: number;
+  removalsPending: number;
 }
 
 /**
@@ -124,6 +125,16 @@ export class BotMetrics {
     collect: async () => {
       const snapshot = await this.snapshot();
       if (snapshot) this.deletionsPending.set(snapshot.deletionsPending);
+    },
+  });
+
+  readonly removalsPending = new Gauge({
+    name: 'workspace_removals_pending',
+    help: 'Workspaces or orgs the app was removed from whose clean-up is not finished yet (retried with backoff)',
+    registers: [this.registry],
+    collect: async () => {
+      const snapshot = await this.snapshot();
+      if (snapshot) this.removalsPending.set(snapshot.removalsPending);
     },
   });
 

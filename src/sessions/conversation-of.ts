@@ -10,6 +10,8 @@ import { DM_MAIN_THREAD, type ThreadKey } from './thread-key.js';
 /** A Slack message's position, as every payload that names a message gives it. */
 export interface MessagePosition {
   teamId: string;
+  /** The workspace's org (Enterprise Grid), when the payload names one. */
+  enterpriseId?: string;
   channelId: string;
   /** The message's own ts. */
   ts: string;
@@ -61,13 +63,14 @@ export function isDmChannel(channelId: string): boolean {
  * conversation is a thread of the Messages tab) is its thread's.
  */
 export function conversationOf(message: MessagePosition, agentView: AgentViewState): MessageConversation {
-  const { teamId, channelId } = message;
+  const { teamId, enterpriseId, channelId } = message;
   const isReply = isThreadReply(message);
   const threadTs =
     isDmChannel(channelId) && !isReply && !agentView.inDms
       ? DM_MAIN_THREAD
       : (message.threadTs ?? message.ts);
-  return { ...conversationOfThread({ teamId, channelId, threadTs }, agentView), isReply };
+  const thread: ThreadKey = { teamId, channelId, threadTs, ...(enterpriseId ? { enterpriseId } : {}) };
+  return { ...conversationOfThread(thread, agentView), isReply };
 }
 
 /** A reply in a thread: not a top-level message, nor the root of a thread (whose thread_ts is its own ts). */

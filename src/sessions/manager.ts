@@ -59,6 +59,13 @@ export class SessionManager {
     return sessions;
   }
 
+  /** Ends every conversation of an org's workspaces (an org-wide uninstall); returns them. */
+  async retireOrg(enterpriseId: string, reason: DeletionReason): Promise<ThreadSession[]> {
+    const sessions = await this.store.listOfOrg(enterpriseId);
+    await this.retire(sessions, reason);
+    return sessions;
+  }
+
   /** Drops activity rows of conversations that have ended (also when idle expiry is off). */
   pruneActivity(): Promise<number> {
     return this.store.pruneActivity();
@@ -90,6 +97,7 @@ export class SessionManager {
     const sessionId = await this.agent.createSession(agentId);
     const session: ThreadSession = {
       teamId: thread.teamId,
+      ...(thread.enterpriseId ? { enterpriseId: thread.enterpriseId } : {}),
       channelId: thread.channelId,
       threadTs: thread.threadTs,
       agentId,

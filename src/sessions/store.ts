@@ -28,9 +28,11 @@ const NAMESPACE = 'thread';
 /** Lifecycle rows read per Keyv lookup while looking for rows whose mapping is gone or to fill in. */
 const BATCH = 500;
 /** A lifecycle row's columns, in the order `UPSERT_ROW` takes them. */
-const UPSERT_ROW = `INSERT INTO session_activity (key, team_id, channel_id, thread_ts, agent_id, started_by, last_active_at)
-  VALUES ($1, $2, $3, $4, $5, $6, $7)
+const UPSERT_ROW = `INSERT INTO session_activity
+    (key, team_id, channel_id, thread_ts, agent_id, started_by, last_active_at, enterprise_id)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
   ON CONFLICT (key) DO UPDATE SET team_id = EXCLUDED.team_id, channel_id = EXCLUDED.channel_id,
+    enterprise_id = EXCLUDED.enterprise_id,
     thread_ts = EXCLUDED.thread_ts, agent_id = EXCLUDED.agent_id, started_by = EXCLUDED.started_by,
     last_active_at = GREATEST(session_activity.last_active_at, EXCLUDED.last_active_at)`;
 
@@ -106,6 +108,18 @@ export class SessionStore {
       ),
     );
     return sessions.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+  }
+
+  /** Every mapping of the org's workspaces (Enterprise Grid), for an org-wide uninstall. */
+  async listOfOrg(enterpriseId: string): Promise<SessionWithActivity[]> {
+    return this.withMappings(
+      await this.guard('read', () =>
+        this.db.query<LifecycleRow>(
+          'SELECT key, last_active_at FROM session_activity WHERE enterprise_id = $1',
+          [enterpriseId],
+        ),
+      ),
+    );
   }
 
   /** Mappings with no activity since `before`, a batch at a time. */
@@ -236,6 +250,7 @@ function rowOf(session: ThreadSession, lastActiveAt: Date): unknown[] {
     // A mapping written before starters were recorded still lists, as nobody's.
     session.startedBy ?? '',
     lastActiveAt.toISOString(),
+    session.enterpriseId ?? null,
   ];
 }
 

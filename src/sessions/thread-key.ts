@@ -1,6 +1,11 @@
 /** Identifies one Slack conversation: the unit that owns one agent session. */
 export interface ThreadKey {
   teamId: string;
+  /**
+   * The org (Enterprise Grid) the workspace belongs to, when Slack names one: for per-org agents and org-wide
+   * uninstalls. Not part of any key: a team id is unique across orgs.
+   */
+  enterpriseId?: string;
   channelId: string;
   /** The thread's root `ts` (a top-level message is the root of its own thread), or `dm` for a DM's main line. */
   threadTs: string;

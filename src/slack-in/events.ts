@@ -12,10 +12,14 @@ type AppMentionEvent = types.AppMentionEvent;
 export interface EventEnvelope {
   type: 'event_callback';
   team_id: string;
+  /** The workspace's org (Enterprise Grid), when it has one (@slack/bolt's EnvelopedEvent). */
+  enterprise_id?: string | null;
+  /** An org-wide install's event (Bolt reads it here or on the authorization). */
+  is_enterprise_install?: unknown;
   event_id?: string;
   event: { type: string; [field: string]: unknown };
   /** Whom the event is delivered for (Slack sends one entry); a person's has `is_bot: false`. */
-  authorizations?: readonly { user_id?: unknown; is_bot?: unknown }[];
+  authorizations?: readonly { user_id?: unknown; is_bot?: unknown; is_enterprise_install?: unknown }[];
 }
 
 export function isEventEnvelope(body: unknown): body is EventEnvelope {
@@ -27,6 +31,30 @@ export function isEventEnvelope(body: unknown): body is EventEnvelope {
     candidate.event !== null &&
     typeof candidate.event.type === 'string'
   );
+}
+
+/** The envelope's org (Enterprise Grid), if it names one. */
+export function enterpriseOf(envelope: Pick<EventEnvelope, 'enterprise_id'>): string | undefined {
+  return typeof envelope.enterprise_id === 'string' && envelope.enterprise_id !== ''
+    ? envelope.enterprise_id
+    : undefined;
+}
+
+/**
+ * The installation an event is delivered for: its workspace, and its org with whether the install is org-wide
+ * (docs.slack.dev, "Organization-ready apps": `is_enterprise_install`, on the envelope or its authorization).
+ */
+export function installationOf(envelope: EventEnvelope): {
+  teamId: string;
+  enterpriseId?: string;
+  isEnterpriseInstall: boolean;
+} {
+  const enterpriseId = enterpriseOf(envelope);
+  const isEnterpriseInstall =
+    enterpriseId !== undefined &&
+    (envelope.is_enterprise_install === true ||
+      envelope.authorizations?.some((entry) => entry.is_enterprise_install === true) === true);
+  return { teamId: envelope.team_id, ...(enterpriseId ? { enterpriseId } : {}), isEnterpriseInstall };
 }
 
 /**

@@ -35,6 +35,7 @@ export class ThreadResets {
         kind: 'reset',
         payload: request,
         userId,
+        enterpriseId: thread.enterpriseId,
       },
       { noSession: session === undefined },
     );

@@ -136,6 +136,29 @@ const MIGRATIONS: readonly (readonly MigrationStep[])[] = [
      WHERE purpose = 'agent-session'
      ON CONFLICT DO NOTHING`,
   ],
+  [
+    // The org (Enterprise Grid) of a job's and a conversation's workspace, where Slack names one, so an org-wide
+    // uninstall finds every workspace's waiting work and conversations. Nullable: single-workspace rows, and rows
+    // of the previous release, have none.
+    'ALTER TABLE inbox ADD COLUMN IF NOT EXISTS enterprise_id TEXT',
+    `CREATE INDEX IF NOT EXISTS inbox_open_enterprise ON inbox (enterprise_id)
+       WHERE enterprise_id IS NOT NULL AND state IN ('pending', 'running')`,
+    'ALTER TABLE session_activity ADD COLUMN IF NOT EXISTS enterprise_id TEXT',
+    `CREATE INDEX IF NOT EXISTS session_activity_enterprise ON session_activity (enterprise_id)
+       WHERE enterprise_id IS NOT NULL`,
+    // A workspace or org the app was removed from, recorded before anything is cleaned up and kept until every
+    // step is done (retried like a session deletion), so a crash or an outage midway never forgets it.
+    `CREATE TABLE IF NOT EXISTS workspace_removals (
+       scope TEXT PRIMARY KEY,
+       team_id TEXT,
+       enterprise_id TEXT,
+       is_enterprise_install BOOLEAN NOT NULL,
+       reason TEXT NOT NULL,
+       attempts INTEGER NOT NULL DEFAULT 0,
+       next_attempt_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+       last_error TEXT,
+       requested_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
+  ],
 ];
 
 /**

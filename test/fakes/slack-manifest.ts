@@ -24,6 +24,12 @@ export interface InstalledManifest {
   botScopes: string[];
   /** features.agent_view: the app is an agent app. */
   agentView: boolean;
+  /** oauth_config.redirect_urls: where an install may send the installer back to. */
+  redirectUrls: string[];
+  /** settings.org_deploy_enabled: the app can be installed org-wide on Enterprise Grid. */
+  orgDeployEnabled: boolean;
+  /** settings.token_rotation_enabled: installs get expiring tokens and refresh tokens. */
+  tokenRotation: boolean;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -40,5 +46,13 @@ export function readManifest(path: string | URL = DEFAULT_MANIFEST): InstalledMa
     throw new Error(`${String(path)}: oauth_config.scopes.bot is not a list of scopes`);
   }
   const features = isRecord(manifest) && isRecord(manifest.features) ? manifest.features : {};
-  return { botScopes: bot, agentView: isRecord(features.agent_view) };
+  const settings = isRecord(manifest) && isRecord(manifest.settings) ? manifest.settings : {};
+  const redirectUrls = Array.isArray(oauth.redirect_urls) ? oauth.redirect_urls : [];
+  return {
+    botScopes: bot,
+    agentView: isRecord(features.agent_view),
+    redirectUrls: redirectUrls.filter((url): url is string => typeof url === 'string'),
+    orgDeployEnabled: settings.org_deploy_enabled === true,
+    tokenRotation: settings.token_rotation_enabled === true,
+  };
 }

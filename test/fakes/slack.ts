@@ -28,7 +28,18 @@ import {
   undocumentedAnswer,
 } from './slack-contracts.js';
 import { readManifest } from './slack-manifest.js';
+import { type FakeOAuthAppOptions, FakeSlackOAuth } from './slack-oauth.js';
 import { type RateLimit, RateLimiter } from './slack-rate-limits.js';
+import {
+  callerOf,
+  type FakeCaller,
+  type FakeInstallation,
+  type FakeOrg,
+  FakeSlackTenancy,
+  type FakeWorkspace,
+  type TokenCheck,
+  type TokenRotation,
+} from './slack-tenancy.js';
 
 export type SlackTokenKind = 'bot' | 'app' | 'none' | 'invalid';
 
@@ -38,6 +49,8 @@ export interface SlackApiCall {
   args: Record<string, unknown>;
   at: number;
   tokenKind: SlackTokenKind;
+  /** The installation whose bot token made the call (which workspace or org it acts for). */
+  caller?: FakeCaller;
   /** Turned away by the workspace's rate limit (HTTP 429); the client waits and calls again. */
   throttled?: true;
 }
@@ -84,6 +97,10 @@ export interface FakeSlackChannel {
    * `user` "should be in the channel"). Unset: everyone is. An IM's members are its `user` and the bot.
    */
   members?: string[];
+  /** The workspace it belongs to (default the fake's `teamId`): another workspace's token cannot see it. */
+  teamId?: string;
+  /** Other workspaces it is shared with (a channel shared across an org, or Slack Connect). */
+  sharedWith?: string[];
 }
 
 export interface FakeSlackOptions {
@@ -128,6 +145,28 @@ export interface FakeSlackOptions {
   agentView?: boolean;
   /** Every request (Web API, response URLs, mounts, WebSocket) this refuses is answered 403 and ignored. */
   acceptRequest?: (req: IncomingMessage) => boolean;
+  /**
+   * The app's OAuth settings (client id and secret, Redirect URLs, org_deploy_enabled: the manifest's unless
+   * given) for installs through `/oauth/v2/authorize` and oauth.v2.access; see slack-oauth.ts. The manifest's
+   * redirect_urls are not taken (they hold a placeholder host).
+   */
+  oauth?: FakeOAuthAppOptions;
+  /**
+   * settings.token_rotation_enabled (default: the manifest's): installs then get expiring tokens (`expires_in`,
+   * default 43200 s) and single-use refresh tokens.
+   */
+  tokenRotation?: boolean | Partial<TokenRotation>;
+  /** More workspaces besides the fake's own (`teamId`); an `enterpriseId` puts one in an org of `orgs`. */
+  workspaces?: FakeWorkspace[];
+  /** Enterprise Grid organisations. */
+  orgs?: FakeOrg[];
+  /** The org the fake's own workspace belongs to. */
+  enterpriseId?: string;
+  /**
+   * Whether the app starts installed in the fake's own workspace with `botToken` (default true). An OAuth test
+   * sets false and installs through the consent page.
+   */
+  preinstalled?: boolean;
 }
 
 export interface SlackReaction {
@@ -448,6 +487,10 @@ export class FakeSlack {
   readonly appToken: string;
   readonly calls: SlackApiCall[] = [];
   readonly ephemeralMessages: EphemeralMessage[] = [];
+  /** Workspaces, orgs, installations and their tokens (slack-tenancy.ts). */
+  readonly tenancy: FakeSlackTenancy;
+  /** The consent page and oauth.v2.access (slack-oauth.ts). */
+  readonly oauth: FakeSlackOAuth;
 
   private readonly server: Server;
   private readonly wss = new WebSocketServer({ noServer: true });
@@ -484,6 +527,10 @@ export class FakeSlack {
   private socketCounter = 0;
   private roundRobin = 0;
   private stopped = false;
+  /** The installation whose token the Web API method now running was called with. */
+  private acting: FakeInstallation | undefined;
+  /** Who each call's bot token acts for, or why it is refused. */
+  private readonly tokenChecks = new WeakMap<SlackApiCall, TokenCheck>();
 
   private constructor(options: FakeSlackOptions) {
     this.teamId = options.teamId ?? 'T0TEAM';
@@ -493,7 +540,8 @@ export class FakeSlack {
     this.appId = options.appId ?? DEFAULT_APP_ID;
     this.botToken = options.botToken ?? 'xoxb-test-token';
     this.appToken = options.appToken ?? 'xapp-test-token';
-    this.scopes = options.scopes ?? readManifest(options.manifest).botScopes;
+    const manifest = readManifest(options.manifest);
+    this.scopes = options.scopes ?? manifest.botScopes;
     this.rateLimiter = new RateLimiter(options.rateLimits);
     this.latency = new Map(Object.entries(options.latencyMs ?? {}));
     this.socketPingIntervalMs = options.socketPingIntervalMs ?? 5000;
@@ -506,6 +554,36 @@ export class FakeSlack {
     ]);
     this.channelConfig = new Map(Object.entries(options.channels ?? {}));
     for (const [id, channel] of this.channelConfig) if (channel.isArchived) this.archived.add(id);
+    const rotation = options.tokenRotation ?? manifest.tokenRotation;
+    this.tenancy = new FakeSlackTenancy(
+      this.appId,
+      rotation === undefined || rotation === false
+        ? undefined
+        : {
+            lifetimeSeconds: 43_200,
+            keepSupersededTokens: false,
+            ...(typeof rotation === 'object' ? rotation : {}),
+          },
+    );
+    for (const org of options.orgs ?? []) this.tenancy.addOrg(org);
+    this.tenancy.addWorkspace({
+      teamId: this.teamId,
+      name: this.teamName,
+      botUserId: this.botUserId,
+      ...(options.enterpriseId !== undefined && { enterpriseId: options.enterpriseId }),
+    });
+    for (const workspace of options.workspaces ?? []) this.tenancy.addWorkspace(workspace);
+    if (options.preinstalled ?? true) {
+      this.tenancy.install(
+        { teamId: this.teamId },
+        { installerUserId: 'U0ADMIN', scopes: this.scopes, token: this.botToken, botId: this.botId },
+      );
+    }
+    this.oauth = new FakeSlackOAuth(this.tenancy, {
+      orgDeployEnabled: manifest.orgDeployEnabled,
+      ...options.oauth,
+    });
+    this.mount('/oauth/v2/authorize', (req, res, url) => this.oauth.handleAuthorizePage(req, res, url));
     this.handlers = this.buildHandlers();
     const uncontracted = [...this.handlers.keys()].filter((method) => !CONTRACTS.methods[method]);
     if (uncontracted.length > 0) {
@@ -1087,6 +1165,11 @@ export class FakeSlack {
     const token = bearer ?? (typeof args.token === 'string' ? args.token : undefined);
     delete args.token;
     const call: SlackApiCall = { method, args, at: Date.now(), tokenKind: this.classifyToken(token) };
+    if (call.tokenKind === 'bot' && token !== undefined) {
+      const checked = this.tenancy.check(token);
+      if ('installation' in checked) call.caller = callerOf(checked.installation);
+      this.tokenChecks.set(call, checked);
+    }
     const { response, cut } = this.respond(call);
     this.record(call, response);
 
@@ -1227,8 +1310,9 @@ export class FakeSlack {
 
   private classifyToken(token: string | undefined): SlackTokenKind {
     if (token === undefined || token === '') return 'none';
-    if (token === this.botToken) return 'bot';
     if (token === this.appToken) return 'app';
+    // Every token an installation was given is a bot token, revoked or expired ones too (refused in handle).
+    if (this.tenancy.issued(token)) return 'bot';
     return 'invalid';
   }
 
@@ -1249,12 +1333,19 @@ export class FakeSlack {
     const handler = this.handlers.get(call.method);
     if (!handler)
       return { status: 200, headers, body: { ...fail('unknown_method'), req_method: call.method } };
+    // oauth.v2.access takes no token: the app's client id and secret authenticate it.
+    if (call.method === 'oauth.v2.access') return { status: 200, headers, body: handler(call.args) };
     const required: SlackTokenKind = call.method === 'apps.connections.open' ? 'app' : 'bot';
     if (call.tokenKind === 'none') return { status: 200, headers, body: fail('not_authed') };
     if (call.tokenKind === 'invalid') return { status: 200, headers, body: fail('invalid_auth') };
     if (call.tokenKind !== required) return { status: 200, headers, body: fail('not_allowed_token_type') };
+    // A revoked or expired token: token_revoked / account_inactive / invalid_auth / token_expired.
+    const checked = this.tokenChecks.get(call);
+    if (checked && 'error' in checked) return { status: 200, headers, body: fail(checked.error) };
+    const installation = checked?.installation;
+    const scopes = installation?.scopes ?? this.scopes;
     // Slack reports the token's granted scopes on every authenticated response.
-    headers['x-oauth-scopes'] = call.tokenKind === 'app' ? 'connections:write' : this.scopes.join(',');
+    headers['x-oauth-scopes'] = call.tokenKind === 'app' ? 'connections:write' : scopes.join(',');
     const contract = CONTRACTS.methods[call.method];
     if (!contract) throw new Error(`FakeSlack: no contract for ${call.method}`);
     const channel = str(call.args, 'channel') ?? str(call.args, 'channel_id');
@@ -1269,19 +1360,47 @@ export class FakeSlack {
     const refused: ContractRefusal | undefined =
       checkArguments(contract, call.args) ??
       (call.tokenKind === 'bot' && !hidden
-        ? checkScope(
-            contract,
-            this.scopes,
-            channel === undefined ? undefined : this.conversationType(channel),
-          )
+        ? checkScope(contract, scopes, channel === undefined ? undefined : this.conversationType(channel))
         : undefined);
-    const body = refused ?? handler(call.args);
+    // Another workspace's channel does not exist for a token (conversations.info, chat.postMessage …:
+    // channel_not_found), unless it is shared with a workspace the token's installation serves.
+    const unreachable =
+      installation !== undefined && channel !== undefined && !this.reaches(installation, channel);
+    let body: ApiBody;
+    this.acting = installation;
+    try {
+      body = refused ?? (unreachable ? fail('channel_not_found') : handler(call.args));
+    } finally {
+      this.acting = undefined;
+    }
     const violation = undocumentedAnswer(CONTRACTS, call.method, body);
     if (violation) {
       this.contractViolations.push(violation);
       throw new Error(`FakeSlack: ${violation}`);
     }
     return { status: 200, headers, body };
+  }
+
+  /** The workspace a channel belongs to. */
+  private teamOf(channel: string): string {
+    return this.channelConfig.get(channel)?.teamId ?? this.teamId;
+  }
+
+  private reaches(installation: FakeInstallation, channel: string): boolean {
+    return this.tenancy.reaches(
+      installation,
+      this.teamOf(channel),
+      this.channelConfig.get(channel)?.sharedWith,
+    );
+  }
+
+  /** The bot user and bot of the installation calling now (the fake's own outside a call). */
+  private get me(): { botUserId: string; botId: string; teamId: string } {
+    return {
+      botUserId: this.acting?.botUserId ?? this.botUserId,
+      botId: this.acting?.botId ?? this.botId,
+      teamId: this.acting?.teamId ?? this.teamId,
+    };
   }
 
   private conversationType(id: string): ConversationType {
@@ -1579,11 +1698,11 @@ export class FakeSlack {
 
   private botProfile(): Record<string, unknown> {
     return {
-      id: this.botId,
+      id: this.me.botId,
       app_id: this.appId,
       name: this.users.get(this.botUserId)?.name ?? 'bot',
       deleted: false,
-      team_id: this.teamId,
+      team_id: this.me.teamId,
       icons: {},
       updated: 1700000000,
     };
@@ -1594,10 +1713,10 @@ export class FakeSlack {
       type: 'message',
       ts,
       text,
-      user: this.botUserId,
-      bot_id: this.botId,
+      user: this.me.botUserId,
+      bot_id: this.me.botId,
       app_id: this.appId,
-      team: this.teamId,
+      team: this.me.teamId,
       bot_profile: this.botProfile(),
     };
   }
@@ -1708,7 +1827,7 @@ export class FakeSlack {
       created: 1700000000,
       is_archived: this.archived.has(id),
       is_org_shared: false,
-      context_team_id: this.teamId,
+      context_team_id: this.teamOf(id),
     };
     if (type === 'im') {
       return { ...base, is_im: true, user: config.user ?? 'U0UNKNOWN', is_user_deleted: false, priority: 0 };
@@ -1767,16 +1886,31 @@ export class FakeSlack {
   private buildHandlers(): Map<string, Handler> {
     const h = new Map<string, Handler>();
 
-    h.set('auth.test', () => ({
-      ok: true,
-      url: `https://${this.teamName.toLowerCase().replace(/[^a-z0-9]+/g, '-')}.slack.com/`,
-      team: this.teamName,
-      user: this.users.get(this.botUserId)?.name ?? 'bot',
-      team_id: this.teamId,
-      user_id: this.botUserId,
-      bot_id: this.botId,
-      is_enterprise_install: false,
-    }));
+    // Per token: the workspace of a workspace install; for an org-wide install the org (its id as team_id),
+    // with enterprise_id and is_enterprise_install. auth.test documents these fields, not their values for an
+    // org token; the bot must not take team_id for a workspace there (Bolt's installer reads only bot_id and url).
+    h.set('auth.test', () => {
+      const acting = this.acting;
+      const org = acting?.enterpriseId === undefined ? undefined : this.tenancy.orgs.get(acting.enterpriseId);
+      const teamId = acting?.teamId ?? org?.enterpriseId ?? this.teamId;
+      const teamName = acting?.isEnterpriseInstall
+        ? (org?.name ?? teamId)
+        : (this.tenancy.workspaces.get(teamId)?.name ?? this.teamName);
+      const host = acting?.isEnterpriseInstall ? '.enterprise.slack.com' : '.slack.com';
+      return {
+        ok: true,
+        url: `https://${teamName.toLowerCase().replace(/[^a-z0-9]+/g, '-')}${host}/`,
+        team: teamName,
+        user: this.users.get(this.botUserId)?.name ?? 'bot',
+        team_id: teamId,
+        user_id: this.me.botUserId,
+        bot_id: this.me.botId,
+        ...(org && { enterprise_id: org.enterpriseId }),
+        is_enterprise_install: acting?.isEnterpriseInstall ?? false,
+      };
+    });
+
+    h.set('oauth.v2.access', (args) => this.oauth.access(args));
 
     h.set('apps.connections.open', () => {
       const ticket = randomUUID();
@@ -1809,11 +1943,11 @@ export class FakeSlack {
       const ts = str(args, 'ts');
       const stored = ts ? this.find(channel, ts) : undefined;
       if (!ts || !stored) return fail('message_not_found');
-      if (stored.message.user !== this.botUserId) return fail('cant_update_message');
+      if (stored.message.user !== this.me.botUserId) return fail('cant_update_message');
       const invalid = this.checkContent('chat.update', args);
       if (invalid) return invalid;
       this.applyContent(stored.message, args);
-      stored.message.edited = { user: this.botUserId, ts: nextTs() };
+      stored.message.edited = { user: this.me.botUserId, ts: nextTs() };
       const message = this.view(channel, stored.message, true);
       return { ok: true, channel, ts, text: message.text, message };
     });
@@ -1824,7 +1958,7 @@ export class FakeSlack {
       const ts = str(args, 'ts');
       const stored = ts ? this.find(channel, ts) : undefined;
       if (!ts || !stored || stored.message.subtype === 'tombstone') return fail('message_not_found');
-      if (stored.message.user !== this.botUserId) return fail('cant_delete_message');
+      if (stored.message.user !== this.me.botUserId) return fail('cant_delete_message');
       this.removeMessage(channel, ts);
       return { ok: true, channel, ts };
     });
@@ -1923,12 +2057,12 @@ export class FakeSlack {
       if ('ok' in target) return target;
       const list = this.reactions.get(target.key) ?? [];
       const existing = list.find((r) => r.name === target.name);
-      if (existing?.users.includes(this.botUserId)) return fail('already_reacted');
+      if (existing?.users.includes(this.me.botUserId)) return fail('already_reacted');
       if (existing) {
-        existing.users.push(this.botUserId);
+        existing.users.push(this.me.botUserId);
         existing.count += 1;
       } else {
-        list.push({ name: target.name, users: [this.botUserId], count: 1 });
+        list.push({ name: target.name, users: [this.me.botUserId], count: 1 });
       }
       this.reactions.set(target.key, list);
       return { ok: true };
@@ -1939,8 +2073,8 @@ export class FakeSlack {
       if ('ok' in target) return target;
       const list = this.reactions.get(target.key) ?? [];
       const existing = list.find((r) => r.name === target.name);
-      if (!existing?.users.includes(this.botUserId)) return fail('no_reaction');
-      existing.users = existing.users.filter((u) => u !== this.botUserId);
+      if (!existing?.users.includes(this.me.botUserId)) return fail('no_reaction');
+      existing.users = existing.users.filter((u) => u !== this.me.botUserId);
       existing.count -= 1;
       this.reactions.set(
         target.key,

@@ -156,14 +156,19 @@ export interface EventEnvelopeOptions {
 export interface SlackEventEnvelope<E> {
   token: string;
   team_id: string;
+  /** On Enterprise Grid (FakeSlack's tenancy fills these in: `slack.tenancy.addressed(envelope)`). */
+  enterprise_id?: string;
+  context_team_id?: string;
+  context_enterprise_id?: string | null;
   api_app_id: string;
   event: E;
   type: 'event_callback';
   event_id: string;
   event_time: number;
   authorizations: Array<{
-    enterprise_id: null;
-    team_id: string;
+    enterprise_id: string | null;
+    /** null for an org-wide install. */
+    team_id: string | null;
     user_id: string;
     is_bot: boolean;
     is_enterprise_install: boolean;

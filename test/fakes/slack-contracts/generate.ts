@@ -33,6 +33,7 @@ const COMMON_ERRORS_NOT_IN_MIRROR = [
 export const FAKE_METHODS = [
   'auth.test',
   'apps.connections.open',
+  'oauth.v2.access',
   'chat.postMessage',
   'chat.update',
   'chat.delete',

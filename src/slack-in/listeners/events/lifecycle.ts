@@ -1,15 +1,17 @@
 import type { Inbox } from '../../../inbox/inbox.js';
+import type { WorkspaceRemovals } from '../../../inbox/removals.js';
 import type { Logger } from '../../../observability/logger.js';
 import { isSlackThread } from '../../../sessions/conversation-of.js';
 import type { SessionManager } from '../../../sessions/manager.js';
 import type { AgentFeatures } from '../../../slack-out/agent-features.js';
-import type { EventEnvelope } from '../../events.js';
+import { type EventEnvelope, installationOf } from '../../events.js';
 import type { AfterAck, EventRouter } from './router.js';
 
 export interface LifecycleDeps {
   sessions: Pick<SessionManager, 'retireWhere'>;
   inbox: Pick<Inbox, 'cancelOpenWithPrefix'>;
   agentFeatures: Pick<AgentFeatures, 'close'>;
+  removals: Pick<WorkspaceRemovals, 'remove'>;
   logger: Pick<Logger, 'info'>;
 }
 
@@ -27,12 +29,14 @@ export function register(events: EventRouter, deps: LifecycleDeps): void {
       'channel closed; its agent sessions are being deleted',
     );
   };
-  const workspaceGone = async ({ event, team_id: teamId }: EventEnvelope) => {
-    const retired = await deps.sessions.retireWhere({ teamId }, 'workspace-gone');
-    await deps.inbox.cancelOpenWithPrefix(`${teamId}:`);
+  // Recorded before the acknowledgement (a store that cannot record it refuses the event, and Slack retries);
+  // the clean-up runs after, and is retried until done (see WorkspaceRemovals).
+  const workspaceGone = async (envelope: EventEnvelope, reason: 'app_uninstalled' | 'tokens_revoked') => {
+    const installation = installationOf(envelope);
+    await deps.removals.remove(installation, reason);
     deps.logger.info(
-      { team: teamId, event: event.type, count: retired.length },
-      'app removed from the workspace; its agent sessions are being deleted',
+      { team: installation.teamId, enterprise: installation.enterpriseId, event: envelope.event.type },
+      'app removed; its waiting work and agent sessions are being dropped',
     );
   };
 
@@ -40,11 +44,12 @@ export function register(events: EventRouter, deps: LifecycleDeps): void {
   events.on('group_archive', channelGone);
   events.on('channel_deleted', channelGone);
   events.on('group_deleted', channelGone);
-  events.on('app_uninstalled', workspaceGone);
+  events.on('app_uninstalled', (envelope) => workspaceGone(envelope, 'app_uninstalled'));
   events.on('tokens_revoked', async (envelope) => {
-    // Revoking only user tokens leaves the bot working; only a revoked bot token ends the workspace.
+    // Revoking only user tokens leaves the bot working; only a revoked bot token ends the workspace
+    // (@slack/types TokensRevokedEvent: `tokens: { oauth?: string[]; bot?: string[] }`).
     const tokens = envelope.event.tokens as { bot?: unknown[] } | undefined;
-    if ((tokens?.bot?.length ?? 0) > 0) await workspaceGone(envelope);
+    if ((tokens?.bot?.length ?? 0) > 0) await workspaceGone(envelope, 'tokens_revoked');
     else events.ignore(envelope.event.type, 'user-tokens-only');
   });
 }

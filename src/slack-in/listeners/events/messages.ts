@@ -20,7 +20,7 @@ import type { WorkIndicators } from '../../../slack-out/indicators.js';
 import type { ReplyTarget } from '../../../slack-out/reply-target.js';
 import type { SlackWrites } from '../../../slack-out/writes.js';
 import type { AccessPolicy } from '../../access.js';
-import { controlWordOf, fromMention, fromMessage, type HumanMessage } from '../../events.js';
+import { controlWordOf, enterpriseOf, fromMention, fromMessage, type HumanMessage } from '../../events.js';
 import { accessRefusalText, admissionRefusalText, MAX_OPEN_PER_THREAD } from '../../refusals.js';
 import type { ThreadResets } from '../../resets.js';
 import type { AfterAck, EventRouter } from './router.js';
@@ -53,13 +53,14 @@ export interface MessageDeps extends StopDeps {
 
 /** Messages for the agent: mentions, DMs, and replies in threads the bot is part of. */
 export function register(events: EventRouter, deps: MessageDeps): void {
-  events.on('app_mention', async ({ event, team_id: teamId, event_id: eventId }, after) => {
+  events.on('app_mention', async (envelope, after) => {
+    const { event, team_id: teamId, event_id: eventId } = envelope;
     const message = fromMention(event as unknown as types.AppMentionEvent, teamId, deps.botUserId);
     if (!message) {
       events.ignore(event.type, 'not-from-a-person');
       return;
     }
-    const conversation = conversationIn(deps, message);
+    const conversation = conversationIn(deps, message, enterpriseOf(envelope));
     // In a 1:1 DM every message also arrives as `message`; that path owns it.
     if (conversation.isDm) {
       events.ignore(event.type, 'dm-duplicate');
@@ -68,13 +69,14 @@ export function register(events: EventRouter, deps: MessageDeps): void {
     await acceptMessage(events, deps, { ...message, eventId }, conversation, false, after);
   });
 
-  events.on('message', async ({ event, team_id: teamId, event_id: eventId }, after) => {
+  events.on('message', async (envelope, after) => {
+    const { event, team_id: teamId, event_id: eventId } = envelope;
     const message = fromMessage(event as unknown as types.AllMessageEvents, teamId, deps.botUserId);
     if (!message) {
       events.ignore(event.type, 'not-from-a-person');
       return;
     }
-    const conversation = conversationIn(deps, message);
+    const conversation = conversationIn(deps, message, enterpriseOf(envelope));
     if (conversation.isDm) {
       await acceptMessage(events, deps, { ...message, eventId }, conversation, false, after);
       return;
@@ -91,9 +93,16 @@ export function register(events: EventRouter, deps: MessageDeps): void {
 function conversationIn(
   deps: Pick<MessageDeps, 'agentFeatures'>,
   message: Pick<HumanMessage, 'teamId' | 'channel' | 'ts' | 'threadTs'>,
+  enterpriseId: string | undefined,
 ): MessageConversation {
   return conversationOf(
-    { teamId: message.teamId, channelId: message.channel, ts: message.ts, threadTs: message.threadTs },
+    {
+      teamId: message.teamId,
+      enterpriseId,
+      channelId: message.channel,
+      ts: message.ts,
+      threadTs: message.threadTs,
+    },
     agentViewIn(deps.agentFeatures, message.teamId),
   );
 }
@@ -177,6 +186,7 @@ async function acceptMessage(
         kind: 'message',
         payload: inbound,
         userId: message.user,
+        enterpriseId: thread.enterpriseId,
       },
       { maxOpenPerThread: MAX_OPEN_PER_THREAD, userPerMinute: deps.userRateLimit },
       claim,

@@ -1,0 +1,200 @@
+import type { Logger } from '../observability/logger.js';
+import type { SessionManager } from '../sessions/manager.js';
+import type { Database } from '../store/database.js';
+import { backoffMs } from '../util/backoff.js';
+import { CoalescedPass } from '../util/coalesced-pass.js';
+import type { Inbox } from './inbox.js';
+
+/**
+ * A workspace, or a whole org (Enterprise Grid, `isEnterpriseInstall`), the app no longer serves: as Slack
+ * names it in the envelope of `app_uninstalled` / `tokens_revoked`, or as the installation a call was refused for.
+ */
+export interface RemovedWorkspace {
+  teamId?: string;
+  enterpriseId?: string;
+  isEnterpriseInstall: boolean;
+}
+
+/** What told the bot: Slack's two events, or a call answered `invalid_auth` / `account_inactive` / `token_revoked`. */
+export type RemovalReason = 'app_uninstalled' | 'tokens_revoked' | 'token_invalid';
+
+/** What one removal ended, for the log and the operator's notice. */
+export interface RemovalOutcome {
+  cancelledJobs: number;
+  retiredSessions: number;
+}
+
+export interface RemovalOptions {
+  /** First retry delay of a removal that failed midway (the store, or forgetting the installation). */
+  retryBaseMs: number;
+  /** How often removals left by an earlier run, or due for a retry, are looked for. */
+  pollMs: number;
+  /**
+   * OAuth mode: deletes the stored installation, so no event of the workspace is authorized any more. Run
+   * first, so no new work comes in while the old is dropped; it must be idempotent (a retry runs it again).
+   */
+  forgetInstallation?: (workspace: RemovedWorkspace) => Promise<void>;
+  /** Told once per removal, when every step is done. */
+  onRemoved?: (workspace: RemovedWorkspace, reason: RemovalReason, outcome: RemovalOutcome) => void;
+}
+
+interface DueRemoval {
+  scope: string;
+  team_id: string | null;
+  enterprise_id: string | null;
+  is_enterprise_install: boolean;
+  reason: RemovalReason;
+  attempts: number;
+}
+
+const MAX_RETRY_DELAY_MS = 15 * 60 * 1000;
+/** How long a claimed removal is reserved for the process working on it. */
+const CLAIM_LEASE_SECONDS = 120;
+const BATCH = 10;
+
+/**
+ * The one key of a removal: an org-wide install is the org's, any other install its workspace's (a team id
+ * is unique across orgs). Throws when the payload names neither, which no Slack payload does.
+ */
+export function removalScope(workspace: RemovedWorkspace): string {
+  if (workspace.isEnterpriseInstall) {
+    if (!workspace.enterpriseId) throw new Error('an org-wide removal names no enterprise id');
+    return `org:${workspace.enterpriseId}`;
+  }
+  if (!workspace.teamId) throw new Error('a workspace removal names no team id');
+  return `team:${workspace.teamId}`;
+}
+
+/**
+ * Forgets a workspace or an org the app was removed from: its installation (OAuth mode), its waiting work
+ * (jobs not sent to the agent yet are cancelled; a job whose prompt is at the agent is interrupted before it
+ * posts, as nothing can be posted any more), and its conversations (mappings forgotten, each agent session's
+ * deletion on its own agent scheduled durably, see SessionDeleter). The removal is recorded first and kept
+ * until every step is done; each step is idempotent, so a repeated event, the other of Slack's two events, a
+ * crash midway or a store outage only runs the steps again. A removal with nothing left to do is cheap.
+ */
+export class WorkspaceRemovals {
+  private timer: NodeJS.Timeout | undefined;
+  private readonly passes = new CoalescedPass(
+    () => this.runDue(),
+    (error) => this.logger.warn({ err: error }, 'workspace removal pass failed; will retry'),
+  );
+  private stopped = false;
+
+  constructor(
+    private readonly db: Database,
+    private readonly jobs: Pick<Inbox, 'cancelOpenWithPrefix' | 'cancelOpenOfOrg'>,
+    private readonly sessions: Pick<SessionManager, 'retireWhere' | 'retireOrg'>,
+    private readonly logger: Logger,
+    private readonly options: RemovalOptions,
+  ) {}
+
+  /** Records the removal durably (a StoreError if it cannot), then works through it. */
+  async remove(workspace: RemovedWorkspace, reason: RemovalReason): Promise<void> {
+    await this.db.query(
+      `INSERT INTO workspace_removals (scope, team_id, enterprise_id, is_enterprise_install, reason)
+       VALUES ($1, $2, $3, $4, $5) ON CONFLICT (scope) DO NOTHING`,
+      [
+        removalScope(workspace),
+        workspace.teamId ?? null,
+        workspace.enterpriseId ?? null,
+        workspace.isEnterpriseInstall,
+        reason,
+      ],
+    );
+    this.kick();
+  }
+
+  /** Polls for due removals (including ones left by an earlier run) until stopped. */
+  start(): void {
+    this.stopped = false;
+    this.kick();
+    this.timer = setInterval(() => this.kick(), this.options.pollMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.passes.settled();
+  }
+
+  /** Runs a pass now (or right after the one in progress). */
+  kick(): void {
+    if (!this.stopped) this.passes.kick();
+  }
+
+  /** Removals not finished yet (a gauge for operators). */
+  async pendingCount(): Promise<number> {
+    const rows = await this.db.query<{ count: string | number }>(
+      'SELECT count(*) AS count FROM workspace_removals',
+    );
+    return Number(rows[0]?.count ?? 0);
+  }
+
+  private async runDue(): Promise<void> {
+    for (;;) {
+      if (this.stopped) return;
+      // Claimed by pushing the next attempt into the future, so other replicas skip it meanwhile.
+      const due = await this.db.query<DueRemoval>(
+        `UPDATE workspace_removals SET next_attempt_at = now() + make_interval(secs => $1)
+         WHERE scope IN (
+           SELECT scope FROM workspace_removals WHERE next_attempt_at <= now()
+           ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+         RETURNING scope, team_id, enterprise_id, is_enterprise_install, reason, attempts`,
+        [CLAIM_LEASE_SECONDS, BATCH],
+      );
+      if (due.length === 0) return;
+      for (const removal of due) await this.attempt(removal);
+    }
+  }
+
+  private async attempt(removal: DueRemoval): Promise<void> {
+    const workspace: RemovedWorkspace = {
+      ...(removal.team_id ? { teamId: removal.team_id } : {}),
+      ...(removal.enterprise_id ? { enterpriseId: removal.enterprise_id } : {}),
+      isEnterpriseInstall: removal.is_enterprise_install,
+    };
+    const context = { team: removal.team_id, enterprise: removal.enterprise_id, reason: removal.reason };
+    try {
+      const outcome = await this.work(workspace);
+      await this.db.query('DELETE FROM workspace_removals WHERE scope = $1', [removal.scope]);
+      this.logger.info(
+        { ...context, ...outcome },
+        'app removed: waiting work dropped, agent sessions being deleted',
+      );
+      this.options.onRemoved?.(workspace, removal.reason, outcome);
+    } catch (error) {
+      const attempts = removal.attempts + 1;
+      const delayMs = backoffMs(attempts, this.options.retryBaseMs, MAX_RETRY_DELAY_MS);
+      const kind = error instanceof Error ? error.name : 'internal';
+      this.logger.warn(
+        { ...context, err: error, attempts, retryInMs: delayMs },
+        'workspace removal failed midway; will retry',
+      );
+      await this.db.query(
+        `UPDATE workspace_removals
+         SET attempts = $2, last_error = $3, next_attempt_at = now() + make_interval(secs => $4)
+         WHERE scope = $1`,
+        [removal.scope, attempts, kind, delayMs / 1000],
+      );
+    }
+  }
+
+  /**
+   * The steps, in this order: no new work comes in (the installation is forgotten), the waiting work is
+   * dropped (so none of it starts a conversation again), then the conversations end.
+   */
+  private async work(workspace: RemovedWorkspace): Promise<RemovalOutcome> {
+    await this.options.forgetInstallation?.(workspace);
+    if (workspace.isEnterpriseInstall && workspace.enterpriseId) {
+      const cancelledJobs = await this.jobs.cancelOpenOfOrg(workspace.enterpriseId);
+      const retired = await this.sessions.retireOrg(workspace.enterpriseId, 'workspace-gone');
+      return { cancelledJobs, retiredSessions: retired.length };
+    }
+    const teamId = workspace.teamId ?? '';
+    const cancelledJobs = await this.jobs.cancelOpenWithPrefix(`${teamId}:`);
+    const retired = await this.sessions.retireWhere({ teamId }, 'workspace-gone');
+    return { cancelledJobs, retiredSessions: retired.length };
+  }
+}

@@ -1,0 +1,170 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AgentServiceEmulator } from '../fakes/agent-service.js';
+import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
+import {
+  appMentionEvent,
+  nextTs,
+  postSignedEvent,
+  type SlackEventEnvelope,
+  workspaceGoneEvent,
+} from '../helpers/slack-events.js';
+import { AGENT_ID, metric, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { prepareEmbeddedStore } from '../helpers/stores.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+
+const textOf = (call: SlackApiCall) => String(call.args.text);
+const sessionIdIn = (text: string) => /^echo\[(s-\d+)#\d+\]/.exec(text)?.[1] ?? '';
+const live = (agent: AgentServiceEmulator, agentId = AGENT_ID) =>
+  agent
+    .sessionsOf(agentId)
+    .map((session) => session.uuid)
+    .sort();
+
+/**
+ * The envelope as Slack sends it for a workspace of an org (Enterprise Grid): `enterprise_id` on the envelope
+ * and its authorization (@slack/bolt EnvelopedEvent, Authorization), `is_enterprise_install` when the app is
+ * installed org-wide (docs.slack.dev, "Organization-ready apps").
+ */
+function inOrg<E>(envelope: SlackEventEnvelope<E>, enterpriseId: string, orgInstall: boolean) {
+  return {
+    ...envelope,
+    enterprise_id: enterpriseId,
+    is_enterprise_install: orgInstall,
+    authorizations: envelope.authorizations.map((entry) => ({
+      ...entry,
+      enterprise_id: enterpriseId,
+      is_enterprise_install: orgInstall,
+    })),
+  };
+}
+
+describe('uninstall and revocation (embedded store)', () => {
+  let slack: FakeSlack;
+  let agent: AgentServiceEmulator;
+  let bot: RunningBot;
+  let cleanup: () => Promise<void>;
+
+  beforeEach(async () => {
+    const prepared = await prepareEmbeddedStore();
+    cleanup = prepared.cleanup;
+    slack = await FakeSlack.start();
+    agent = await AgentServiceEmulator.start();
+    bot = await startBot({
+      slack,
+      agent,
+      store: prepared.store,
+      env: { SESSION_DELETE_RETRY_MS: '200', AGENT_ROUTES: 'C0ROUTED=agent-b' },
+    });
+  });
+  afterEach(async () => {
+    await bot.stop();
+    await Promise.all([slack.stop(), agent.stop(), cleanup()]);
+  });
+
+  const send = (body: unknown) => postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body);
+
+  /** A first mention in a new thread, answered; its root and session. */
+  async function startThread(
+    channel: string,
+    teamId = 'T0TEAM',
+    enterpriseId?: string,
+  ): Promise<{ root: string; session: string }> {
+    const root = nextTs();
+    const event = appMentionEvent({ teamId, channel, user: 'U0ALICE', text: '<@U0BOT> hello', ts: root });
+    expect((await send(enterpriseId ? inOrg(event, enterpriseId, false) : event)).status).toBe(200);
+    const reply = await slack.waitForCall(
+      'chat.postMessage',
+      (call) => call.args.thread_ts === root && textOf(call).startsWith('echo'),
+    );
+    return { root, session: sessionIdIn(textOf(reply)) };
+  }
+
+  it("deletes the workspace's agent sessions on each one's agent, keeps another workspace's, and drops its waiting work", async () => {
+    const plain = await startThread('C0U1');
+    await startThread('C0ROUTED');
+    const other = await startThread('C0T2', 'T0OTHER');
+    expect(live(agent, 'agent-b')).toHaveLength(1);
+
+    // One prompt at the agent, one more waiting behind it in the same thread.
+    agent.setLatency(1_500, 'sendMessage');
+    const mentionIn = (text: string) =>
+      send(appMentionEvent({ channel: 'C0U1', user: 'U0ALICE', text, threadTs: plain.root }));
+    await mentionIn('<@U0BOT> in flight');
+    await waitFor(
+      () => agent.requestsFor('sendMessage').some((r) => r.prompt?.includes('in flight')),
+      'the prompt reached the agent',
+    );
+    await mentionIn('<@U0BOT> still waiting');
+
+    const uninstalled = await send(workspaceGoneEvent('app_uninstalled'));
+    expect(uninstalled.status).toBe(200);
+    await waitFor(
+      () => live(agent).length === 1 && live(agent, 'agent-b').length === 0,
+      "the workspace's sessions deleted on both agents",
+    );
+    expect(live(agent)).toEqual([other.session]);
+
+    // The answer under way is not posted (its session is gone: no new one is made for it), and the waiting
+    // message never reaches the agent.
+    const creates = agent.requestsFor('createSession').length;
+    await sleep(2_000);
+    expect(agent.requestsFor('createSession')).toHaveLength(creates);
+    expect(live(agent)).toEqual([other.session]);
+    expect(agent.requestsFor('sendMessage').some((r) => r.prompt?.includes('still waiting'))).toBe(false);
+    expect(slack.callsOf('chat.postMessage').some((call) => textOf(call).includes('in flight'))).toBe(false);
+
+    // Slack's other event, and a repeated delivery, change nothing more.
+    const deletions = agent.requestsFor('deleteSession').length;
+    expect((await send(workspaceGoneEvent('tokens_revoked'))).status).toBe(200);
+    expect((await send(workspaceGoneEvent('app_uninstalled'))).status).toBe(200);
+    await waitFor(
+      async () => (await metric(bot, 'workspace_removals_pending')) === 0,
+      'no removal left pending',
+    );
+    expect(agent.requestsFor('deleteSession')).toHaveLength(deletions);
+    expect(live(agent)).toEqual([other.session]);
+    expect(bot.logs.text).toMatch(/SLACK_BOT_TOKEN no longer works; reinstall the app/);
+  });
+
+  it('cleans up when tokens_revoked comes first, and takes the later app_uninstalled as done', async () => {
+    const mine = await startThread('C0R1', 'T0REV');
+    const kept = await startThread('C0R2');
+    expect((await send(workspaceGoneEvent('tokens_revoked', { teamId: 'T0REV' }))).status).toBe(200);
+    await waitFor(() => !live(agent).includes(mine.session), 'deleted on tokens_revoked');
+    expect((await send(workspaceGoneEvent('app_uninstalled', { teamId: 'T0REV' }))).status).toBe(200);
+    await sleep(500);
+    expect(agent.requestsFor('deleteSession').map((r) => r.sessionId)).toEqual([mine.session]);
+    expect(live(agent)).toEqual([kept.session]);
+  });
+
+  it('ignores a revocation of user tokens only: the bot still works there', async () => {
+    const thread = await startThread('C0USR');
+    const envelope = workspaceGoneEvent('tokens_revoked');
+    envelope.event.tokens = { oauth: ['U0ALICE'], bot: [] };
+    expect((await send(envelope)).status).toBe(200);
+    await sleep(500);
+    expect(live(agent)).toEqual([thread.session]);
+  });
+
+  it("an org-wide uninstall deletes every workspace's sessions in the org, and none outside it", async () => {
+    const first = await startThread('C0ORGA', 'T0ORGA', 'E0ORG');
+    const second = await startThread('C0ORGB', 'T0ORGB', 'E0ORG');
+    const outside = await startThread('C0SOLO', 'T0SOLO');
+    const elsewhere = await startThread('C0ORGC', 'T0ORGC', 'E0OTHER');
+    expect(live(agent)).toEqual([first.session, second.session, outside.session, elsewhere.session].sort());
+
+    const orgGone = inOrg(workspaceGoneEvent('app_uninstalled', { teamId: 'T0ORGA' }), 'E0ORG', true);
+    expect((await send(orgGone)).status).toBe(200);
+    await waitFor(() => live(agent).length === 2, "the org's sessions deleted");
+    expect(live(agent)).toEqual([outside.session, elsewhere.session].sort());
+  });
+
+  it("a workspace's uninstall inside an org leaves the org's other workspaces alone", async () => {
+    const gone = await startThread('C0WSA', 'T0WSA', 'E0ORG');
+    const stays = await startThread('C0WSB', 'T0WSB', 'E0ORG');
+    const single = inOrg(workspaceGoneEvent('app_uninstalled', { teamId: 'T0WSA' }), 'E0ORG', false);
+    expect((await send(single)).status).toBe(200);
+    await waitFor(() => !live(agent).includes(gone.session), 'the workspace’s session deleted');
+    expect(live(agent)).toEqual([stays.session]);
+  });
+});

@@ -1,0 +1,127 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AgentClient } from '../../src/agent/client.js';
+import { Inbox } from '../../src/inbox/inbox.js';
+import { type RemovedWorkspace, removalScope, WorkspaceRemovals } from '../../src/inbox/removals.js';
+import { createLogger } from '../../src/observability/logger.js';
+import { SessionDeleter } from '../../src/sessions/deleter.js';
+import { SessionManager } from '../../src/sessions/manager.js';
+import { SessionStore, type ThreadSession } from '../../src/sessions/store.js';
+import type { Database } from '../../src/store/database.js';
+import { openDatabase } from '../../src/store/database.js';
+import { createSessionKeyv } from '../../src/store/keyv.js';
+import { migrate } from '../../src/store/schema.js';
+import { AgentServiceEmulator } from '../fakes/agent-service.js';
+import { shouldRunPostgresTests } from '../helpers/postgres.js';
+import { LogCapture } from '../helpers/stack.js';
+import { forEachStore } from '../helpers/stores.js';
+import { waitFor } from '../helpers/wait.js';
+
+const runPostgres = await shouldRunPostgresTests();
+const WORKSPACE: RemovedWorkspace = { teamId: 'T1', isEnterpriseInstall: false };
+const NO_LIMITS = { maxOpenPerThread: 20, userPerMinute: 0 };
+
+forEachStore(runPostgres, (kind, prepare) => {
+  describe(`workspace removals (${kind})`, () => {
+    let agent: AgentServiceEmulator;
+    let client: AgentClient;
+    let db: Database;
+    let cleanup: () => Promise<void>;
+    let inbox: Inbox;
+    let sessions: SessionManager;
+    let deleter: SessionDeleter;
+    const logger = createLogger({ level: 'warn', secrets: [], destination: new LogCapture() });
+    const running: WorkspaceRemovals[] = [];
+
+    beforeEach(async () => {
+      const prepared = await prepare();
+      cleanup = prepared.cleanup;
+      db = await openDatabase(
+        prepared.store.kind === 'embedded'
+          ? prepared.store
+          : { kind: 'postgres', databaseUrl: prepared.store.databaseUrl, poolSize: 4 },
+      );
+      await migrate(db);
+      agent = await AgentServiceEmulator.start();
+      client = new AgentClient({ baseUrl: agent.baseUrl, apiKey: agent.apiKey, timeoutMs: 5_000 });
+      const store = new SessionStore(createSessionKeyv<ThreadSession>(db, SessionStore.namespace), db);
+      deleter = new SessionDeleter(db, client, logger, { retryBaseMs: 100, pollMs: 100 });
+      sessions = new SessionManager(store, client, deleter, logger);
+      inbox = new Inbox(db, 'replica-a', 60_000);
+      deleter.start();
+    });
+    afterEach(async () => {
+      await Promise.all(running.splice(0).map((removals) => removals.stop()));
+      await deleter.stop();
+      client.close();
+      await db.close();
+      await Promise.all([agent.stop(), cleanup()]);
+    });
+
+    function removals(options: { forgetInstallation?: (w: RemovedWorkspace) => Promise<void> } = {}) {
+      const built = new WorkspaceRemovals(db, inbox, sessions, logger, {
+        retryBaseMs: 100,
+        pollMs: 100,
+        ...options,
+      });
+      running.push(built);
+      return built;
+    }
+
+    /** A conversation of team T1 (or `teamId`) with a session on the agent service. */
+    async function conversation(threadTs: string, teamId = 'T1'): Promise<string> {
+      const { session } = await sessions.sessionFor({ teamId, channelId: 'C1', threadTs }, 'agent-a', 'U1');
+      return session.sessionId;
+    }
+
+    it('is finished by the next process when the one that recorded it stopped before working on it', async () => {
+      const gone = await conversation('1.0');
+      const kept = await conversation('2.0', 'T2');
+      await inbox.admit(
+        { threadKey: 'T1:C1:1.0', dedupeKey: 'T1:C1:3.0:message', kind: 'message', payload: {} },
+        NO_LIMITS,
+      );
+      const crashed = removals();
+      await crashed.stop(); // as good as dead: it records, and works on nothing
+      await crashed.remove(WORKSPACE, 'app_uninstalled');
+      expect(await crashed.pendingCount()).toBe(1);
+      expect(agent.sessionsOf('agent-a').map((s) => s.uuid)).toContain(gone);
+
+      const next = removals();
+      next.start();
+      await waitFor(async () => (await next.pendingCount()) === 0, 'removal finished by the next process');
+      await waitFor(() => agent.sessionsOf('agent-a').length === 1, 'its session deleted');
+      expect(agent.sessionsOf('agent-a').map((s) => s.uuid)).toEqual([kept]);
+      expect(await inbox.counts()).toEqual({ pending: 0, running: 0 });
+    });
+
+    it('retries a step that failed (the installation could not be forgotten) instead of forgetting the removal', async () => {
+      const gone = await conversation('1.0');
+      let calls = 0;
+      const worker = removals({
+        forgetInstallation: async (workspace) => {
+          calls++;
+          expect(workspace).toEqual(WORKSPACE);
+          if (calls === 1) throw new Error('installation store unreachable');
+        },
+      });
+      worker.start();
+      await worker.remove(WORKSPACE, 'token_invalid');
+      await waitFor(async () => (await worker.pendingCount()) === 0, 'removal finished after a retry');
+      expect(calls).toBe(2);
+      await waitFor(() => agent.sessionsOf('agent-a').length === 0, 'its session deleted');
+      expect(agent.requestsFor('deleteSession').map((r) => r.sessionId)).toEqual([gone]);
+    });
+
+    it('records one removal per workspace or org, however often it is asked', async () => {
+      const worker = removals();
+      await worker.stop();
+      await worker.remove(WORKSPACE, 'app_uninstalled');
+      await worker.remove(WORKSPACE, 'tokens_revoked');
+      await worker.remove({ teamId: 'T9', enterpriseId: 'E1', isEnterpriseInstall: true }, 'app_uninstalled');
+      await worker.remove({ enterpriseId: 'E1', isEnterpriseInstall: true }, 'tokens_revoked');
+      expect(await worker.pendingCount()).toBe(2);
+      expect(removalScope({ teamId: 'T9', enterpriseId: 'E1', isEnterpriseInstall: false })).toBe('team:T9');
+      expect(() => removalScope({ isEnterpriseInstall: true, teamId: 'T9' })).toThrow(/enterprise id/);
+    });
+  });
+});
