@@ -75,6 +75,49 @@ function inboxContract(name: string, open: () => Promise<Database>) {
       }
     });
 
+    it("claims a message as it records it, when asked and when it is its thread's turn", async () => {
+      const { db, a, b } = await fresh();
+      try {
+        const first = await a.admit(message('t1', '1'), NO_LIMITS, true);
+        expect(first).toMatchObject({ outcome: 'inserted', queued: false });
+        expect(first.claimed).toMatchObject({
+          dedupeKey: 't1:1',
+          attempts: 1,
+          payload: { text: 'prompt 1' },
+        });
+        // Taken: no claim pass hands it out again.
+        expect(await b.claim(10)).toEqual([]);
+        // Behind it in its thread: recorded unclaimed, to wait its turn.
+        const second = await a.admit(message('t1', '2'), NO_LIMITS, true);
+        expect(second).toMatchObject({ outcome: 'inserted', queued: true });
+        expect(second.claimed).toBeUndefined();
+        // Not asked (no room): recorded for a claim pass.
+        expect((await a.admit(message('t2', '1'), NO_LIMITS, false)).claimed).toBeUndefined();
+        expect(await a.yieldTurn(first.claimed as ClaimedJob)).toBe(false);
+        expect(await a.finish(first.claimed as ClaimedJob)).toEqual({ threadHasMore: true });
+        expect((await b.claim(10)).map((job) => job.dedupeKey)).toEqual(['t1:2', 't2:1']);
+      } finally {
+        await db.close();
+      }
+    });
+
+    it('puts a job claimed as it was recorded back in line behind an older job of its thread', async () => {
+      const { db, a, b } = await fresh();
+      try {
+        const older = (await a.admit(message('t9', '1'), NO_LIMITS, true)).claimed as ClaimedJob;
+        const newer = (await a.admit(message('t1', '1'), NO_LIMITS, true)).claimed as ClaimedJob;
+        // As if the statement that recorded `newer` had missed `older`, recorded in its thread a moment before.
+        await db.query(`UPDATE inbox SET thread_key = 't1' WHERE id = $1`, [older.id]);
+        expect(await a.yieldTurn(newer)).toBe(true);
+        expect(await b.claim(10)).toEqual([]);
+        expect(await a.finish({ ...older, threadKey: 't1' })).toEqual({ threadHasMore: true });
+        // Its turn now, as a first attempt: nothing of it ran.
+        expect(await b.claim(10)).toMatchObject([{ id: newer.id, attempts: 1 }]);
+      } finally {
+        await db.close();
+      }
+    });
+
     it("takes back work whose lease lapsed, its own process's too, but never a job it is running", async () => {
       const { db, a, b } = await fresh();
       try {
