@@ -94,7 +94,8 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   // An uninstall or revocation ends the workspace's (or org's) work and conversations (see WorkspaceRemovals).
   const removals = new WorkspaceRemovals(db, inbox, sessions, logger, {
     retryBaseMs: config.sessions.deleteRetryMs,
-    pollMs: Math.min(config.sessions.deleteRetryMs, 30_000),
+    // Rare, and each is worked on as soon as it is recorded: the poll only finds retries and leftovers.
+    pollMs: Math.min(Math.max(config.sessions.deleteRetryMs, 1_000), 30_000),
     onRemoved: (workspace) =>
       logger.error(
         { team: workspace.teamId },

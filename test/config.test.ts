@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, secretsOf } from '../src/config/index.js';
-import { emptyWorkdir, entryPoint, TSX } from './helpers/entry-point.js';
+import { emptyWorkdir, entryPointArgs } from './helpers/entry-point.js';
 
 const valid = {
   SLACK_BOT_TOKEN: 'xoxb-1-abc',
@@ -33,6 +33,8 @@ describe('loadConfig', () => {
       apiKey: 'key-123',
       agentId: 'agent-1',
       channelAgents: new Map(),
+      workspaceAgents: new Map(),
+      orgAgents: new Map(),
       timeoutMs: 90_000,
     });
     expect(config.sessions).toEqual({ idleTtlMs: 30 * 86_400_000, deleteRetryMs: 5_000 });
@@ -95,15 +97,22 @@ describe('loadConfig', () => {
     expect(secretsOf(withPassword)).toContain('longpassword');
   });
 
-  it('reads per-channel agent routes and durations', () => {
+  it('reads per-channel, per-workspace and per-org agent routes, and durations', () => {
     const config = loadConfig({
       ...valid,
       AGENT_ROUTES: 'C01=agent-b, C02 = agent-c',
+      AGENT_WORKSPACE_ROUTES: 'T01=agent-t',
+      AGENT_ORG_ROUTES: 'E01=agent-e,E02=agent-f',
       SESSION_IDLE_TTL: '12h',
     });
     expect([...config.agent.channelAgents]).toEqual([
       ['C01', 'agent-b'],
       ['C02', 'agent-c'],
+    ]);
+    expect([...config.agent.workspaceAgents]).toEqual([['T01', 'agent-t']]);
+    expect([...config.agent.orgAgents]).toEqual([
+      ['E01', 'agent-e'],
+      ['E02', 'agent-f'],
     ]);
     expect(config.sessions.idleTtlMs).toBe(12 * 3_600_000);
     expect(loadConfig({ ...valid, SESSION_IDLE_TTL: '0' }).sessions.idleTtlMs).toBe(0);
@@ -131,6 +140,14 @@ describe('loadConfig', () => {
     [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of/],
     [{ SLACK_API_URL: 'not a url' }, /^SLACK_API_URL must be an http\(s\) URL/],
     [{ AGENT_ROUTES: 'C01:agent-b' }, /^AGENT_ROUTES must be a comma-separated list of CHANNEL_ID=AGENT_ID/],
+    [
+      { AGENT_WORKSPACE_ROUTES: 't01=agent-b' },
+      /^AGENT_WORKSPACE_ROUTES must be a comma-separated list of TEAM_ID=AGENT_ID \(bad entry "t01=agent-b"\)/,
+    ],
+    [
+      { AGENT_ORG_ROUTES: 'E01=' },
+      /^AGENT_ORG_ROUTES must be a comma-separated list of ENTERPRISE_ID=AGENT_ID/,
+    ],
     [{ SESSION_IDLE_TTL: '30 days' }, /^SESSION_IDLE_TTL must be a duration like 30d/],
     [
       { STORE_RETRY_WINDOW: '0' },
@@ -183,7 +200,7 @@ describe('the placeholders of .env.example', () => {
 
 describe('start-up with bad configuration', () => {
   it('prints one line naming the variable and exits non-zero, without a stack trace', () => {
-    const result = spawnSync(process.execPath, ['--import', TSX, entryPoint('src/main.ts')], {
+    const result = spawnSync(process.execPath, entryPointArgs('src/main.ts'), {
       cwd: emptyWorkdir(),
       env: { PATH: process.env.PATH, ...valid, PORT: 'abc' },
       encoding: 'utf8',

@@ -3,6 +3,7 @@ import { cp, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { entryPointArgs } from './helpers/entry-point.js';
 import { freePort } from './helpers/free-port.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -148,7 +149,8 @@ describe("a developer's .env in the project's root", () => {
   });
 
   it('is what the bot reads when started there', async () => {
-    const bot = await run(process.execPath, ['--import', 'tsx', 'src/main.ts'], copy, { PORT: 'eighty' });
+    // The copy's src is this project's, compiled for this run.
+    const bot = await run(process.execPath, entryPointArgs('src/main.ts'), copy, { PORT: 'eighty' });
     expect(bot.code).toBe(1);
     // Every other required variable comes from the .env.
     expect(bot.output.trim().split('\n')).toEqual([
@@ -218,8 +220,11 @@ describe("a developer's .env in the project's root", () => {
     expect(startLine).toContain(` PORT=${port}`);
     expect(startLine).toContain(`ADMIN_PORT=${adminPort}`);
 
-    // Typed in a terminal in the project's root.
-    const bot = start('sh', ['-c', startLine], copy, {});
+    // Typed in a terminal in the project's root, with node on the compiled entry point for `npm start`, which
+    // would build the copy first: test/e2e/process.test.ts runs the real `npm start`.
+    expect(startLine).toMatch(/ npm start$/);
+    const command = `${startLine.replace(/npm start$/, '')}${[process.execPath, ...entryPointArgs('src/main.ts')].join(' ')}`;
+    const bot = start('sh', ['-c', command], copy, {});
     started.push(bot);
     await waitShowing(
       async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.ok,

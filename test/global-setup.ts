@@ -2,10 +2,23 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
+import type { TestProject } from 'vitest/node';
+import { compileSources } from './helpers/compiled-sources.js';
 import { PGLITE_TEMPLATE_DIR } from './helpers/embedded-store.js';
 
-/** Initialises one PGlite cluster that embedded-store tests copy instead of running initdb each time. */
-export default async function setup(): Promise<void> {
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** Where test/helpers/compiled-sources.ts compiled src for this run. */
+    compiledSources: string;
+  }
+}
+
+/**
+ * Initialises one PGlite cluster that embedded-store tests copy instead of running initdb each time, and
+ * compiles src once for the tests that start the bot in a child process.
+ */
+export default async function setup(project: TestProject): Promise<void> {
+  project.provide('compiledSources', await compileSources(path.resolve(import.meta.dirname, '..')));
   if (existsSync(path.join(PGLITE_TEMPLATE_DIR, 'PG_VERSION'))) return;
   await mkdir(path.dirname(PGLITE_TEMPLATE_DIR), { recursive: true });
   const db = await PGlite.create(PGLITE_TEMPLATE_DIR);

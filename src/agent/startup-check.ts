@@ -2,6 +2,7 @@ import { type AgentConfig, StartupError } from '../config/index.js';
 import type { Logger } from '../observability/logger.js';
 import type { AgentClient } from './client.js';
 import { isAgentServiceError } from './errors.js';
+import { configuredAgents } from './routing.js';
 
 /** The check never holds start-up longer than this: a slow or unreachable service is reported, not waited on. */
 const CHECK_BOUND_MS = 3_000;
@@ -17,9 +18,7 @@ export async function checkAgentService(
   config: AgentConfig,
   logger: Logger,
 ): Promise<void> {
-  const agents = new Map<string, string>([[config.agentId, 'AGENT_ID']]);
-  for (const routed of config.channelAgents.values())
-    if (!agents.has(routed)) agents.set(routed, 'AGENT_ROUTES');
+  const agents = configuredAgents(config);
   const checks = [...agents].map(async ([agentId, variable]) => {
     try {
       await agent.listSessions(agentId, 1);

@@ -17,6 +17,10 @@ export interface AgentConfig {
   agentId: string;
   /** Channel id → agent id, for channels that talk to another agent. */
   channelAgents: ReadonlyMap<string, string>;
+  /** Workspace (team) id → agent id: the workspace's agent, where no channel route applies. */
+  workspaceAgents: ReadonlyMap<string, string>;
+  /** Org (Enterprise Grid) id → agent id: the org's agent, where no channel or workspace route applies. */
+  orgAgents: ReadonlyMap<string, string>;
   timeoutMs: number;
 }
 

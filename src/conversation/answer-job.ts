@@ -98,7 +98,7 @@ export class AnswerJob {
       });
       // An answer kept through a Slack outage or a takeover: the thread is active now, when it is read.
       if (!job.replyIsNotice) {
-        const agentId = this.context.options.agentFor(recorded.thread.channelId);
+        const agentId = this.context.options.agentFor(recorded.thread);
         await this.context.touch({ ...recorded.thread, agentId }, logger);
       }
       return { kind: 'done' };

@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import type { AgentClient } from '../agent/client.js';
+import type { AgentFor } from '../agent/routing.js';
 import type { Logger } from '../observability/logger.js';
 import type { Tracing } from '../observability/tracing.js';
 import type { SessionManager } from '../sessions/manager.js';
@@ -15,8 +16,8 @@ import type { ViewingContext } from './viewing-context.js';
 export interface RelayOptions {
   /** Where a running job records how far it got (the inbox). */
   progress: JobProgress;
-  /** The agent that answers in a channel. */
-  agentFor: (channelId: string) => string;
+  /** The agent that answers a conversation. */
+  agentFor: AgentFor;
   agent: AgentClient;
   sessions: SessionManager;
   indicators: WorkIndicators;

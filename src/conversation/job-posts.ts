@@ -68,7 +68,7 @@ export class JobPosts {
       // Feedback under the whole answer, naming its agent and session so an operator can compare agents.
       last.blocks = [
         ...last.blocks,
-        feedbackBlock({ agentId: this.context.options.agentFor(message.thread.channelId), sessionId }),
+        feedbackBlock({ agentId: this.context.options.agentFor(message.thread), sessionId }),
       ];
     }
     return parts;

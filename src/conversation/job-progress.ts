@@ -62,12 +62,21 @@ export interface Hold {
   signal?: AbortSignal;
 }
 
-/** Why a job may no longer have side effects: another owner took it over, or its author stopped it. */
-export type JobInterruption = 'lost' | 'stopped';
+/**
+ * Why a job may no longer have side effects: another owner took it over, its author stopped it, or its
+ * conversation ended under it (`cancelled`: a closed channel, an uninstall).
+ */
+export type JobInterruption = 'lost' | 'stopped' | 'cancelled';
+
+const INTERRUPTION_MESSAGES: Record<JobInterruption, string> = {
+  lost: 'job taken over by another owner',
+  stopped: 'job stopped by its author',
+  cancelled: 'job cancelled: its conversation ended',
+};
 
 export class JobInterruptedError extends Error {
   constructor(readonly reason: JobInterruption) {
-    super(reason === 'lost' ? 'job taken over by another owner' : 'job stopped by its author');
+    super(INTERRUPTION_MESSAGES[reason]);
     this.name = 'JobInterruptedError';
   }
 }

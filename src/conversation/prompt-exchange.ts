@@ -4,7 +4,7 @@ import { isDmChannel, isThreadReply } from '../sessions/conversation-of.js';
 import type { ThreadSession } from '../sessions/store.js';
 import type { Working } from '../slack-out/indicators.js';
 import type { JobContext } from './job-context.js';
-import type { ClaimedJob } from './job-progress.js';
+import { type ClaimedJob, JobInterruptedError } from './job-progress.js';
 import type { InboundMessage } from './jobs.js';
 import { SESSION_RESTARTED_NOTICE } from './notices.js';
 import { titleFromPrompt } from './prompt.js';
@@ -33,7 +33,7 @@ export class PromptExchange {
     logger: Logger,
   ): Promise<Answer> {
     const { progress, sessions, agent } = this.context.options;
-    const agentId = this.context.options.agentFor(message.thread.channelId);
+    const agentId = this.context.options.agentFor(message.thread);
     const found = await sessions.sessionFor(message.thread, agentId, message.userId);
     let { session } = found;
     let created = found.created;
@@ -56,7 +56,13 @@ export class PromptExchange {
       });
     }
     if (message.agentViewDm) sent = await this.withViewedChannel(message, sent);
-    await progress.markSent(job, session.sessionId);
+    await progress.markSent(job, session.sessionId).catch(async (error: unknown) => {
+      // The conversation ended while its session was being made (its channel closed, the app uninstalled):
+      // the clean-up listed the conversations before this one existed, so the unused session goes here.
+      if (created && error instanceof JobInterruptedError && error.reason === 'cancelled')
+        await sessions.retire([session], 'unused');
+      throw error;
+    });
     let reply: string;
     try {
       reply = (await agent.sendMessage(agentId, session.sessionId, sent)).text;

@@ -56,7 +56,8 @@ export class Relay {
         return await this.answers.run(job, inboundMessageOf(job.payload));
       } catch (error) {
         if (error instanceof JobInterruptedError)
-          return error.reason === 'lost' ? { kind: 'lost' } : { kind: 'done' };
+          // A cancelled job's row is already over: nothing is left to record, as for one taken over.
+          return error.reason === 'stopped' ? { kind: 'done' } : { kind: 'lost' };
         throw error;
       }
     });

@@ -56,6 +56,7 @@ export interface WantedRow {
 
 /** Throws JobInterruptedError unless the row is `owner`'s running job and its author has not stopped it. */
 export function throwUnlessWanted(row: WantedRow | undefined, owner: string): void {
+  if (row?.state === 'cancelled') throw new JobInterruptedError('cancelled');
   if (!row || row.owner !== owner || row.state !== 'running') throw new JobInterruptedError('lost');
   if (row.stop_requested) throw new JobInterruptedError('stopped');
 }

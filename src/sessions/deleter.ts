@@ -5,7 +5,8 @@ import type { Database } from '../store/database.js';
 import { backoffMs } from '../util/backoff.js';
 import { CoalescedPass } from '../util/coalesced-pass.js';
 
-export type DeletionReason = 'reset' | 'channel-gone' | 'workspace-gone' | 'idle' | 'orphan';
+/** Why a session is deleted; `unused`: made for a message whose conversation ended before it was sent. */
+export type DeletionReason = 'reset' | 'channel-gone' | 'workspace-gone' | 'idle' | 'orphan' | 'unused';
 
 export interface SessionToDelete {
   agentId: string;

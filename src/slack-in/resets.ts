@@ -1,3 +1,4 @@
+import type { AgentFor } from '../agent/routing.js';
 import type { ResetRequest } from '../conversation/jobs.js';
 import { inboundMessageOf, indicatorOf, jobKey } from '../conversation/jobs.js';
 import type { Inbox } from '../inbox/inbox.js';
@@ -18,13 +19,13 @@ export class ThreadResets {
     private readonly inbox: Inbox,
     private readonly sessions: SessionManager,
     private readonly indicators: WorkIndicators,
-    private readonly agentFor: (channelId: string) => string,
+    private readonly agentFor: AgentFor,
     private readonly onQueued: () => void,
   ) {}
 
   async request(request: ResetRequest, requestTs: string, userId: string): Promise<ResetDecision> {
     const { thread } = request;
-    const session = await this.sessions.existing(thread, this.agentFor(thread.channelId));
+    const session = await this.sessions.existing(thread, this.agentFor(thread));
     if (session && session.startedBy !== userId)
       return { outcome: 'not-allowed', starter: session.startedBy };
     // Without a session the inbox decides: the conversation is then its oldest waiting message's author's.

@@ -11,9 +11,9 @@ import { createSessionKeyv } from '../../src/store/keyv.js';
 import { migrate } from '../../src/store/schema.js';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
-import { emptyWorkdir, entryPoint, TSX } from '../helpers/entry-point.js';
+import { emptyWorkdir, entryPointArgs } from '../helpers/entry-point.js';
 
-const CLI = entryPoint('src/cli/sessions.ts');
+const CLI = entryPointArgs('src/cli/sessions.ts');
 
 /**
  * Runs the real entry point in a child process without blocking this process's servers, by default in an
@@ -25,7 +25,7 @@ function run_(
   cwd = emptyWorkdir(),
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', TSX, CLI, ...args], {
+    const child = spawn(process.execPath, [...CLI, ...args], {
       env: { PATH: process.env.PATH, ...env },
       cwd,
     });
@@ -170,14 +170,14 @@ describe('npm run sessions (orphan prune)', () => {
   });
 
   it('runs as a command: usage errors and configuration errors are one clear line', () => {
-    const usage = spawnSync(process.execPath, ['--import', TSX, CLI, 'explode'], {
+    const usage = spawnSync(process.execPath, [...CLI, 'explode'], {
       cwd: emptyWorkdir(),
       encoding: 'utf8',
       env: { PATH: process.env.PATH },
     });
     expect(usage.status).toBe(2);
     expect(usage.stderr).toMatch(/^Usage: npm run sessions -- <list\|prune>/);
-    const config = spawnSync(process.execPath, ['--import', TSX, CLI, 'list'], {
+    const config = spawnSync(process.execPath, [...CLI, 'list'], {
       cwd: emptyWorkdir(),
       encoding: 'utf8',
       env: { PATH: process.env.PATH },

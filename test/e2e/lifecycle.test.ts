@@ -24,7 +24,7 @@ import {
   type StoreChoice,
   startBot,
 } from '../helpers/stack.js';
-import { forEachStore } from '../helpers/stores.js';
+import { forEachStore, type StoreCases } from '../helpers/stores.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const runPostgres = await shouldRunPostgresTests();
@@ -42,6 +42,7 @@ const liveSessions = (agent: AgentServiceEmulator, agentId = AGENT_ID) =>
 function lifecycleSuite(
   name: string,
   prepareStore: () => Promise<{ store: StoreChoice; cleanup(): Promise<void> }>,
+  cases: StoreCases,
 ) {
   describe(name, () => {
     let slack: FakeSlack;
@@ -91,170 +92,188 @@ function lifecycleSuite(
       return textOf(answer);
     }
 
-    it('/agent reset in a DM deletes exactly that session; the next message starts a new one', async () => {
-      const other = await startThread('C0OTHER');
-      await postSignedEvent(
-        bot.eventsUrl,
-        SIGNING_SECRET,
-        messageEvent({ channel: 'D0ALICE', channelType: 'im', user: 'U0ALICE', text: 'hi' }),
-      );
-      const first = await slack.waitForCall('chat.postMessage', (c) => c.args.channel === 'D0ALICE');
-      const dmSession = sessionIdIn(textOf(first));
-
-      expect(await slash('reset', 'D0ALICE')).toMatch(/Your next message here starts a fresh conversation/);
-      await waitFor(() => !liveSessions(agent).includes(dmSession), 'DM session deleted on the service');
-      expect(agent.requestsFor('deleteSession').map((r) => r.sessionId)).toEqual([dmSession]);
-      expect(liveSessions(agent)).toContain(other.session);
-
-      await postSignedEvent(
-        bot.eventsUrl,
-        SIGNING_SECRET,
-        messageEvent({ channel: 'D0ALICE', channelType: 'im', user: 'U0ALICE', text: 'again' }),
-      );
-      const next = await slack.waitForCall(
-        'chat.postMessage',
-        (c) => c.args.channel === 'D0ALICE' && textOf(c).endsWith('again'),
-      );
-      expect(sessionIdIn(textOf(next))).not.toBe(dmSession);
-      expect(textOf(next)).toMatch(/#1\]: again$/);
-    });
-
-    it('resets one thread by a "reset" mention and another by the message shortcut', async () => {
-      const byMention = await startThread('C0RESET');
-      const byShortcut = await startThread('C0RESET');
-      const untouched = await startThread('C0RESET');
-
-      await mention(bot, { channel: 'C0RESET', text: '<@U0BOT> reset', threadTs: byMention.root });
-      const notice = await slack.waitForCall(
-        'chat.postMessage',
-        (c) => c.args.thread_ts === byMention.root && textOf(c).includes('Conversation reset'),
-      );
-      expect(textOf(notice)).toMatch(/next message starts a fresh conversation/);
-
-      // Only the person who started a conversation may reset it; anyone else is told who can.
-      const shortcut = async (user: string) => {
-        const responseId = `shortcut-${nextTs()}`;
-        const acked = await postSignedInteraction(
+    cases.onOneStore(
+      '/agent reset in a DM deletes exactly that session; the next message starts a new one',
+      async () => {
+        const other = await startThread('C0OTHER');
+        await postSignedEvent(
           bot.eventsUrl,
           SIGNING_SECRET,
-          messageShortcutPayload({
-            callbackId: 'reset_conversation',
-            channel: 'C0RESET',
-            user,
-            messageTs: nextTs(),
-            threadTs: byShortcut.root,
-            responseUrl: slack.responseUrl(responseId),
-          }),
+          messageEvent({ channel: 'D0ALICE', channelType: 'im', user: 'U0ALICE', text: 'hi' }),
         );
-        expect(acked.status).toBe(200);
-        const answer = await slack.waitForCall('response_url', (c) => c.args.responseId === responseId);
-        expect(answer.args).toMatchObject({ response_type: 'ephemeral' });
-        return textOf(answer);
-      };
-      expect(await shortcut('U0BOB')).toBe(
-        'Only <@U0ALICE>, who started this conversation with the agent, can reset it. You can start your own by mentioning me in a new thread.',
-      );
-      await sleep(200);
-      expect(liveSessions(agent)).toContain(byShortcut.session);
-      expect(await shortcut('U0ALICE')).toMatch(/Conversation reset/);
+        const first = await slack.waitForCall('chat.postMessage', (c) => c.args.channel === 'D0ALICE');
+        const dmSession = sessionIdIn(textOf(first));
 
-      await waitFor(
-        () =>
-          !liveSessions(agent).includes(byMention.session) &&
-          !liveSessions(agent).includes(byShortcut.session),
-        'both sessions deleted',
-      );
-      expect(liveSessions(agent)).toContain(untouched.session);
-      await mention(bot, { channel: 'C0RESET', text: '<@U0BOT> fresh start', threadTs: byMention.root });
-      const fresh = await slack.waitForCall(
-        'chat.postMessage',
-        (c) => c.args.thread_ts === byMention.root && textOf(c).endsWith('fresh start'),
-      );
-      expect(textOf(fresh)).toMatch(/#1\]: fresh start$/);
-    });
+        expect(await slash('reset', 'D0ALICE')).toMatch(/Your next message here starts a fresh conversation/);
+        await waitFor(() => !liveSessions(agent).includes(dmSession), 'DM session deleted on the service');
+        expect(agent.requestsFor('deleteSession').map((r) => r.sessionId)).toEqual([dmSession]);
+        expect(liveSessions(agent)).toContain(other.session);
 
-    it('/agent reset in a channel resets only the threads the caller started there', async () => {
-      const aliceOne = await startThread('C0CHAN', 'U0ALICE');
-      const aliceTwo = await startThread('C0CHAN', 'U0ALICE');
-      const bobs = await startThread('C0CHAN', 'U0BOB');
-      const aliceElsewhere = await startThread('C0ELSE', 'U0ALICE');
-      expect(await slash('reset', 'C0CHAN', 'U0ALICE')).toMatch(
-        /Reset 2 threads you started in this channel/,
-      );
-      await waitFor(() => agent.requestsFor('deleteSession').length === 2, 'two deletions');
-      expect(liveSessions(agent)).toEqual([bobs.session, aliceElsewhere.session].sort());
-      expect(liveSessions(agent)).not.toContain(aliceOne.session);
-      expect(liveSessions(agent)).not.toContain(aliceTwo.session);
-      expect(await slash('reset', 'C0CHAN', 'U0ALICE')).toMatch(
-        /no conversations with the agent in this channel/,
-      );
-    });
+        await postSignedEvent(
+          bot.eventsUrl,
+          SIGNING_SECRET,
+          messageEvent({ channel: 'D0ALICE', channelType: 'im', user: 'U0ALICE', text: 'again' }),
+        );
+        const next = await slack.waitForCall(
+          'chat.postMessage',
+          (c) => c.args.channel === 'D0ALICE' && textOf(c).endsWith('again'),
+        );
+        expect(sessionIdIn(textOf(next))).not.toBe(dmSession);
+        expect(textOf(next)).toMatch(/#1\]: again$/);
+      },
+    );
 
-    it('/agent reset lets the answer under way arrive first and cancels the messages still waiting', async () => {
-      const { root, session } = await startThread('C0ORDER', 'U0ALICE');
-      agent.setLatency(1_500, 'sendMessage');
-      await mention(bot, { channel: 'C0ORDER', text: '<@U0BOT> under way', threadTs: root });
-      await waitFor(() => agent.requestsFor('sendMessage').some((r) => r.prompt === 'under way'), 'sent');
-      await mention(bot, { channel: 'C0ORDER', text: '<@U0BOT> still waiting', threadTs: root });
-      expect(await slash('reset', 'C0ORDER', 'U0ALICE')).toMatch(/Reset 1 thread you started/);
+    cases.onOneStore(
+      'resets one thread by a "reset" mention and another by the message shortcut',
+      async () => {
+        const byMention = await startThread('C0RESET');
+        const byShortcut = await startThread('C0RESET');
+        const untouched = await startThread('C0RESET');
 
-      await waitFor(() => !liveSessions(agent).includes(session), 'session deleted on the service');
-      const answers = slack
-        .callsOf('chat.postMessage')
-        .filter((c) => c.args.thread_ts === root)
-        .map(textOf);
-      // The answer under way came in the conversation it was asked in, before that conversation ended.
-      expect(answers).toEqual([`echo[${session}#1]: hello`, `echo[${session}#2]: under way`]);
-      await sleep(300);
-      expect(agent.requestsFor('sendMessage').map((r) => r.prompt)).not.toContain('still waiting');
-    });
+        await mention(bot, { channel: 'C0RESET', text: '<@U0BOT> reset', threadTs: byMention.root });
+        const notice = await slack.waitForCall(
+          'chat.postMessage',
+          (c) => c.args.thread_ts === byMention.root && textOf(c).includes('Conversation reset'),
+        );
+        expect(textOf(notice)).toMatch(/next message starts a fresh conversation/);
 
-    it("/agent sessions lists the caller's conversations with their creation time; help and unknown give usage", async () => {
-      await startThread('C0LIST', 'U0ALICE');
-      await startThread('C0LIST', 'U0ALICE');
-      await startThread('C0LIST', 'U0BOB');
-      const listing = await slash('sessions', 'C0LIST', 'U0ALICE');
-      expect(listing).toMatch(/^You have 2 conversations with the agent here:/);
-      expect(listing.split('\n').filter((line) => line.startsWith('• '))).toHaveLength(2);
-      const created = agent.sessionsOf(AGENT_ID)[0]?.createdAt ?? '';
-      expect(listing).toContain(`|${new Date(created).toISOString()}>`); // the service's creation time
-      expect(await slash('sessions', 'C0EMPTY', 'U0ALICE')).toMatch(
-        /no conversations with the agent here yet/,
-      );
-      expect(await slash('help', 'C0LIST')).toMatch(/\/agent reset/);
-      expect(await slash('frobnicate', 'C0LIST')).toMatch(/^I don't know `frobnicate`/);
-      expect(await slash('', 'C0LIST')).toMatch(/\/agent sessions/);
-    });
+        // Only the person who started a conversation may reset it; anyone else is told who can.
+        const shortcut = async (user: string) => {
+          const responseId = `shortcut-${nextTs()}`;
+          const acked = await postSignedInteraction(
+            bot.eventsUrl,
+            SIGNING_SECRET,
+            messageShortcutPayload({
+              callbackId: 'reset_conversation',
+              channel: 'C0RESET',
+              user,
+              messageTs: nextTs(),
+              threadTs: byShortcut.root,
+              responseUrl: slack.responseUrl(responseId),
+            }),
+          );
+          expect(acked.status).toBe(200);
+          const answer = await slack.waitForCall('response_url', (c) => c.args.responseId === responseId);
+          expect(answer.args).toMatchObject({ response_type: 'ephemeral' });
+          return textOf(answer);
+        };
+        expect(await shortcut('U0BOB')).toBe(
+          'Only <@U0ALICE>, who started this conversation with the agent, can reset it. You can start your own by mentioning me in a new thread.',
+        );
+        await sleep(200);
+        expect(liveSessions(agent)).toContain(byShortcut.session);
+        expect(await shortcut('U0ALICE')).toMatch(/Conversation reset/);
 
-    it('deletes every session of an archived or deleted channel and leaves other channels alone', async () => {
-      const one = await startThread('C0ARCH');
-      const two = await startThread('C0ARCH');
-      const kept = await startThread('C0KEEP');
-      const archived = await postSignedEvent(
-        bot.eventsUrl,
-        SIGNING_SECRET,
-        channelLifecycleEvent('channel_archive', { channel: 'C0ARCH' }),
-      );
-      expect(archived.status).toBe(200);
-      await waitFor(() => liveSessions(agent).length === 1, 'archived channel sessions deleted');
-      expect(liveSessions(agent)).toEqual([kept.session]);
-      expect(
-        agent
-          .requestsFor('deleteSession')
-          .map((r) => r.sessionId)
-          .sort(),
-      ).toEqual([one.session, two.session].sort());
+        await waitFor(
+          () =>
+            !liveSessions(agent).includes(byMention.session) &&
+            !liveSessions(agent).includes(byShortcut.session),
+          'both sessions deleted',
+        );
+        expect(liveSessions(agent)).toContain(untouched.session);
+        await mention(bot, { channel: 'C0RESET', text: '<@U0BOT> fresh start', threadTs: byMention.root });
+        const fresh = await slack.waitForCall(
+          'chat.postMessage',
+          (c) => c.args.thread_ts === byMention.root && textOf(c).endsWith('fresh start'),
+        );
+        expect(textOf(fresh)).toMatch(/#1\]: fresh start$/);
+      },
+    );
 
-      for (const type of ['group_archive', 'channel_deleted', 'group_deleted'] as const) {
-        const channel = `C0${type.toUpperCase().replace('_', '')}`;
-        const thread = await startThread(channel);
-        await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, channelLifecycleEvent(type, { channel }));
-        await waitFor(() => !liveSessions(agent).includes(thread.session), `${type} deletes the session`);
-      }
-      expect(liveSessions(agent)).toEqual([kept.session]);
-    });
+    cases.onOneStore(
+      '/agent reset in a channel resets only the threads the caller started there',
+      async () => {
+        const aliceOne = await startThread('C0CHAN', 'U0ALICE');
+        const aliceTwo = await startThread('C0CHAN', 'U0ALICE');
+        const bobs = await startThread('C0CHAN', 'U0BOB');
+        const aliceElsewhere = await startThread('C0ELSE', 'U0ALICE');
+        expect(await slash('reset', 'C0CHAN', 'U0ALICE')).toMatch(
+          /Reset 2 threads you started in this channel/,
+        );
+        await waitFor(() => agent.requestsFor('deleteSession').length === 2, 'two deletions');
+        expect(liveSessions(agent)).toEqual([bobs.session, aliceElsewhere.session].sort());
+        expect(liveSessions(agent)).not.toContain(aliceOne.session);
+        expect(liveSessions(agent)).not.toContain(aliceTwo.session);
+        expect(await slash('reset', 'C0CHAN', 'U0ALICE')).toMatch(
+          /no conversations with the agent in this channel/,
+        );
+      },
+    );
 
-    it('deletes every session of the workspace when the app is uninstalled', async () => {
+    cases.onOneStore(
+      '/agent reset lets the answer under way arrive first and cancels the messages still waiting',
+      async () => {
+        const { root, session } = await startThread('C0ORDER', 'U0ALICE');
+        agent.setLatency(1_500, 'sendMessage');
+        await mention(bot, { channel: 'C0ORDER', text: '<@U0BOT> under way', threadTs: root });
+        await waitFor(() => agent.requestsFor('sendMessage').some((r) => r.prompt === 'under way'), 'sent');
+        await mention(bot, { channel: 'C0ORDER', text: '<@U0BOT> still waiting', threadTs: root });
+        expect(await slash('reset', 'C0ORDER', 'U0ALICE')).toMatch(/Reset 1 thread you started/);
+
+        await waitFor(() => !liveSessions(agent).includes(session), 'session deleted on the service');
+        const answers = slack
+          .callsOf('chat.postMessage')
+          .filter((c) => c.args.thread_ts === root)
+          .map(textOf);
+        // The answer under way came in the conversation it was asked in, before that conversation ended.
+        expect(answers).toEqual([`echo[${session}#1]: hello`, `echo[${session}#2]: under way`]);
+        await sleep(300);
+        expect(agent.requestsFor('sendMessage').map((r) => r.prompt)).not.toContain('still waiting');
+      },
+    );
+
+    cases.onOneStore(
+      "/agent sessions lists the caller's conversations with their creation time; help and unknown give usage",
+      async () => {
+        await startThread('C0LIST', 'U0ALICE');
+        await startThread('C0LIST', 'U0ALICE');
+        await startThread('C0LIST', 'U0BOB');
+        const listing = await slash('sessions', 'C0LIST', 'U0ALICE');
+        expect(listing).toMatch(/^You have 2 conversations with the agent here:/);
+        expect(listing.split('\n').filter((line) => line.startsWith('• '))).toHaveLength(2);
+        const created = agent.sessionsOf(AGENT_ID)[0]?.createdAt ?? '';
+        expect(listing).toContain(`|${new Date(created).toISOString()}>`); // the service's creation time
+        expect(await slash('sessions', 'C0EMPTY', 'U0ALICE')).toMatch(
+          /no conversations with the agent here yet/,
+        );
+        expect(await slash('help', 'C0LIST')).toMatch(/\/agent reset/);
+        expect(await slash('frobnicate', 'C0LIST')).toMatch(/^I don't know `frobnicate`/);
+        expect(await slash('', 'C0LIST')).toMatch(/\/agent sessions/);
+      },
+    );
+
+    cases.onOneStore(
+      'deletes every session of an archived or deleted channel and leaves other channels alone',
+      async () => {
+        const one = await startThread('C0ARCH');
+        const two = await startThread('C0ARCH');
+        const kept = await startThread('C0KEEP');
+        const archived = await postSignedEvent(
+          bot.eventsUrl,
+          SIGNING_SECRET,
+          channelLifecycleEvent('channel_archive', { channel: 'C0ARCH' }),
+        );
+        expect(archived.status).toBe(200);
+        await waitFor(() => liveSessions(agent).length === 1, 'archived channel sessions deleted');
+        expect(liveSessions(agent)).toEqual([kept.session]);
+        expect(
+          agent
+            .requestsFor('deleteSession')
+            .map((r) => r.sessionId)
+            .sort(),
+        ).toEqual([one.session, two.session].sort());
+
+        for (const type of ['group_archive', 'channel_deleted', 'group_deleted'] as const) {
+          const channel = `C0${type.toUpperCase().replace('_', '')}`;
+          const thread = await startThread(channel);
+          await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, channelLifecycleEvent(type, { channel }));
+          await waitFor(() => !liveSessions(agent).includes(thread.session), `${type} deletes the session`);
+        }
+        expect(liveSessions(agent)).toEqual([kept.session]);
+      },
+    );
+
+    cases.onOneStore('deletes every session of the workspace when the app is uninstalled', async () => {
       const first = await startThread('C0U1');
       await startThread('C0U2');
       const otherTeamRoot = nextTs();
@@ -292,53 +311,56 @@ function lifecycleSuite(
       expect(agent.requestsFor('createSession')).toHaveLength(creates + 1);
     });
 
-    it('keeps a deletion while the agent service is down and finishes it after recovery, also across a restart', async () => {
-      const early = await startThread('C0DOWN');
-      const late = await startThread('C0DOWN2');
-      await agent.down();
-      await postSignedEvent(
-        bot.eventsUrl,
-        SIGNING_SECRET,
-        channelLifecycleEvent('channel_archive', { channel: 'C0DOWN' }),
-      );
-      await waitFor(
-        async () => (await metric(bot, 'agent_session_deletions_pending')) === 1,
-        'deletion recorded as pending',
-      );
-      await agent.up();
-      await waitFor(
-        () => !liveSessions(agent).includes(early.session),
-        'deleted once the service is back',
-        10_000,
-      );
-      await waitFor(
-        async () => (await metric(bot, 'agent_session_deletions_pending')) === 0,
-        'no deletion left pending',
-      );
+    cases.onEveryStore(
+      'keeps a deletion while the agent service is down and finishes it after recovery, also across a restart',
+      async () => {
+        const early = await startThread('C0DOWN');
+        const late = await startThread('C0DOWN2');
+        await agent.down();
+        await postSignedEvent(
+          bot.eventsUrl,
+          SIGNING_SECRET,
+          channelLifecycleEvent('channel_archive', { channel: 'C0DOWN' }),
+        );
+        await waitFor(
+          async () => (await metric(bot, 'agent_session_deletions_pending')) === 1,
+          'deletion recorded as pending',
+        );
+        await agent.up();
+        await waitFor(
+          () => !liveSessions(agent).includes(early.session),
+          'deleted once the service is back',
+          10_000,
+        );
+        await waitFor(
+          async () => (await metric(bot, 'agent_session_deletions_pending')) === 0,
+          'no deletion left pending',
+        );
 
-      await agent.down();
-      await postSignedEvent(
-        bot.eventsUrl,
-        SIGNING_SECRET,
-        channelLifecycleEvent('channel_deleted', { channel: 'C0DOWN2' }),
-      );
-      await waitFor(
-        async () => (await metric(bot, 'agent_session_deletions_pending')) === 1,
-        'second deletion pending',
-      );
-      await bot.stop();
-      await agent.up();
-      await sleep(300);
-      expect(liveSessions(agent)).toContain(late.session); // nobody running to delete it
-      bot = await startBot({ slack, agent, store, env });
-      await waitFor(
-        () => !liveSessions(agent).includes(late.session),
-        'deleted by the restarted bot',
-        10_000,
-      );
-    });
+        await agent.down();
+        await postSignedEvent(
+          bot.eventsUrl,
+          SIGNING_SECRET,
+          channelLifecycleEvent('channel_deleted', { channel: 'C0DOWN2' }),
+        );
+        await waitFor(
+          async () => (await metric(bot, 'agent_session_deletions_pending')) === 1,
+          'second deletion pending',
+        );
+        await bot.stop();
+        await agent.up();
+        await sleep(300);
+        expect(liveSessions(agent)).toContain(late.session); // nobody running to delete it
+        bot = await startBot({ slack, agent, store, env });
+        await waitFor(
+          () => !liveSessions(agent).includes(late.session),
+          'deleted by the restarted bot',
+          10_000,
+        );
+      },
+    );
 
-    it('counts a session already gone on the service as deleted', async () => {
+    cases.onOneStore('counts a session already gone on the service as deleted', async () => {
       const thread = await startThread('C0GONE');
       await fetch(`${agent.baseUrl}/session/${AGENT_ID}/${thread.session}`, {
         method: 'DELETE',
@@ -356,7 +378,7 @@ function lifecycleSuite(
       );
     });
 
-    it('sends channels with a route to their own agent, keyed by agent', async () => {
+    cases.onOneStore('sends channels with a route to their own agent, keyed by agent', async () => {
       const routed = await startThread('C0ROUTED');
       const plain = await startThread('C0PLAIN');
       expect(agent.sessionsOf('agent-b').map((s) => s.uuid)).toEqual([routed.session]);
@@ -373,8 +395,12 @@ function lifecycleSuite(
   });
 }
 
-forEachStore(runPostgres, (kind, prepare) =>
-  lifecycleSuite(`session lifecycle (${kind === 'embedded' ? 'embedded store' : 'PostgreSQL'})`, prepare),
+forEachStore(runPostgres, (kind, prepare, cases) =>
+  lifecycleSuite(
+    `session lifecycle (${kind === 'embedded' ? 'embedded store' : 'PostgreSQL'})`,
+    prepare,
+    cases,
+  ),
 );
 
 describe('idle expiry', () => {

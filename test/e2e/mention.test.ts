@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
 import { shouldRunPostgresTests } from '../helpers/postgres.js';
@@ -11,7 +11,7 @@ import {
   type StoreChoice,
   startBot,
 } from '../helpers/stack.js';
-import { forEachStore } from '../helpers/stores.js';
+import { forEachStore, type StoreCases } from '../helpers/stores.js';
 
 const runPostgres = await shouldRunPostgresTests();
 
@@ -29,6 +29,7 @@ function textOf(call: SlackApiCall): string {
 function conversationSuite(
   name: string,
   prepareStore: () => Promise<{ store: StoreChoice; cleanup(): Promise<void> }>,
+  cases: StoreCases,
 ) {
   describe(name, () => {
     let slack: FakeSlack;
@@ -48,46 +49,49 @@ function conversationSuite(
       await Promise.all([slack.stop(), agent.stop(), cleanup()]);
     });
 
-    it('answers a mention in its thread with the agent reply, and reuses the session in that thread', async () => {
-      const rootTs = nextTs();
-      const first = await mention(bot, { channel: CHANNEL, text: '<@U0BOT> what is up?', ts: rootTs });
-      expect(first.status).toBe(200);
-      expect(first.ms).toBeLessThan(1_000);
+    cases.onOneStore(
+      'answers a mention in its thread with the agent reply, and reuses the session in that thread',
+      async () => {
+        const rootTs = nextTs();
+        const first = await mention(bot, { channel: CHANNEL, text: '<@U0BOT> what is up?', ts: rootTs });
+        expect(first.status).toBe(200);
+        expect(first.ms).toBeLessThan(1_000);
 
-      const reply = await slack.waitForCall('chat.postMessage', replyIn(rootTs));
-      expect(textOf(reply)).toBe('echo[s-1#1]: what is up?');
-      expect(reply.args.blocks).toEqual([
-        { type: 'markdown', text: 'echo[s-1#1]: what is up?' },
-        // Feedback buttons end each answer, naming its agent and session.
-        {
-          type: 'context_actions',
-          elements: [
-            expect.objectContaining({
-              type: 'feedback_buttons',
-              action_id: 'reply_feedback',
-              positive_button: expect.objectContaining({
-                value: JSON.stringify({ v: 'good', a: AGENT_ID, s: 's-1' }),
+        const reply = await slack.waitForCall('chat.postMessage', replyIn(rootTs));
+        expect(textOf(reply)).toBe('echo[s-1#1]: what is up?');
+        expect(reply.args.blocks).toEqual([
+          { type: 'markdown', text: 'echo[s-1#1]: what is up?' },
+          // Feedback buttons end each answer, naming its agent and session.
+          {
+            type: 'context_actions',
+            elements: [
+              expect.objectContaining({
+                type: 'feedback_buttons',
+                action_id: 'reply_feedback',
+                positive_button: expect.objectContaining({
+                  value: JSON.stringify({ v: 'good', a: AGENT_ID, s: 's-1' }),
+                }),
+                negative_button: expect.objectContaining({
+                  value: JSON.stringify({ v: 'bad', a: AGENT_ID, s: 's-1' }),
+                }),
               }),
-              negative_button: expect.objectContaining({
-                value: JSON.stringify({ v: 'bad', a: AGENT_ID, s: 's-1' }),
-              }),
-            }),
-          ],
-        },
-      ]);
-      expect(reply.tokenKind).toBe('bot');
+            ],
+          },
+        ]);
+        expect(reply.tokenKind).toBe('bot');
 
-      await mention(bot, { channel: CHANNEL, text: '<@U0BOT> and now?', threadTs: rootTs });
-      const second = await slack.waitForCall(
-        'chat.postMessage',
-        (c) => replyIn(rootTs)(c) && textOf(c).includes('#2'),
-      );
-      expect(textOf(second)).toBe('echo[s-1#2]: and now?');
-      expect(agent.requestsFor('createSession')).toHaveLength(1);
-      expect(agent.sessionsOf(AGENT_ID)).toHaveLength(1);
-    });
+        await mention(bot, { channel: CHANNEL, text: '<@U0BOT> and now?', threadTs: rootTs });
+        const second = await slack.waitForCall(
+          'chat.postMessage',
+          (c) => replyIn(rootTs)(c) && textOf(c).includes('#2'),
+        );
+        expect(textOf(second)).toBe('echo[s-1#2]: and now?');
+        expect(agent.requestsFor('createSession')).toHaveLength(1);
+        expect(agent.sessionsOf(AGENT_ID)).toHaveLength(1);
+      },
+    );
 
-    it('gives each thread its own session', async () => {
+    cases.onOneStore('gives each thread its own session', async () => {
       const threadA = nextTs();
       const threadB = nextTs();
       await mention(bot, { channel: CHANNEL, text: '<@U0BOT> one', ts: threadA });
@@ -103,7 +107,7 @@ function conversationSuite(
       ).toEqual(['s-1', 's-2']);
     });
 
-    it('keeps the thread-to-session mapping across a restart on the same store', async () => {
+    cases.onEveryStore('keeps the thread-to-session mapping across a restart on the same store', async () => {
       const rootTs = nextTs();
       await mention(bot, { channel: CHANNEL, text: '<@U0BOT> remember me', ts: rootTs });
       await slack.waitForCall('chat.postMessage', replyIn(rootTs));
@@ -119,7 +123,7 @@ function conversationSuite(
       expect(agent.requestsFor('createSession')).toHaveLength(1);
     });
 
-    it('answers a bare mention with help, without calling the agent', async () => {
+    cases.onOneStore('answers a bare mention with help, without calling the agent', async () => {
       const before = agent.requests.length; // the start-up check's call
       const rootTs = nextTs();
       await mention(bot, { channel: CHANNEL, text: '<@U0BOT>', ts: rootTs });
@@ -128,33 +132,36 @@ function conversationSuite(
       expect(agent.requests.slice(before)).toEqual([]);
     });
 
-    it('turns an agent failure into one readable sentence with a reference, then keeps serving', async () => {
-      const rootTs = nextTs();
-      agent.injectFailure('sendMessage', { type: 'malformed' });
-      await mention(bot, { channel: CHANNEL, text: '<@U0BOT> break please', ts: rootTs });
-      const notice = await slack.waitForCall('chat.postMessage', replyIn(rootTs));
-      expect(textOf(notice)).toMatch(
-        /^:warning: The agent service sent a reply I could not read\. .*\(ref [0-9A-F]{8}\)$/,
-      );
-      const ref = /\(ref ([0-9A-F]{8})\)/.exec(textOf(notice))?.[1];
-      // The operator's line for that reference names the job and its thread.
-      const logged = bot.logs.lines.find((line) => ref !== undefined && line.includes(ref));
-      expect(logged).toBeDefined();
-      expect(JSON.parse(logged ?? '{}')).toMatchObject({
-        channel: CHANNEL,
-        thread: rootTs,
-        job: expect.any(Number),
-      });
+    cases.onOneStore(
+      'turns an agent failure into one readable sentence with a reference, then keeps serving',
+      async () => {
+        const rootTs = nextTs();
+        agent.injectFailure('sendMessage', { type: 'malformed' });
+        await mention(bot, { channel: CHANNEL, text: '<@U0BOT> break please', ts: rootTs });
+        const notice = await slack.waitForCall('chat.postMessage', replyIn(rootTs));
+        expect(textOf(notice)).toMatch(
+          /^:warning: The agent service sent a reply I could not read\. .*\(ref [0-9A-F]{8}\)$/,
+        );
+        const ref = /\(ref ([0-9A-F]{8})\)/.exec(textOf(notice))?.[1];
+        // The operator's line for that reference names the job and its thread.
+        const logged = bot.logs.lines.find((line) => ref !== undefined && line.includes(ref));
+        expect(logged).toBeDefined();
+        expect(JSON.parse(logged ?? '{}')).toMatchObject({
+          channel: CHANNEL,
+          thread: rootTs,
+          job: expect.any(Number),
+        });
 
-      await mention(bot, { channel: CHANNEL, text: '<@U0BOT> try again', threadTs: rootTs });
-      const reply = await slack.waitForCall(
-        'chat.postMessage',
-        (c) => replyIn(rootTs)(c) && textOf(c).startsWith('echo'),
-      );
-      expect(textOf(reply)).toBe('echo[s-1#1]: try again');
-    });
+        await mention(bot, { channel: CHANNEL, text: '<@U0BOT> try again', threadTs: rootTs });
+        const reply = await slack.waitForCall(
+          'chat.postMessage',
+          (c) => replyIn(rootTs)(c) && textOf(c).startsWith('echo'),
+        );
+        expect(textOf(reply)).toBe('echo[s-1#1]: try again');
+      },
+    );
 
-    it('rejects a request with a bad signature and processes nothing', async () => {
+    cases.onOneStore('rejects a request with a bad signature and processes nothing', async () => {
       const before = agent.requests.length; // the start-up check's call
       const body = appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> sneaky' });
       const forged = await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body, { badSignature: true });
@@ -168,7 +175,7 @@ function conversationSuite(
       expect(slack.callsOf('chat.postMessage')).toHaveLength(0);
     });
 
-    it('answers health and readiness probes', async () => {
+    cases.onOneStore('answers health and readiness probes', async () => {
       const health = await fetch(`${bot.baseUrl}/healthz`);
       expect(health.status).toBe(200);
       const ready = await fetch(`${bot.baseUrl}/readyz`);
@@ -178,6 +185,10 @@ function conversationSuite(
   });
 }
 
-forEachStore(runPostgres, (kind, prepare) =>
-  conversationSuite(`mentions with the ${kind === 'embedded' ? 'embedded' : 'PostgreSQL'} store`, prepare),
+forEachStore(runPostgres, (kind, prepare, cases) =>
+  conversationSuite(
+    `mentions with the ${kind === 'embedded' ? 'embedded' : 'PostgreSQL'} store`,
+    prepare,
+    cases,
+  ),
 );

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
 import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
-import { emptyWorkdir, entryPoint, TSX } from '../helpers/entry-point.js';
+import { emptyWorkdir, entryPointArgs } from '../helpers/entry-point.js';
 import { freePort } from '../helpers/free-port.js';
 import { nextTs } from '../helpers/slack-events.js';
 import { AGENT_ID, BOT_TOKEN, mention, SIGNING_SECRET, startBot } from '../helpers/stack.js';
@@ -19,11 +19,11 @@ interface Run {
 }
 
 /**
- * The bot as `npm start` runs it, but from source, with exactly this environment and working directory (by
+ * The bot as `npm start` runs it (compiled src), with exactly this environment and working directory (by
  * default an empty one: no `.env`).
  */
 function runBot(env: Record<string, string>, cwd = emptyWorkdir()): Run {
-  const child = spawn(process.execPath, ['--import', TSX, entryPoint('src/main.ts')], {
+  const child = spawn(process.execPath, entryPointArgs('src/main.ts'), {
     env: { PATH: process.env.PATH ?? '', ...env },
     cwd,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -126,6 +126,22 @@ describe('uninstall and revocation (embedded store)', () => {
     expect(bot.logs.text).toMatch(/SLACK_BOT_TOKEN no longer works; reinstall the app/);
   });
 
+  it('leaves no session behind that was being made for a first message when the app was uninstalled', async () => {
+    agent.setLatency(1_500, 'createSession');
+    const root = nextTs();
+    await send(appMentionEvent({ channel: 'C0NEW', user: 'U0ALICE', text: '<@U0BOT> first words', ts: root }));
+    await waitFor(() => agent.requestsFor('createSession').length === 1, 'the session is being made');
+    expect((await send(workspaceGoneEvent('app_uninstalled'))).status).toBe(200);
+    await waitFor(
+      () => agent.requestsFor('deleteSession').length === 1,
+      'the session made after the uninstall deleted too',
+      10_000,
+    );
+    expect(live(agent)).toEqual([]);
+    expect(agent.requestsFor('sendMessage')).toEqual([]);
+    expect(slack.callsOf('chat.postMessage')).toEqual([]);
+  });
+
   it('cleans up when tokens_revoked comes first, and takes the later app_uninstalled as done', async () => {
     const mine = await startThread('C0R1', 'T0REV');
     const kept = await startThread('C0R2');

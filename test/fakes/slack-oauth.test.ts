@@ -126,6 +126,23 @@ describe('the fake Slack consent page', () => {
     expect((await fetch(authorizeUrl(slack), { redirect: 'manual' })).status).toBe(200);
   });
 
+  it('sends an install that names no redirect_uri to the one Redirect URL the app has', async () => {
+    slack = await FakeSlack.start(TENANTS);
+    const fake = slack;
+    const without = authorizeUrl(fake).replace(/&redirect_uri=[^&]*/, '');
+    expect(() => fake.oauth.approve(without, { teamId: 'T2' })).toThrow('redirect_uri is missing');
+    fake.oauth.setRedirectUrls(['http://127.0.0.1:1234/slack/oauth_redirect']);
+    const back = new URL(fake.oauth.approve(without, { teamId: 'T2' }));
+    expect(back.origin + back.pathname).toBe('http://127.0.0.1:1234/slack/oauth_redirect');
+    // The code is then exchanged without a redirect_uri, as none was sent.
+    const granted = await client(fake).oauth.v2.access({
+      client_id: fake.oauth.clientId,
+      client_secret: fake.oauth.clientSecret,
+      code: back.searchParams.get('code') ?? '',
+    });
+    expect(granted.team).toEqual({ id: 'T2', name: 'Second' });
+  });
+
   it('offers no org-wide install for an app without org_deploy_enabled', async () => {
     slack = await FakeSlack.start({ ...TENANTS, oauth: {} });
     expect(await (await fetch(authorizeUrl(slack))).text()).not.toContain('org:E1');

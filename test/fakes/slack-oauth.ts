@@ -47,7 +47,7 @@ const DEFAULT_INSTALLER = 'U0ADMIN';
 export class FakeSlackOAuth {
   readonly clientId: string;
   readonly clientSecret: string;
-  private readonly redirectUrls: readonly string[] | undefined;
+  private redirectUrls: readonly string[] | undefined;
   private readonly orgDeployEnabled: boolean;
   private readonly codes = new Map<string, PendingCode>();
 
@@ -59,6 +59,14 @@ export class FakeSlackOAuth {
     this.clientSecret = options.clientSecret ?? 'fake-client-secret';
     this.redirectUrls = options.redirectUrls;
     this.orgDeployEnabled = options.orgDeployEnabled ?? false;
+  }
+
+  /**
+   * Changes the app's Redirect URLs, as on its *OAuth & Permissions* page: for a bot whose address is known only
+   * once it runs. An install that names no `redirect_uri` goes to the one configured.
+   */
+  setRedirectUrls(urls: readonly string[]): void {
+    this.redirectUrls = [...urls];
   }
 
   /** Serves `/oauth/v2/authorize`: the consent page, and its Allow / Cancel. */

@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { emptyWorkdir, entryPoint, TSX } from './entry-point.js';
+import { emptyWorkdir, entryPointArgs } from './entry-point.js';
 import { freePort } from './free-port.js';
 import { type BotSetup, botEnvironment } from './stack.js';
 import { waitFor } from './wait.js';
 
 /**
- * The bot in its own process (`node src/main.ts` via tsx), so tests can SIGKILL or SIGTERM it; started in an
+ * The bot in its own process (src/main.ts, compiled), so tests can SIGKILL or SIGTERM it; started in an
  * empty directory, so a `.env` in the project's root changes nothing.
  */
 export interface BotProcess {
@@ -21,7 +21,7 @@ export interface BotProcess {
 export async function spawnBot(options: BotSetup): Promise<BotProcess> {
   const port = await freePort();
   const adminPort = await freePort();
-  const child = spawn(process.execPath, ['--import', TSX, entryPoint('src/main.ts')], {
+  const child = spawn(process.execPath, entryPointArgs('src/main.ts'), {
     cwd: emptyWorkdir(),
     env: {
       PATH: process.env.PATH,

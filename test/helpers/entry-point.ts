@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { inject } from 'vitest';
 import { ENV_VARIABLES } from '../../src/config/index.js';
 
 /**
@@ -11,12 +12,13 @@ import { ENV_VARIABLES } from '../../src/config/index.js';
 /** The project's root, where package.json is. */
 export const PROJECT_ROOT = path.resolve(import.meta.dirname, '../..');
 
-/** tsx's loader by absolute URL, so a TypeScript entry point runs from any working directory. */
-export const TSX = import.meta.resolve('tsx');
-
-/** An entry point by absolute path, e.g. `entryPoint('src/main.ts')`. */
-export function entryPoint(file: string): string {
-  return path.join(PROJECT_ROOT, file);
+/**
+ * Node's arguments that run an entry point, e.g. `entryPointArgs('src/main.ts')`: its JavaScript compiled
+ * for this run by test/global-setup.ts (test/helpers/compiled-sources.ts), by absolute path, so it runs
+ * from any working directory.
+ */
+export function entryPointArgs(file: string): string[] {
+  return ['--enable-source-maps', path.join(inject('compiledSources'), file.replace(/\.ts$/, '.js'))];
 }
 
 /**

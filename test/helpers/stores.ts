@@ -1,4 +1,4 @@
-import { afterAll, describe } from 'vitest';
+import { afterAll, describe, it } from 'vitest';
 import { freshDataDir } from './embedded-store.js';
 import { createTestDatabase, type TestDatabase } from './postgres.js';
 import type { StoreChoice } from './stack.js';
@@ -12,16 +12,37 @@ export const prepareEmbeddedStore: PrepareStore = async () => {
   return { store: { kind: 'embedded', dataDir: dir.path }, cleanup: () => dir.remove() };
 };
 
+/** Registers one test case, as Vitest's `it` does. */
+export type RegisterCase = (name: string, test: () => Promise<void>, timeoutMs?: number) => void;
+
+/**
+ * Where an end-to-end suite's cases run, decided here for every suite (docs/development.md, "Which suites run
+ * on both stores"). A case whose outcome depends on what the store keeps or how it behaves (what survives a
+ * restart, a deletion recorded while the agent service is down, text the store must clean) runs on every
+ * store. A case about the bot's behaviour runs on the embedded store only: the same SQL on PostgreSQL is
+ * proved by the store contract tests (test/inbox, test/sessions/store.test.ts, test/store), which run on both.
+ */
+export interface StoreCases {
+  /** A case whose outcome depends on the store: registered on every store. */
+  onEveryStore: RegisterCase;
+  /** A case about the bot's behaviour, whatever the store: registered on the embedded store. */
+  onOneStore: RegisterCase;
+}
+
+function casesOn(kind: StoreKind): StoreCases {
+  return { onEveryStore: it, onOneStore: kind === 'embedded' ? it : () => {} };
+}
+
 /**
  * Registers a suite once with the embedded store and once with PostgreSQL (a throwaway database per
- * preparation, dropped after the file), so both stores prove the same behaviour.
+ * preparation, dropped after the file); its cases choose, through `cases`, whether both stores run them.
  */
 export function forEachStore(
   runPostgres: boolean,
-  suite: (kind: StoreKind, prepare: PrepareStore) => void,
+  suite: (kind: StoreKind, prepare: PrepareStore, cases: StoreCases) => void,
 ): void {
-  suite('embedded', prepareEmbeddedStore);
-  onPostgres(runPostgres, suite);
+  suite('embedded', prepareEmbeddedStore, casesOn('embedded'));
+  onPostgres(runPostgres, (kind, prepare) => suite(kind, prepare, casesOn(kind)));
 }
 
 /**

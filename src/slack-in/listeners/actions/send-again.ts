@@ -54,8 +54,9 @@ export function register(app: App, deps: SendAgainDeps): void {
         return;
       }
       const [, , threadTs = original.ts] = request.threadKey.split(':');
+      const enterpriseId = body.enterprise?.id ?? undefined;
       const conversation = conversationOfThread(
-        { teamId, channelId: channel, threadTs },
+        { teamId, channelId: channel, threadTs, ...(enterpriseId ? { enterpriseId } : {}) },
         agentViewIn(deps.agentFeatures, teamId),
       );
       const inbound: InboundMessage = {
@@ -79,6 +80,7 @@ export function register(app: App, deps: SendAgainDeps): void {
           kind: 'message',
           payload: inbound,
           userId,
+          enterpriseId,
         },
         { maxOpenPerThread: MAX_OPEN_PER_THREAD, userPerMinute: deps.userRateLimit },
       );

@@ -29,6 +29,7 @@ export function register(app: App, deps: ResetShortcutDeps): void {
     const message = shortcut.message as { ts: string; thread_ts?: string };
     const channelId = shortcut.channel.id;
     const teamId = shortcut.team?.id ?? shortcut.user.team_id ?? '';
+    const enterpriseId = shortcut.enterprise?.id ?? undefined;
     const userId = shortcut.user.id;
     const answer = (text: string) => deps.replies.respond(shortcut.response_url, text);
     try {
@@ -48,8 +49,11 @@ export function register(app: App, deps: ResetShortcutDeps): void {
       const agentView = agentViewIn(deps.agentFeatures, teamId);
       const conversation =
         message.thread_ts === undefined
-          ? conversationOf({ teamId, channelId, ts: message.ts }, agentView)
-          : conversationOfThread({ teamId, channelId, threadTs: message.thread_ts }, agentView);
+          ? conversationOf({ teamId, enterpriseId, channelId, ts: message.ts }, agentView)
+          : conversationOfThread(
+              { teamId, channelId, threadTs: message.thread_ts, ...(enterpriseId ? { enterpriseId } : {}) },
+              agentView,
+            );
       // Recorded before the acknowledgement, like events: a crash right after it still resets the thread.
       const decided = await deps.resets.request(
         {

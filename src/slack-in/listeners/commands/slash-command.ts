@@ -3,6 +3,7 @@ import type { Logger } from '../../../observability/logger.js';
 import type { Tracing } from '../../../observability/tracing.js';
 import { agentViewIn, conversationOfThread, isDmChannel } from '../../../sessions/conversation-of.js';
 import type { SessionManager } from '../../../sessions/manager.js';
+import type { ThreadKey } from '../../../sessions/thread-key.js';
 import type { AgentFeatures } from '../../../slack-out/agent-features.js';
 import type { SlackWrites } from '../../../slack-out/writes.js';
 import type { ThreadResets } from '../../resets.js';
@@ -55,7 +56,12 @@ export function register(app: App, deps: SlashCommandDeps): void {
         const agentView = agentViewIn(deps.agentFeatures, command.team_id);
         // Each conversation is reset as a thread reset is: behind its answer in progress, cancelling what waits.
         for (const session of mine) {
-          const thread = { teamId: session.teamId, channelId: session.channelId, threadTs: session.threadTs };
+          const thread: ThreadKey = {
+            teamId: session.teamId,
+            channelId: session.channelId,
+            threadTs: session.threadTs,
+            ...(session.enterpriseId ? { enterpriseId: session.enterpriseId } : {}),
+          };
           await deps.resets.request(
             {
               thread,

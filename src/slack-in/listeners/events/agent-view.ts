@@ -1,7 +1,7 @@
 import type { ViewingContext } from '../../../conversation/viewing-context.js';
 import { agentViewIn, conversationOfThread } from '../../../sessions/conversation-of.js';
 import type { AgentFeatures } from '../../../slack-out/agent-features.js';
-import { authorizedPerson } from '../../events.js';
+import { authorizedPerson, enterpriseOf } from '../../events.js';
 import type { EventRouter } from './router.js';
 import { type StopDeps, stopConversation } from './stop.js';
 
@@ -41,7 +41,9 @@ export function register(events: EventRouter, deps: AgentViewDeps): void {
   });
 
   // Stop pressed in Slack's UI on an agent-view conversation: the same as mentioning the bot with `stop` there.
-  events.on('agent_session_stopped', async ({ event, team_id: teamId, event_id: eventId }, after) => {
+  events.on('agent_session_stopped', async (envelope, after) => {
+    const { event, team_id: teamId, event_id: eventId } = envelope;
+    const enterpriseId = enterpriseOf(envelope);
     const channel = typeof event.channel === 'string' ? event.channel : undefined;
     const threadTs = typeof event.thread_ts === 'string' ? event.thread_ts : undefined;
     const userId = typeof event.user === 'string' ? event.user : undefined;
@@ -50,7 +52,7 @@ export function register(events: EventRouter, deps: AgentViewDeps): void {
       return;
     }
     const conversation = conversationOfThread(
-      { teamId, channelId: channel, threadTs },
+      { teamId, channelId: channel, threadTs, ...(enterpriseId ? { enterpriseId } : {}) },
       agentViewIn(deps.agentFeatures, teamId),
     );
     // Slack shows its stop button only on an agent-view session, whatever the bot last learned of the workspace.

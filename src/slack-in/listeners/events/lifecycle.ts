@@ -32,10 +32,14 @@ export function register(events: EventRouter, deps: LifecycleDeps): void {
   // Recorded before the acknowledgement (a store that cannot record it refuses the event, and Slack retries);
   // the clean-up runs after, and is retried until done (see WorkspaceRemovals).
   const workspaceGone = async (envelope: EventEnvelope, reason: 'app_uninstalled' | 'tokens_revoked') => {
-    const installation = installationOf(envelope);
+    const { teamId, enterpriseId, isEnterpriseInstall } = installationOf(envelope);
+    // An org-wide install is the org's, whichever workspace's id the envelope carries.
+    const installation = isEnterpriseInstall
+      ? { enterpriseId, isEnterpriseInstall }
+      : { teamId, enterpriseId, isEnterpriseInstall };
     await deps.removals.remove(installation, reason);
     deps.logger.info(
-      { team: installation.teamId, enterprise: installation.enterpriseId, event: envelope.event.type },
+      { team: teamId, enterprise: enterpriseId, event: envelope.event.type },
       'app removed; its waiting work and agent sessions are being dropped',
     );
   };

@@ -1,4 +1,5 @@
 import type { types } from '@slack/bolt';
+import type { AgentFor } from '../../../agent/routing.js';
 import { type InboundMessage, indicatorOf, jobKey } from '../../../conversation/jobs.js';
 import { resetNotAllowedText } from '../../../conversation/notices.js';
 import type { MessageClaims, MessageRef } from '../../../inbox/claims.js';
@@ -35,7 +36,7 @@ export interface MessageDeps extends StopDeps {
   indicators: Pick<WorkIndicators, 'showQueued' | 'clearQueued'>;
   agentFeatures: Pick<AgentFeatures, 'mode' | 'offersAgentView' | 'update'>;
   access: Pick<AccessPolicy, 'check'>;
-  agentFor: (channelId: string) => string;
+  agentFor: AgentFor;
   botUserId: string;
   /** Thread replies reach the agent only when they mention the bot. */
   mentionOnly: boolean;
@@ -214,6 +215,6 @@ async function isBotInThread(
   threadKey: string,
 ): Promise<boolean> {
   const { thread } = conversation;
-  const session = await deps.sessions.existing(thread, deps.agentFor(thread.channelId));
+  const session = await deps.sessions.existing(thread, deps.agentFor(thread));
   return session !== undefined || (await deps.inbox.hasThread(threadKey));
 }
