@@ -4,6 +4,7 @@ import type { CustomRoute } from '@slack/bolt';
 import { observedAgentClient } from './agent/observed-client.js';
 import { agentRouter } from './agent/routing.js';
 import { Housekeeping } from './app/housekeeping.js';
+import * as oauth from './app/installations.js';
 import { BotLifecycle, EventAdmission } from './app/lifecycle.js';
 import { runStartupChecks } from './app/startup-checks.js';
 import type { Config } from './config/index.js';
@@ -91,23 +92,23 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     config.delivery.leaseMs,
     storeRetryDelays(config.delivery.storeWriteRetryMs),
   );
+  // OAuth mode: the installations, and each Slack call made with the served workspace's token.
+  const installations = oauth.createInstallations(config.slack, db, { metrics, logger });
   // An uninstall or revocation ends the workspace's (or org's) work and conversations (see WorkspaceRemovals).
   const removals = new WorkspaceRemovals(db, inbox, sessions, logger, {
     retryBaseMs: config.sessions.deleteRetryMs,
     // Rare, and each is worked on as soon as it is recorded: the poll only finds retries and leftovers.
     pollMs: Math.min(Math.max(config.sessions.deleteRetryMs, 1_000), 30_000),
-    onRemoved: (workspace) =>
-      logger.error(
-        { team: workspace.teamId },
-        'the app was uninstalled from its workspace or its bot token revoked: SLACK_BOT_TOKEN no longer works; reinstall the app, set the new token and restart',
-      ),
+    forgetInstallation: installations && ((workspace) => installations.store.forget(workspace)),
+    onRemoved: (workspace) => oauth.reportRemoval(workspace, installations !== undefined, logger),
   });
+  installations?.onRemoved((workspace) => removals.remove(workspace, 'token_invalid'));
   const claims = new MessageClaims(db);
   const marks = new ConversationMarks(db);
   const viewing = new ViewingContext(db);
 
   // Slack out: one client that retries calls harmless to repeat, one that never repeats a post by itself.
-  const slack = slackClients(config.slack, { metrics, tracing, logger });
+  const slack = slackClients(config.slack, { metrics, tracing, logger }, installations?.tokens);
   const reads = new SlackReads(slack.calls, logger, identity.botUserId);
   const replies = new SlackWrites(slack.calls, slack.posts, logger, reads);
   const agentFeatures = new AgentFeatures(replies, config.agentView.mode, openedSessionsIn(marks), logger);
@@ -141,7 +142,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     tracing,
     logger,
   });
-  const worker = new Worker(inbox, relay.run, logger, {
+  const worker = new Worker(inbox, oauth.servedJobs(installations, relay.run), logger, {
     concurrency: config.delivery.concurrency,
     pollMs: Math.max(100, Math.min(1_000, config.delivery.leaseMs / 4)),
     leaseMs: config.delivery.leaseMs,
@@ -152,7 +153,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const resets = new ThreadResets(inbox, sessions, indicators, agentFor, () => worker.kick());
   // An idle conversation's agent session is deleted, and the Slack session the bot opened for it closed.
   const sweeper = new IdleSweeper(sessions, config.sessions.idleTtlMs, logger, (expired) =>
-    agentFeatures.close(expired),
+    oauth.servedThreads(installations, expired, (threads) => agentFeatures.close(threads)),
   );
   const intake = new EventIntake({
     inbox,
@@ -205,9 +206,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   });
   const health = healthHandlers(readiness);
   const slackIngress = createSlackApp({
-    botToken: config.slack.botToken,
-    botUserId: identity.botUserId,
-    botId: identity.botId,
+    credentials: oauth.slackCredentials(config, identity, installations),
     connection: config.slack.connection,
     apiUrl: config.slack.apiUrl,
     port: config.port,
@@ -217,12 +216,14 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     boltLogger: boltLogger(logger),
     intake: async (envelope) => {
       if (!admission.accepting) throw new Error('shutting down: not accepting events');
-      await storeOutage.record(envelope, () => intake.accept(envelope));
+      const record = () => storeOutage.record(envelope, () => intake.accept(envelope));
+      await oauth.receiveEvent(installations, envelope, record, logger);
     },
     logger,
     tracing,
   });
   const { app } = slackIngress;
+  if (installations) oauth.serveBoltRequests(app, installations);
   if (slackIngress.socket) socketHealth = new SocketHealth(slackIngress.socket, metrics);
   registerCommands(app, {
     command: config.slashCommand,

@@ -212,3 +212,51 @@ describe('start-up with bad configuration', () => {
     expect(result.stdout).toBe('');
   });
 });
+
+describe('OAuth (multi-workspace) mode', () => {
+  const key = Buffer.alloc(32, 7).toString('base64');
+  const oauth = {
+    SLACK_SIGNING_SECRET: 'shh-signing',
+    AGENT_BASE_URL: 'https://agents.example.com/v1/',
+    AGENT_API_KEY: 'key-123',
+    AGENT_ID: 'agent-1',
+    SLACK_CLIENT_ID: '1111111111.2222222222',
+    SLACK_CLIENT_SECRET: 'client-secret-value',
+    SLACK_STATE_SECRET: 'state-secret-0123456789',
+    TOKEN_ENCRYPTION_KEYS: `k2:${key},k1:${Buffer.alloc(32, 1).toString('base64')}`,
+  };
+
+  it('is chosen by SLACK_CLIENT_ID and SLACK_CLIENT_SECRET, with every key, the first sealing', () => {
+    const { auth } = loadConfig(oauth).slack;
+    expect(auth.mode).toBe('oauth');
+    if (auth.mode !== 'oauth') return;
+    expect(auth.clientId).toBe('1111111111.2222222222');
+    expect(auth.tokenKeys.map((tokenKey) => tokenKey.id)).toEqual(['k2', 'k1']);
+    expect(loadConfig(valid).slack.auth).toEqual({ mode: 'single', botToken: 'xoxb-1-abc' });
+  });
+
+  it('refuses a bot token beside it, saying why', () => {
+    expect(errorFor({ ...oauth, SLACK_BOT_TOKEN: 'xoxb-1-abc' })).toBe(
+      'SLACK_BOT_TOKEN must be unset when SLACK_CLIENT_ID and SLACK_CLIENT_SECRET are set: OAuth mode answers each workspace with the token of its installation (one mode at a time)',
+    );
+  });
+
+  it.each([
+    [{ SLACK_CLIENT_SECRET: undefined }, /^SLACK_CLIENT_SECRET is required \(OAuth mode/],
+    [{ SLACK_CLIENT_ID: undefined }, /^SLACK_CLIENT_ID is required \(OAuth mode/],
+    [{ SLACK_CLIENT_ID: 'my-app' }, /^SLACK_CLIENT_ID must look like 1234567890\.1234567890/],
+    [{ SLACK_STATE_SECRET: undefined }, /^SLACK_STATE_SECRET is required/],
+    [{ SLACK_STATE_SECRET: 'short' }, /^SLACK_STATE_SECRET must be at least 16 characters/],
+    [{ TOKEN_ENCRYPTION_KEYS: undefined }, /^TOKEN_ENCRYPTION_KEYS is required/],
+    [{ TOKEN_ENCRYPTION_KEYS: 'k1:c2hvcnQ=' }, /^TOKEN_ENCRYPTION_KEYS key "k1" is 5 bytes, not 32/],
+  ])('rejects %o with a line naming the variable', (override, expected) => {
+    expect(errorFor({ ...oauth, ...override })).toMatch(expected);
+  });
+
+  it('redacts the client and state secrets and the keys from logs', () => {
+    const secrets = secretsOf(loadConfig(oauth));
+    expect(secrets).toContain('client-secret-value');
+    expect(secrets).toContain('state-secret-0123456789');
+    expect(secrets).toContain(key);
+  });
+});

@@ -80,8 +80,9 @@ export class BotLifecycle {
       ...health,
       ...this.parts.adminRoutes,
     });
-    if (config.slack.connection.mode === 'socket') {
-      // Socket Mode needs no public endpoint: PORT serves the health endpoints only.
+    // Socket Mode needs no public endpoint: PORT serves the health endpoints only. With OAuth, Bolt's receiver
+    // serves its install pages there, and the health endpoints beside them (see createSlackApp).
+    if (config.slack.connection.mode === 'socket' && config.slack.auth.mode === 'single') {
       this.healthServer = await startRouteServer(config.port, config.host, health);
     }
     await this.parts.slackIngress.start();

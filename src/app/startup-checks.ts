@@ -7,10 +7,12 @@ import { type BotIdentity, checkSlackIdentity } from '../slack-in/startup-check.
 import { type Database, openDatabase } from '../store/database.js';
 import { checkSessionTable } from '../store/keyv.js';
 import { migrate } from '../store/schema.js';
+import { checkInstallationKeys } from './installations.js';
 
 /**
- * Slack, the agent service and the store, each checked whatever the others found: every failure is reported
- * together (an AggregateError of one-line errors), so an operator fixes them all in one round.
+ * Slack, the agent service and the store (in OAuth mode: that the stored tokens open with the configured keys),
+ * each checked whatever the others found: every failure is reported together (an AggregateError of one-line
+ * errors), so an operator fixes them all in one round.
  */
 export async function runStartupChecks(
   config: Config,
@@ -26,14 +28,17 @@ export async function runStartupChecks(
     try {
       await migrate(db);
       await checkSessionTable(db);
+      if (auth.mode === 'oauth') await checkInstallationKeys(auth, db);
     } catch (error) {
       await db.close().catch(() => {});
       throw error;
     }
     return db;
   };
+  const { auth } = config.slack;
   const [identity, agentCheck] = await Promise.allSettled([
-    checkSlackIdentity(config, logger),
+    // OAuth mode: each workspace's bot is its installation's, known when its events come.
+    auth.mode === 'single' ? checkSlackIdentity(config, auth.botToken, logger) : { botUserId: '' },
     checkAgentService(agent, config.agent, logger),
   ]);
   // After the others, whatever they found: opening the embedded store holds the event loop for a while, and

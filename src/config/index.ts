@@ -5,8 +5,9 @@ import { readDeliveryConfig } from './delivery.js';
 import { type Env, EnvReader } from './env-reader.js';
 import { ConfigError } from './errors.js';
 import { readSlackConfig, readSlashCommand } from './slack.js';
+import { readTokenKeys } from './slack-auth.js';
 import { readStoreConfig } from './store.js';
-import type { Config, LogLevel, OperatorConfig } from './types.js';
+import type { Config, InstallationsConfig, LogLevel, OperatorConfig } from './types.js';
 
 /**
  * Environment → typed Config. The only reader of process.env. Every problem is collected, so an operator
@@ -39,6 +40,14 @@ export function loadConfig(env: Env = process.env): Config {
 export function loadOperatorConfig(env: Env = process.env): OperatorConfig {
   const reader = new EnvReader(env);
   const config = { agent: readAgentConfig(reader), store: readStoreConfig(reader) };
+  if (reader.problems.length > 0) throw new ConfigError(reader.problems);
+  return config;
+}
+
+/** The store and TOKEN_ENCRYPTION_KEYS alone, for `npm run installations`. */
+export function loadInstallationsConfig(env: Env = process.env): InstallationsConfig {
+  const reader = new EnvReader(env);
+  const config = { store: readStoreConfig(reader), tokenKeys: readTokenKeys(reader) };
   if (reader.problems.length > 0) throw new ConfigError(reader.problems);
   return config;
 }

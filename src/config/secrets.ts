@@ -1,12 +1,19 @@
 import type { Config, OperatorConfig } from './types.js';
 
-/** Every configured secret value, for log redaction: tokens, the signing secret, the API key, the database URL. */
+/**
+ * Every configured secret value, for log redaction: tokens, the signing secret, the OAuth client and state
+ * secrets, the API key, the database URL. Installation tokens are redacted by shape (see the logger).
+ */
 export function secretsOf(config: Config | OperatorConfig): string[] {
   const { agent, store } = config;
   const secrets = [agent.apiKey];
   if ('slack' in config) {
     const { slack } = config;
-    secrets.push(slack.botToken);
+    if (slack.auth.mode === 'single') secrets.push(slack.auth.botToken);
+    else {
+      const { clientSecret, stateSecret, tokenKeys } = slack.auth;
+      secrets.push(clientSecret, stateSecret, ...tokenKeys.map(({ key }) => key.toString('base64')));
+    }
     if (slack.connection.mode === 'socket') secrets.push(slack.connection.appToken);
     if (slack.connection.signingSecret) secrets.push(slack.connection.signingSecret);
   }

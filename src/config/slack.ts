@@ -1,16 +1,14 @@
 import type { EnvReader } from './env-reader.js';
+import { readSlackAuth } from './slack-auth.js';
 import type { SlackConfig, SlackConnection } from './types.js';
 
 export function readSlackConfig(reader: EnvReader): SlackConfig {
-  const botToken = reader.required('SLACK_BOT_TOKEN', 'the Bot User OAuth Token, xoxb-…');
-  if (!reader.placeholder('SLACK_BOT_TOKEN') && botToken !== '' && !botToken.startsWith('xoxb-')) {
-    reader.fail('SLACK_BOT_TOKEN', 'must be a bot token starting with "xoxb-"');
-  }
+  const auth = readSlackAuth(reader);
   const connection = readConnection(reader);
   const apiUrl =
     reader.httpUrl('SLACK_API_URL', reader.read('SLACK_API_URL') ?? 'https://slack.com/api/') ?? '';
   return {
-    botToken,
+    auth,
     connection,
     apiUrl: apiUrl.endsWith('/') ? apiUrl : `${apiUrl}/`,
     callTimeoutMs: reader.integer('SLACK_CALL_TIMEOUT_MS', 20_000, 1_000, 120_000),

@@ -1,3 +1,5 @@
+import type { TokenKey } from './token-keys.js';
+
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 /**
@@ -33,8 +35,24 @@ export interface SuggestedPrompt {
   message: string;
 }
 
+/**
+ * `single`: one workspace, its bot token. `oauth`: installed through "Add to Slack" in many workspaces or
+ * organisations, each answered with its own stored token (sealed with the first of `tokenKeys`).
+ */
+export type SlackAuth =
+  | { mode: 'single'; botToken: string }
+  | {
+      mode: 'oauth';
+      clientId: string;
+      clientSecret: string;
+      /** Signs the install flow's state (Bolt's stateSecret). */
+      stateSecret: string;
+      /** The first seals, every one opens. */
+      tokenKeys: readonly TokenKey[];
+    };
+
 export interface SlackConfig {
-  botToken: string;
+  auth: SlackAuth;
   connection: SlackConnection;
   /** Web API base URL, always ending in `/` as WebClient expects. */
   apiUrl: string;
@@ -125,4 +143,10 @@ export interface Config {
 export interface OperatorConfig {
   agent: AgentConfig;
   store: StoreConfig;
+}
+
+/** What `npm run installations` needs: the store and the keys of its tokens. */
+export interface InstallationsConfig {
+  store: StoreConfig;
+  tokenKeys: readonly TokenKey[];
 }

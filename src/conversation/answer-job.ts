@@ -1,4 +1,5 @@
 import { isAgentServiceError } from '../agent/errors.js';
+import { botUserIdHere } from '../installations/workspace-scope.js';
 import type { Logger } from '../observability/logger.js';
 import { sendAgainBlocks } from '../slack-out/blocks.js';
 import { SlackPostError } from '../slack-out/failures.js';
@@ -135,7 +136,7 @@ export class AnswerJob {
     }
     const prompt = await promptFromSlackText(
       message.text,
-      this.context.options.botUserId,
+      botUserIdHere(this.context.options.botUserId),
       this.context.options.resolveUserName,
     );
     if (prompt === '') {

@@ -1,4 +1,5 @@
 import { isAgentServiceError } from '../agent/errors.js';
+import { botUserIdHere } from '../installations/workspace-scope.js';
 import type { Logger } from '../observability/logger.js';
 import { isDmChannel, isThreadReply } from '../sessions/conversation-of.js';
 import type { ThreadSession } from '../sessions/store.js';
@@ -50,7 +51,7 @@ export class PromptExchange {
         this.context.options.threadContextMessages,
       );
       sent = await withThreadContext(prompt, earlier, {
-        botUserId: this.context.options.botUserId,
+        botUserId: botUserIdHere(this.context.options.botUserId),
         resolveUserName: this.context.options.resolveUserName,
         maxChars: this.context.options.maxPromptChars,
       });

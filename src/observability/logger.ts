@@ -82,7 +82,8 @@ export function secretScrubber(secrets: readonly string[]): (line: string) => st
   const literals = [...new Set(secrets)]
     .filter((secret) => secret.length > 0)
     .sort((a, b) => b.length - a.length);
-  const slackTokenPattern = /xox[abposr]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+/g;
+  // Rotating tokens: `xoxe.xoxb-…` (access) and `xoxe-…` (refresh).
+  const slackTokenPattern = /xox[abposre][.-][A-Za-z0-9.-]+|xapp-[A-Za-z0-9-]+/g;
   return (line) => {
     let scrubbed = line;
     for (const secret of literals) {

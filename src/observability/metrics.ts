@@ -34,6 +34,12 @@ export class BotMetrics {
     labelNames: ['type'] as const,
     registers: [this.registry],
   });
+  readonly tokenRefreshes = new Counter({
+    name: 'slack_token_refreshes_total',
+    help: 'OAuth mode: bot token refreshes (token rotation), by outcome (ok, failed)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
   readonly promptsRelayed = new Counter({
     name: 'agent_prompts_relayed_total',
     help: 'Prompts sent to the agent service',

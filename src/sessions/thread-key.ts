@@ -18,6 +18,11 @@ export function threadKeyString({ teamId, channelId, threadTs }: ThreadKey): str
   return `${teamId}:${channelId}:${threadTs}`;
 }
 
+/** The workspace of a thread key string (a team id has no colon). */
+export function teamOfThreadKey(key: string): string {
+  return key.slice(0, key.indexOf(':'));
+}
+
 /** Storage key of a thread's session with one agent: sessions are keyed by agent too. */
 export function sessionKeyString(thread: ThreadKey, agentId: string): string {
   return `${threadKeyString(thread)}:${agentId}`;

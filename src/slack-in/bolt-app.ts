@@ -4,6 +4,7 @@ import {
   type AppOptions,
   type Logger as BoltLogger,
   type CustomRoute,
+  type InstallationStore,
   type ReceiverEvent,
   SocketModeReceiver,
 } from '@slack/bolt';
@@ -96,10 +97,25 @@ export class DurableApp extends App {
   }
 }
 
+/** The one workspace's bot, or (OAuth mode) Bolt's installer over the installations. */
+export type SlackAppCredentials =
+  | { mode: 'single'; botToken: string; botUserId: string; botId?: string }
+  | {
+      mode: 'oauth';
+      clientId: string;
+      clientSecret: string;
+      stateSecret: string;
+      installationStore: InstallationStore;
+      /** Bot scopes asked for on the install page. */
+      scopes: string[];
+    };
+
+/** Where the install flow lives: "Add to Slack" on the first, Slack sends the installer back to the second. */
+export const INSTALL_PATH = '/slack/install';
+export const OAUTH_REDIRECT_PATH = '/slack/oauth_redirect';
+
 export interface SlackAppOptions {
-  botToken: string;
-  botUserId: string;
-  botId?: string;
+  credentials: SlackAppCredentials;
   connection: SlackConnection;
   apiUrl: string;
   port: number;
@@ -125,12 +141,21 @@ export interface SlackIngress {
 }
 
 export function createSlackApp(options: SlackAppOptions): SlackIngress {
+  const { credentials } = options;
+  const oauth = credentials.mode === 'oauth' ? installerOf(credentials, options) : undefined;
   const receiver =
     options.connection.mode === 'socket'
       ? new SocketModeReceiver({
           appToken: options.connection.appToken,
           logger: options.boltLogger,
           installerOptions: { clientOptions: { slackApiUrl: options.apiUrl } },
+          ...(oauth && {
+            ...oauth,
+            // Socket Mode serves the install pages on a server of its own, on PORT (Bolt's design), with the
+            // health routes beside them.
+            installerOptions: { ...oauth.installerOptions, port: options.port },
+            customRoutes: options.routes,
+          }),
         })
       : new GuardedHTTPReceiver(
           {
@@ -138,15 +163,18 @@ export function createSlackApp(options: SlackAppOptions): SlackIngress {
             endpoints: '/slack/events',
             customRoutes: options.routes,
             logger: options.boltLogger,
+            ...oauth,
           },
           options.logger,
         );
   const app = new DurableApp(
     {
-      token: options.botToken,
-      botUserId: options.botUserId,
-      botId: options.botId,
-      // auth.test already ran at start-up; Bolt need not repeat it per event.
+      ...(credentials.mode === 'single' && {
+        token: credentials.botToken,
+        botUserId: credentials.botUserId,
+        botId: credentials.botId,
+      }),
+      // auth.test already ran at start-up (OAuth mode: at install); Bolt need not repeat it per event.
       tokenVerificationEnabled: false,
       convoStore: false,
       logger: options.boltLogger,
@@ -193,6 +221,31 @@ export function createSlackApp(options: SlackAppOptions): SlackIngress {
       } finally {
         clearTimeout(cut);
       }
+    },
+  };
+}
+
+/**
+ * Bolt's own installer (@slack/oauth): the install page, the state it signs, the code exchange on the
+ * redirect, and authorize through the installation store. Slack's authorize page is found beside SLACK_API_URL
+ * (https://slack.com/api/ → https://slack.com/oauth/v2/authorize), so a fake Slack serves it in tests.
+ */
+function installerOf(
+  credentials: Extract<SlackAppCredentials, { mode: 'oauth' }>,
+  options: Pick<SlackAppOptions, 'apiUrl'>,
+) {
+  return {
+    clientId: credentials.clientId,
+    clientSecret: credentials.clientSecret,
+    stateSecret: credentials.stateSecret,
+    installationStore: credentials.installationStore,
+    scopes: credentials.scopes,
+    installerOptions: {
+      installPath: INSTALL_PATH,
+      redirectUriPath: OAUTH_REDIRECT_PATH,
+      authorizationUrl: new URL('../oauth/v2/authorize', options.apiUrl).toString(),
+      stateVerification: true,
+      clientOptions: { slackApiUrl: options.apiUrl },
     },
   };
 }

@@ -18,8 +18,17 @@ export interface EventEnvelope {
   is_enterprise_install?: unknown;
   event_id?: string;
   event: { type: string; [field: string]: unknown };
-  /** Whom the event is delivered for (Slack sends one entry); a person's has `is_bot: false`. */
-  authorizations?: readonly { user_id?: unknown; is_bot?: unknown; is_enterprise_install?: unknown }[];
+  /**
+   * Whom the event is delivered for (Slack sends one entry): the installation (its team, or its enterprise for
+   * an org-wide install) and its user; a person's has `is_bot: false`.
+   */
+  authorizations?: readonly {
+    user_id?: unknown;
+    is_bot?: unknown;
+    team_id?: unknown;
+    enterprise_id?: unknown;
+    is_enterprise_install?: unknown;
+  }[];
 }
 
 export function isEventEnvelope(body: unknown): body is EventEnvelope {

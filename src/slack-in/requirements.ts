@@ -21,6 +21,11 @@ export const AGENT_VIEW_SCOPES: Readonly<Record<string, string>> = {
   'assistant:write': 'the status, title and suggested prompts of Messages-tab conversations',
 };
 
+/** The bot scopes the "Add to Slack" page asks for (OAuth mode). */
+export function installScopes(agentView: boolean): string[] {
+  return [...Object.keys(REQUIRED_BOT_SCOPES), ...(agentView ? Object.keys(AGENT_VIEW_SCOPES) : [])];
+}
+
 /** What a scope is needed for. */
 export function scopePurpose(scope: string): string | undefined {
   return REQUIRED_BOT_SCOPES[scope] ?? AGENT_VIEW_SCOPES[scope];

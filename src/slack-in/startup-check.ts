@@ -16,8 +16,12 @@ export interface BotIdentity {
 }
 
 /** auth.test with the bot token: a refused token or an unreachable Slack stops start-up with one line. */
-export async function checkSlackIdentity(config: Config, logger: Logger): Promise<BotIdentity> {
-  const client = new WebClient(config.slack.botToken, {
+export async function checkSlackIdentity(
+  config: Config,
+  botToken: string,
+  logger: Logger,
+): Promise<BotIdentity> {
+  const client = new WebClient(botToken, {
     slackApiUrl: config.slack.apiUrl,
     // Fail fast at start-up instead of retrying for half an hour.
     retryConfig: { retries: 2, factor: 2, minTimeout: 500, maxTimeout: 2000 },

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { types } from '@slack/bolt';
 import { notTakenNotice } from '../conversation/notices.js';
+import { botUserIdHere } from '../installations/workspace-scope.js';
 import type { Logger } from '../observability/logger.js';
 import { isDmChannel, isThreadReply } from '../sessions/conversation-of.js';
 import type { SlackReads } from '../slack-out/reads.js';
@@ -119,7 +120,7 @@ export class StoreOutagePolicy {
   private async authorToTell(
     envelope: EventEnvelope,
   ): Promise<{ target: ReplyTarget; user: string; ts: string } | undefined> {
-    const { botUserId } = this.options;
+    const botUserId = botUserIdHere(this.options.botUserId);
     const { event, team_id: teamId } = envelope;
     const message =
       event.type === 'app_mention'

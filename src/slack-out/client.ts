@@ -21,6 +21,28 @@ const BEST_EFFORT_METHODS: ReadonlySet<string> = new Set([
   'agents.sessions.rename',
 ]);
 
+/**
+ * Slack's answers for a token that does not work (the common errors of every token-authenticated method): the
+ * app was uninstalled, its tokens revoked or the workspace deactivated, or (`token_expired`) a rotated token
+ * replaced by another replica's refresh.
+ */
+const TOKEN_REFUSED_ERRORS: ReadonlySet<string> = new Set([
+  'invalid_auth',
+  'account_inactive',
+  'token_revoked',
+  'token_expired',
+]);
+
+/** In OAuth mode each call's token is the served workspace's, asked for per call. */
+export interface TokenSource {
+  token(): Promise<string>;
+  /**
+   * Slack refused `token` with `code` (TOKEN_REFUSED_ERRORS). True when another token is current now: the call
+   * is made once more with it (Slack took nothing). Whether the installation is gone is the source's to find out.
+   */
+  refused(token: string, code: string): Promise<boolean>;
+}
+
 export function isBestEffortMethod(method: string): boolean {
   return BEST_EFFORT_METHODS.has(method);
 }
@@ -54,31 +76,41 @@ export interface SlackCallObserver {
 export class SlackWebClient extends WebClient {
   private readonly methodClients = new Map<string, WebClient>();
 
+  private readonly tokens?: TokenSource;
+
+  /** `token`: the one workspace's bot token, or (OAuth mode) where each call's comes from. */
   constructor(
-    token: string,
+    token: string | TokenSource,
     private readonly clientOptions: WebClientOptions,
     private readonly observer: SlackCallObserver = {},
     private readonly bestEffortRetries?: RetryOptions,
   ) {
-    super(token, clientOptions);
+    super(typeof token === 'string' ? token : undefined, clientOptions);
+    if (typeof token !== 'string') this.tokens = token;
     this.on(WebClientEvent.RATE_LIMITED, () => observer.onRateLimited?.());
   }
 
   override async apiCall(method: string, options?: Record<string, unknown>): Promise<WebAPICallResult> {
     const client = this.queueFor(method);
-    const call = async () => {
+    const call = async (again = false): Promise<WebAPICallResult> => {
+      const token = await this.tokens?.token();
+      const args = token === undefined ? options : { ...options, token };
       const started = performance.now();
       try {
-        const result = await (client ? client.apiCall(method, options) : super.apiCall(method, options));
+        const result = await (client ? client.apiCall(method, args) : super.apiCall(method, args));
         this.report(method, started, '200');
         return result;
       } catch (error) {
         const { status, code } = describeFailure(error);
         this.report(method, started, status, code);
+        if (!again && token !== undefined && code !== undefined && TOKEN_REFUSED_ERRORS.has(code)) {
+          // The source logs its own failures; the caller gets Slack's answer then.
+          if (await this.tokens?.refused(token, code).catch(() => false)) return call(true);
+        }
         throw error;
       }
     };
-    return this.observer.around ? this.observer.around(method, call) : call();
+    return this.observer.around ? this.observer.around(method, () => call()) : call();
   }
 
   /** The client of a method's own queue; undefined: this client's queue. */

@@ -3,7 +3,7 @@ import type { SlackConfig } from '../config/index.js';
 import { boltLogger, type Logger } from '../observability/logger.js';
 import type { BotMetrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
-import { SlackWebClient } from './client.js';
+import { SlackWebClient, type TokenSource } from './client.js';
 
 export interface SlackClients {
   /** What Bolt's own client is built with too. */
@@ -14,11 +14,17 @@ export interface SlackClients {
   posts: SlackWebClient;
 }
 
-/** The bot's two Web API clients, every call measured and traced. */
+/**
+ * The bot's two Web API clients, every call measured and traced; with the one bot token, or in OAuth mode with
+ * the served workspace's (`installedTokens`).
+ */
 export function slackClients(
   config: SlackConfig,
   observers: { metrics: BotMetrics; tracing: Tracing; logger: Logger },
+  installedTokens?: TokenSource,
 ): SlackClients {
+  const token = config.auth.mode === 'single' ? config.auth.botToken : installedTokens;
+  if (token === undefined) throw new Error("OAuth mode: the Slack clients need the installations' tokens");
   const { metrics, tracing, logger } = observers;
   const observer = {
     onCall: ({ method, status }: { method: string; status: string }) =>
@@ -35,14 +41,14 @@ export function slackClients(
   };
   // Each method on a queue of its own, as Slack limits each on its own (see SlackWebClient); indicators never
   // wait long for Slack: Retry-After is honoured once.
-  const calls = new SlackWebClient(config.botToken, options, observer, {
+  const calls = new SlackWebClient(token, options, observer, {
     retries: 1,
     factor: 2,
     minTimeout: 500,
     maxTimeout: 2_000,
   });
   const posts = new SlackWebClient(
-    config.botToken,
+    token,
     { ...options, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true },
     observer,
   );

@@ -1,4 +1,5 @@
 import type { ConversationsRepliesResponse, WebClient } from '@slack/web-api';
+import { botUserIdHere } from '../installations/workspace-scope.js';
 import type { Logger } from '../observability/logger.js';
 import { slackErrorCode } from './client.js';
 import { slackPostError } from './failures.js';
@@ -92,7 +93,7 @@ export class SlackReads {
     limit: number,
   ): Promise<EarlierMessages> {
     const relevant = (message: ThreadReply) =>
-      Number(message.ts) < Number(beforeTs) && message.user !== this.botUserId;
+      Number(message.ts) < Number(beforeTs) && message.user !== botUserIdHere(this.botUserId);
     let first: ThreadReply | undefined;
     let latest: ThreadReply[] = [];
     try {
@@ -162,7 +163,7 @@ export class SlackReads {
   async botPostedIn(channel: string, threadTs: string): Promise<boolean> {
     try {
       const found = await this.client.conversations.replies({ channel, ts: threadTs, limit: 200 });
-      return (found.messages ?? []).some((message) => message.user === this.botUserId);
+      return (found.messages ?? []).some((message) => message.user === botUserIdHere(this.botUserId));
     } catch (error) {
       this.logger.warn({ err: error }, 'could not read a thread to see whether the bot is in it');
       return false;

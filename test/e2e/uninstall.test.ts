@@ -47,7 +47,14 @@ describe('uninstall and revocation (embedded store)', () => {
   beforeEach(async () => {
     const prepared = await prepareEmbeddedStore();
     cleanup = prepared.cleanup;
-    slack = await FakeSlack.start();
+    // An Enterprise Grid org with two workspaces besides the bot's own (preinstalled) workspace.
+    slack = await FakeSlack.start({
+      orgs: [{ enterpriseId: 'E0ORG', name: 'Org' }],
+      workspaces: [
+        { teamId: 'T0ORGA', name: 'Org A', enterpriseId: 'E0ORG' },
+        { teamId: 'T0ORGB', name: 'Org B', enterpriseId: 'E0ORG' },
+      ],
+    });
     agent = await AgentServiceEmulator.start();
     bot = await startBot({
       slack,
@@ -129,7 +136,9 @@ describe('uninstall and revocation (embedded store)', () => {
   it('leaves no session behind that was being made for a first message when the app was uninstalled', async () => {
     agent.setLatency(1_500, 'createSession');
     const root = nextTs();
-    await send(appMentionEvent({ channel: 'C0NEW', user: 'U0ALICE', text: '<@U0BOT> first words', ts: root }));
+    await send(
+      appMentionEvent({ channel: 'C0NEW', user: 'U0ALICE', text: '<@U0BOT> first words', ts: root }),
+    );
     await waitFor(() => agent.requestsFor('createSession').length === 1, 'the session is being made');
     expect((await send(workspaceGoneEvent('app_uninstalled'))).status).toBe(200);
     await waitFor(
@@ -140,6 +149,19 @@ describe('uninstall and revocation (embedded store)', () => {
     expect(live(agent)).toEqual([]);
     expect(agent.requestsFor('sendMessage')).toEqual([]);
     expect(slack.callsOf('chat.postMessage')).toEqual([]);
+  });
+
+  it("single workspace: Slack's own uninstall ends its conversations, and the bot keeps running and says what to do", async () => {
+    const thread = await startThread('C0ONE');
+    const { appUninstalled, tokensRevoked } = slack.tenancy.uninstall({ teamId: 'T0TEAM' });
+    expect((await send(tokensRevoked)).status).toBe(200);
+    expect((await send(appUninstalled)).status).toBe(200);
+    await waitFor(() => !live(agent).includes(thread.session), 'its session deleted');
+    expect(bot.logs.text).toMatch(
+      /SLACK_BOT_TOKEN no longer works; reinstall the app, set the new token and restart/,
+    );
+    expect((await fetch(`${bot.adminUrl}/readyz`)).status).toBe(200);
+    expect((await fetch(`${bot.baseUrl}/healthz`)).status).toBe(200);
   });
 
   it('cleans up when tokens_revoked comes first, and takes the later app_uninstalled as done', async () => {
@@ -163,13 +185,22 @@ describe('uninstall and revocation (embedded store)', () => {
   });
 
   it("an org-wide uninstall deletes every workspace's sessions in the org, and none outside it", async () => {
+    slack.tenancy.install(
+      { enterpriseId: 'E0ORG' },
+      { installerUserId: 'U0ADMIN', scopes: slack.grantedScopes },
+    );
     const first = await startThread('C0ORGA', 'T0ORGA', 'E0ORG');
     const second = await startThread('C0ORGB', 'T0ORGB', 'E0ORG');
     const outside = await startThread('C0SOLO', 'T0SOLO');
     const elsewhere = await startThread('C0ORGC', 'T0ORGC', 'E0OTHER');
     expect(live(agent)).toEqual([first.session, second.session, outside.session, elsewhere.session].sort());
 
-    const orgGone = inOrg(workspaceGoneEvent('app_uninstalled', { teamId: 'T0ORGA' }), 'E0ORG', true);
+    // The envelope the fake Slack sends for an org-wide install's uninstall (slack-tenancy.ts says why).
+    const orgGone = slack.tenancy.uninstall({ enterpriseId: 'E0ORG' }).appUninstalled;
+    expect(orgGone).toMatchObject({
+      enterprise_id: 'E0ORG',
+      authorizations: [{ is_enterprise_install: true }],
+    });
     expect((await send(orgGone)).status).toBe(200);
     await waitFor(() => live(agent).length === 2, "the org's sessions deleted");
     expect(live(agent)).toEqual([outside.session, elsewhere.session].sort());

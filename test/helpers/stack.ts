@@ -44,6 +44,8 @@ export interface BotSetup {
   store: StoreChoice;
   socketMode?: boolean;
   env?: Record<string, string>;
+  /** The public port, when the test must know it before the bot starts (an OAuth redirect URL). */
+  port?: number;
 }
 
 /** The environment a bot needs to talk to the fakes and its store; `env` overrides. */
@@ -75,7 +77,7 @@ export function botEnvironment(options: BotSetup, port: number, adminPort: numbe
 }
 
 export async function startBot(options: BotSetup): Promise<RunningBot> {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const adminPort = await freePort();
   const env = botEnvironment(options, port, adminPort);
   const config = loadConfig(env);

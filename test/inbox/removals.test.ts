@@ -112,6 +112,38 @@ forEachStore(runPostgres, (kind, prepare) => {
       expect(agent.requestsFor('deleteSession').map((r) => r.sessionId)).toEqual([gone]);
     });
 
+    it("an org's removal ends the waiting work and conversations of each of its workspaces, and nobody else's", async () => {
+      const inOrg = (teamId: string, threadTs: string) =>
+        sessions.sessionFor({ teamId, enterpriseId: 'E1', channelId: 'C1', threadTs }, 'agent-a', 'U1');
+      await inOrg('T1', '1.0');
+      await inOrg('T2', '2.0');
+      const { session: outside } = await sessions.sessionFor(
+        { teamId: 'T3', enterpriseId: 'E2', channelId: 'C1', threadTs: '3.0' },
+        'agent-a',
+        'U1',
+      );
+      const job = (teamId: string, enterpriseId: string) => ({
+        threadKey: `${teamId}:C1:9.0`,
+        dedupeKey: `${teamId}:C1:9.0:message`,
+        kind: 'message' as const,
+        payload: {},
+        enterpriseId,
+      });
+      await inbox.admit(job('T1', 'E1'), NO_LIMITS);
+      await inbox.admit(job('T2', 'E1'), NO_LIMITS);
+      await inbox.admit(job('T3', 'E2'), NO_LIMITS);
+
+      const worker = removals();
+      worker.start();
+      await worker.remove({ enterpriseId: 'E1', isEnterpriseInstall: true }, 'app_uninstalled');
+      await waitFor(async () => (await worker.pendingCount()) === 0, 'the org removed');
+      await waitFor(() => agent.sessionsOf('agent-a').length === 1, "the org's sessions deleted");
+      expect(agent.sessionsOf('agent-a').map((s) => s.uuid)).toEqual([outside.sessionId]);
+      expect(await inbox.counts()).toEqual({ pending: 1, running: 0 });
+      expect(await sessions.list({ teamId: 'T1' })).toEqual([]);
+      expect(await sessions.list({ teamId: 'T2' })).toEqual([]);
+    });
+
     it('records one removal per workspace or org, however often it is asked', async () => {
       const worker = removals();
       await worker.stop();

@@ -3,6 +3,7 @@ import { type InboundMessage, inboundMessageOf, jobKey } from '../../../conversa
 import { DELETED_BEFORE_SENT_NOTICE, EDIT_NOT_RESENT_NOTICE } from '../../../conversation/notices.js';
 import type { MessageClaims } from '../../../inbox/claims.js';
 import type { Inbox } from '../../../inbox/inbox.js';
+import { botUserIdHere } from '../../../installations/workspace-scope.js';
 import { agentViewIn, conversationOf } from '../../../sessions/conversation-of.js';
 import type { AgentFeatures } from '../../../slack-out/agent-features.js';
 import type { SlackWrites } from '../../../slack-out/writes.js';
@@ -21,7 +22,7 @@ export interface EditDeps {
 export function register(events: EventRouter, deps: EditDeps): void {
   // A waiting message takes the new words; one already sent tells its author, once, that edits are not re-sent.
   events.onChange('message_changed', async ({ event, team_id: teamId }, after) => {
-    const edit = editOf(event as unknown as types.AllMessageEvents, teamId, deps.botUserId);
+    const edit = editOf(event as unknown as types.AllMessageEvents, teamId, botUserIdHere(deps.botUserId));
     if (!edit) {
       events.ignore(event.type, 'not-from-a-person');
       return;

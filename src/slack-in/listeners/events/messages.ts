@@ -5,6 +5,7 @@ import { resetNotAllowedText } from '../../../conversation/notices.js';
 import type { MessageClaims, MessageRef } from '../../../inbox/claims.js';
 import type { Inbox } from '../../../inbox/inbox.js';
 import type { Worker } from '../../../inbox/worker.js';
+import { botUserIdHere } from '../../../installations/workspace-scope.js';
 import type { Logger } from '../../../observability/logger.js';
 import type { BotMetrics } from '../../../observability/metrics.js';
 import type { Tracing } from '../../../observability/tracing.js';
@@ -56,7 +57,11 @@ export interface MessageDeps extends StopDeps {
 export function register(events: EventRouter, deps: MessageDeps): void {
   events.on('app_mention', async (envelope, after) => {
     const { event, team_id: teamId, event_id: eventId } = envelope;
-    const message = fromMention(event as unknown as types.AppMentionEvent, teamId, deps.botUserId);
+    const message = fromMention(
+      event as unknown as types.AppMentionEvent,
+      teamId,
+      botUserIdHere(deps.botUserId),
+    );
     if (!message) {
       events.ignore(event.type, 'not-from-a-person');
       return;
@@ -72,7 +77,11 @@ export function register(events: EventRouter, deps: MessageDeps): void {
 
   events.on('message', async (envelope, after) => {
     const { event, team_id: teamId, event_id: eventId } = envelope;
-    const message = fromMessage(event as unknown as types.AllMessageEvents, teamId, deps.botUserId);
+    const message = fromMessage(
+      event as unknown as types.AllMessageEvents,
+      teamId,
+      botUserIdHere(deps.botUserId),
+    );
     if (!message) {
       events.ignore(event.type, 'not-from-a-person');
       return;
@@ -144,7 +153,9 @@ async function acceptMessage(
 
   // Control words count only when addressed to the bot (a mention, or a 1:1 DM), and once per message.
   const command =
-    conversation.isDm || message.mentionsBot ? controlWordOf(message.text, deps.botUserId) : undefined;
+    conversation.isDm || message.mentionsBot
+      ? controlWordOf(message.text, botUserIdHere(deps.botUserId))
+      : undefined;
   if (command === 'stop') {
     await stopConversation(deps, conversation, message.user, ref, after);
     return;

@@ -1,0 +1,224 @@
+import type {
+  InstallationStore as BoltInstallationStore,
+  Installation,
+  InstallationQuery,
+} from '@slack/bolt';
+import type Keyv from 'keyv';
+import { LRUCache } from 'lru-cache';
+import {
+  type InstallationKey,
+  type InstallationRef,
+  installationKeyOf,
+  teamKeyOf,
+} from './installation-key.js';
+import type { InstallationLock } from './installation-lock.js';
+import { type InstallationRow, isLiveRow, type LiveRow } from './installation-rows.js';
+import { openInstallation, sealInstallation } from './sealed-installation.js';
+import type { TokenCipher } from './token-cipher.js';
+import {
+  needsRefresh,
+  stillValid,
+  type TokenLife,
+  TokenRefreshError,
+  type TokenRefresher,
+} from './token-refresh.js';
+
+/** An installation as the bot uses it: open, its bot token fresh. */
+export interface ServingInstallation {
+  key: InstallationKey;
+  installation: Installation;
+  botTokenLife?: TokenLife;
+}
+
+export interface InstallationStoreOptions {
+  keyv: Keyv<InstallationRow>;
+  cipher: TokenCipher;
+  lock: InstallationLock;
+  refresher: TokenRefresher;
+  /** A refresh that failed: the operator must see it (an error line and a metric). */
+  onRefreshFailed(key: InstallationKey, error: TokenRefreshError): void;
+  onRefreshed?(key: InstallationKey): void;
+  cacheTtlMs?: number;
+}
+
+/** Open installations are kept this long: one lookup per workspace per half minute, not one per event. */
+const CACHE_TTL_MS = 30_000;
+const CACHE_MAX = 10_000;
+
+/**
+ * The installations of an app distributed through OAuth, on Keyv (the project's store), each keyed as Slack
+ * documents it (installation-key.ts), every token sealed (sealed-installation.ts). Bolt's installer stores
+ * and fetches through it; the bot's own Slack calls ask it for a workspace's bot token.
+ *
+ * Rotation is this store's, not Bolt's: a token near its expiry is refreshed under the installation's lock,
+ * after reading the row again, so two replicas never spend one refresh token. Bolt is handed installations
+ * without their refresh token, so its installer never refreshes on its own (it would, without a lock).
+ *
+ * Lookups are cached briefly. A removal writes a tombstone under the same lock and bumps `generation`: a
+ * refresh that read the row before cannot write it back, and a lookup in flight cannot cache what was removed.
+ */
+export class InstallationStore implements BoltInstallationStore {
+  private readonly cache: LRUCache<string, ServingInstallation>;
+  private generation = 0;
+  /** Workspaces already recorded as served by an org install, so each is written once per process. */
+  private readonly servedNoted = new Set<string>();
+
+  constructor(private readonly options: InstallationStoreOptions) {
+    this.cache = new LRUCache({ max: CACHE_MAX, ttl: options.cacheTtlMs ?? CACHE_TTL_MS });
+  }
+
+  // Bolt's InstallationStore.
+
+  async storeInstallation(installation: Installation): Promise<void> {
+    const key = installationKeyOf({
+      teamId: installation.team?.id,
+      enterpriseId: installation.enterprise?.id,
+      isEnterpriseInstall: installation.isEnterpriseInstall === true,
+    });
+    if (key === undefined) throw new Error('an installation without the id it is kept under');
+    const expiresAt = installation.bot?.expiresAt;
+    const botTokenLife =
+      installation.bot?.refreshToken !== undefined && expiresAt !== undefined
+        ? { issuedAt: Math.floor(Date.now() / 1000), expiresAt }
+        : undefined;
+    await this.options.lock(key, async () => {
+      await this.write(key, {
+        installation: sealInstallation(installation, this.options.cipher),
+        ...(botTokenLife ? { botTokenLife } : {}),
+        storedAt: new Date().toISOString(),
+      });
+    });
+  }
+
+  /** Bolt's lookup (its authorize): the installation with a fresh token, and no refresh token (see above). */
+  async fetchInstallation(query: InstallationQuery<boolean>): Promise<Installation> {
+    const serving = await this.find(query);
+    if (!serving) {
+      throw new Error(
+        `no installation for ${query.isEnterpriseInstall ? `enterprise ${query.enterpriseId}` : `team ${query.teamId}`}`,
+      );
+    }
+    return withoutRefreshTokens(serving.installation);
+  }
+
+  async deleteInstallation(query: InstallationQuery<boolean>): Promise<void> {
+    await this.forget(query);
+  }
+
+  // The bot's own.
+
+  /**
+   * The installation that answers `query`, its bot token refreshed when near expiry; undefined when there is
+   * none. A workspace with no install of its own is looked up through the org install that serves it.
+   */
+  async find(
+    query: Partial<InstallationRef> & { teamId?: string },
+  ): Promise<ServingInstallation | undefined> {
+    const key = installationKeyOf({ ...query, isEnterpriseInstall: query.isEnterpriseInstall === true });
+    const direct = key ? await this.serving(key) : undefined;
+    if (direct || query.teamId === undefined) return direct;
+    const alias = await this.options.keyv.get(servedByKey(query.teamId));
+    if (alias && 'servedBy' in alias) return this.serving(alias.servedBy);
+    if (query.enterpriseId) return this.serving(`enterprise:${query.enterpriseId}`);
+    return undefined;
+  }
+
+  /** Records that `teamId`'s conversations are answered by the installation `key` (an org install's workspace). */
+  async noteServedBy(teamId: string, key: InstallationKey): Promise<void> {
+    if (key === teamKeyOf(teamId) || this.servedNoted.has(`${teamId}>${key}`)) return;
+    await this.options.keyv.set(servedByKey(teamId), { servedBy: key });
+    this.servedNoted.add(`${teamId}>${key}`);
+  }
+
+  /**
+   * Removes an installation (uninstall, revoked tokens): a tombstone, written under its lock so a refresh in
+   * flight cannot write it back; idempotent.
+   */
+  async forget(ref: InstallationRef): Promise<void> {
+    const key = installationKeyOf(ref);
+    if (key === undefined) return;
+    await this.options.lock(key, () => this.write(key, { removedAt: new Date().toISOString() }));
+  }
+
+  /** The cached installation is not trusted any more (Slack refused its token): the next lookup reads the store. */
+  evict(key: InstallationKey): void {
+    this.generation++;
+    this.cache.delete(key);
+  }
+
+  private async serving(key: InstallationKey): Promise<ServingInstallation | undefined> {
+    const cached = this.cache.get(key);
+    if (cached && !needsRefresh(cached.botTokenLife)) return cached;
+    const generation = this.generation;
+    const row = await this.options.keyv.get(key);
+    if (!isLiveRow(row)) return undefined;
+    let serving: ServingInstallation | undefined = this.opened(key, row);
+    if (needsRefresh(serving.botTokenLife)) serving = await this.refreshed(key, serving);
+    if (serving && generation === this.generation) this.cache.set(key, serving);
+    return serving;
+  }
+
+  /**
+   * The installation with a new bot token, refreshed under its lock after reading it again (another replica may
+   * have refreshed or removed it meanwhile). A failed refresh leaves the current token in use while it lasts.
+   */
+  private async refreshed(
+    key: InstallationKey,
+    current: ServingInstallation,
+  ): Promise<ServingInstallation | undefined> {
+    try {
+      return await this.options.lock(key, async () => {
+        const row = await this.options.keyv.get(key);
+        if (!isLiveRow(row)) return undefined;
+        const latest = this.opened(key, row);
+        if (!needsRefresh(latest.botTokenLife)) return latest;
+        const { installation, life } = await this.options.refresher.refresh(latest.installation);
+        await this.write(key, {
+          installation: sealInstallation(installation, this.options.cipher),
+          botTokenLife: life,
+          storedAt: row.storedAt,
+        });
+        this.options.onRefreshed?.(key);
+        return { key, installation, botTokenLife: life };
+      });
+    } catch (error) {
+      const failure = error instanceof TokenRefreshError ? error : new TokenRefreshError(messageOf(error));
+      this.options.onRefreshFailed(key, failure);
+      if (stillValid(current.botTokenLife)) return current;
+      throw failure;
+    }
+  }
+
+  private opened(key: InstallationKey, row: LiveRow): ServingInstallation {
+    return {
+      key,
+      installation: openInstallation(row.installation, this.options.cipher),
+      ...(row.botTokenLife ? { botTokenLife: row.botTokenLife } : {}),
+    };
+  }
+
+  private async write(key: InstallationKey, row: InstallationRow): Promise<void> {
+    this.evict(key);
+    await this.options.keyv.set(key, row);
+    // A lookup that began before the write and ends after it must not cache what it read.
+    this.evict(key);
+  }
+}
+
+function servedByKey(teamId: string): string {
+  return `served-by:${teamId}`;
+}
+
+/** Bolt's installer refreshes any token that comes with a refresh token; this store does that itself. */
+function withoutRefreshTokens(installation: Installation): Installation {
+  const { bot, user } = installation;
+  return {
+    ...installation,
+    ...(bot && { bot: { ...bot, refreshToken: undefined, expiresAt: undefined } }),
+    user: { ...user, refreshToken: undefined, expiresAt: undefined },
+  };
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,287 @@
+import { randomBytes } from 'node:crypto';
+import { setTimeout } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createBot } from '../../src/app.js';
+import { loadConfig } from '../../src/config/index.js';
+import { createLogger } from '../../src/observability/logger.js';
+import { AgentServiceEmulator } from '../fakes/agent-service.js';
+import { FakeSlack, type FakeSlackOptions } from '../fakes/slack.js';
+import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import { freePort } from '../helpers/free-port.js';
+import { installThroughSlack } from '../helpers/oauth-install.js';
+import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '../helpers/postgres.js';
+import { appMentionEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
+import {
+  botEnvironment,
+  LogCapture,
+  metric,
+  type RunningBot,
+  SIGNING_SECRET,
+  startBot,
+} from '../helpers/stack.js';
+
+/** The app as distributed (manifest.distributed.yml): OAuth, org-wide installs, token rotation. */
+const DISTRIBUTED = new URL('../../manifest.distributed.yml', import.meta.url);
+const keyOf = (id: string) => `${id}:${randomBytes(32).toString('base64')}`;
+const K1 = keyOf('k1');
+
+/** OAuth mode against the fake's app: no bot token, the app's credentials and a key for the stored tokens. */
+function oauthEnv(slack: FakeSlack, keys = K1): Record<string, string> {
+  return {
+    SLACK_BOT_TOKEN: '',
+    SLACK_CLIENT_ID: slack.oauth.clientId,
+    SLACK_CLIENT_SECRET: slack.oauth.clientSecret,
+    SLACK_STATE_SECRET: 'state-secret-of-the-tests-0123',
+    TOKEN_ENCRYPTION_KEYS: keys,
+  };
+}
+
+/** A fake Slack whose app sends installers back to `port`'s redirect URL, as its one configured Redirect URL. */
+function startSlack(port: number, options: FakeSlackOptions = {}): Promise<FakeSlack> {
+  return FakeSlack.start({
+    manifest: DISTRIBUTED,
+    preinstalled: false,
+    ...options,
+    oauth: { redirectUrls: [`http://127.0.0.1:${port}/slack/oauth_redirect`], ...options.oauth },
+  });
+}
+
+/** A person mentions the bot in `channel` of `teamId`; Slack addresses it to the installation serving there. */
+function mentionIn(bot: RunningBot, slack: FakeSlack, teamId: string, channel: string, text: string) {
+  const ts = nextTs();
+  const envelope = slack.tenancy.addressed(appMentionEvent({ teamId, channel, user: 'U0ALICE', text, ts }));
+  return { ts, sent: postSignedEvent(bot.eventsUrl, SIGNING_SECRET, envelope) };
+}
+
+describe('many workspaces, installed with "Add to Slack"', () => {
+  let slack: FakeSlack;
+  let agent: AgentServiceEmulator;
+  let dir: TempDataDir;
+  let bot: RunningBot;
+
+  beforeAll(async () => {
+    const port = await freePort();
+    slack = await startSlack(port, {
+      workspaces: [
+        { teamId: 'T2', name: 'Second' },
+        { teamId: 'T3', name: 'Org east', enterpriseId: 'E1' },
+        { teamId: 'T4', name: 'Org west', enterpriseId: 'E1' },
+      ],
+      orgs: [{ enterpriseId: 'E1', name: 'Org' }],
+      channels: { C1: {}, C2: { teamId: 'T2' }, C3: { teamId: 'T3' }, C4: { teamId: 'T4' } },
+    });
+    agent = await AgentServiceEmulator.start();
+    dir = await freshDataDir();
+    bot = await startBot({
+      slack,
+      agent,
+      store: { kind: 'embedded', dataDir: dir.path },
+      port,
+      env: oauthEnv(slack),
+    });
+  });
+  afterAll(async () => {
+    await bot?.stop();
+    await Promise.all([slack?.stop(), agent?.stop(), dir?.remove()]);
+  });
+
+  it('installs through Slack from its install page, and answers each workspace with its own token and bot', async () => {
+    for (const teamId of ['T0TEAM', 'T2']) {
+      const journey = await installThroughSlack(`${bot.baseUrl}/slack/install`, slack, { teamId });
+      expect(new URL(journey.authorizeUrl).origin).toBe(new URL(slack.apiUrl).origin);
+      expect(journey.status).toBe(200);
+    }
+
+    const first = mentionIn(bot, slack, 'T0TEAM', 'C1', '<@U0BOT> hello from one');
+    const second = mentionIn(bot, slack, 'T2', 'C2', '<@U0BOTT2> hello from two');
+    expect((await first.sent).status).toBe(200);
+    expect((await second.sent).status).toBe(200);
+
+    const one = await slack.waitForCall(
+      'chat.postMessage',
+      (call) => call.args.thread_ts === first.ts,
+      15_000,
+    );
+    const two = await slack.waitForCall(
+      'chat.postMessage',
+      (call) => call.args.thread_ts === second.ts,
+      15_000,
+    );
+    // Each bot's own mention is taken out of the prompt: the bot knows itself in each workspace.
+    expect(one.args.text).toMatch(/^echo\[s-\d+#1\]: hello from one$/);
+    expect(two.args.text).toMatch(/^echo\[s-\d+#1\]: hello from two$/);
+    expect(one.caller?.teamId).toBe('T0TEAM');
+    expect(two.caller?.teamId).toBe('T2');
+  });
+
+  it('answers in two workspaces of an organisation from one org-wide install', async () => {
+    const journey = await installThroughSlack(`${bot.baseUrl}/slack/install`, slack, { enterpriseId: 'E1' });
+    expect(journey.status).toBe(200);
+
+    const east = mentionIn(bot, slack, 'T3', 'C3', '<@U0BOTE1> east here');
+    const west = mentionIn(bot, slack, 'T4', 'C4', '<@U0BOTE1> west here');
+    expect((await east.sent).status).toBe(200);
+    expect((await west.sent).status).toBe(200);
+
+    const inEast = await slack.waitForCall(
+      'chat.postMessage',
+      (call) => call.args.thread_ts === east.ts,
+      15_000,
+    );
+    const inWest = await slack.waitForCall(
+      'chat.postMessage',
+      (call) => call.args.thread_ts === west.ts,
+      15_000,
+    );
+    expect(inEast.args.text).toMatch(/: east here$/);
+    expect(inWest.args.text).toMatch(/: west here$/);
+    for (const call of [inEast, inWest]) {
+      expect(call.caller).toMatchObject({ enterpriseId: 'E1', isEnterpriseInstall: true });
+    }
+  });
+});
+
+describe('stored tokens and their keys', () => {
+  let slack: FakeSlack;
+  let agent: AgentServiceEmulator;
+  let dir: TempDataDir;
+  let port: number;
+
+  beforeAll(async () => {
+    port = await freePort();
+    slack = await startSlack(port);
+    agent = await AgentServiceEmulator.start();
+    dir = await freshDataDir();
+    const bot = await startBot({
+      slack,
+      agent,
+      store: { kind: 'embedded', dataDir: dir.path },
+      port,
+      env: oauthEnv(slack),
+    });
+    expect(
+      (await installThroughSlack(`${bot.baseUrl}/slack/install`, slack, { teamId: 'T0TEAM' })).status,
+    ).toBe(200);
+    await bot.stop();
+  });
+  afterAll(async () => {
+    await Promise.all([slack?.stop(), agent?.stop(), dir?.remove()]);
+  });
+
+  it('refuses to start, in one line naming the variable and the key, when no configured key opens them', async () => {
+    const env = botEnvironment(
+      { slack, agent, store: { kind: 'embedded', dataDir: dir.path }, env: oauthEnv(slack, keyOf('k2')) },
+      port,
+      await freePort(),
+    );
+    const config = loadConfig(env);
+    const failure = await createBot(
+      config,
+      createLogger({ level: 'silent', secrets: [], destination: new LogCapture() }),
+    ).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(AggregateError);
+    const messages = (failure as AggregateError).errors.map((error: Error) => error.message);
+    expect(messages).toEqual([
+      expect.stringMatching(
+        /^TOKEN_ENCRYPTION_KEYS does not open the stored tokens of team:T0TEAM: a stored token is sealed under key "k1", which no configured key is/,
+      ),
+    ]);
+  });
+});
+
+describe.runIf(await shouldRunPostgresTests())('token rotation between two replicas', () => {
+  let slack: FakeSlack;
+  let agent: AgentServiceEmulator;
+  let database: TestDatabase;
+  let replicas: RunningBot[] = [];
+
+  beforeAll(async () => {
+    const port = await freePort();
+    // Tokens live 6 s, so they are refreshed (past half their life) within the test.
+    slack = await startSlack(port, { tokenRotation: { lifetimeSeconds: 6 } });
+    agent = await AgentServiceEmulator.start();
+    database = await createTestDatabase();
+    const store = { kind: 'postgres', databaseUrl: database.url } as const;
+    replicas = [
+      await startBot({ slack, agent, store, port, env: oauthEnv(slack) }),
+      await startBot({ slack, agent, store, env: oauthEnv(slack) }),
+    ];
+    const [first] = replicas;
+    if (!first) throw new Error('no replica');
+    expect(
+      (await installThroughSlack(`${first.baseUrl}/slack/install`, slack, { teamId: 'T0TEAM' })).status,
+    ).toBe(200);
+  });
+  afterAll(async () => {
+    await Promise.all(replicas.map((replica) => replica.stop()));
+    await Promise.all([slack?.stop(), agent?.stop()]);
+    await database?.drop();
+  });
+
+  it('spends each refresh token once while both replicas answer at the same moment', async () => {
+    await setTimeout(3_500);
+    const mentions = replicas.flatMap((replica, index) =>
+      [1, 2].map((n) => mentionIn(replica, slack, 'T0TEAM', 'C1', `<@U0BOT> replica ${index} asks ${n}`)),
+    );
+    for (const { sent } of mentions) expect((await sent).status).toBe(200);
+    for (const { ts } of mentions)
+      await slack.waitForCall('chat.postMessage', (call) => call.args.thread_ts === ts, 15_000);
+
+    const refreshes = slack
+      .callsOf('oauth.v2.access')
+      .filter((call) => call.args.grant_type === 'refresh_token')
+      .map((call) => call.args.refresh_token);
+    expect(refreshes.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(refreshes).size).toBe(refreshes.length);
+    for (const replica of replicas) {
+      expect(await metric(replica, 'slack_token_refreshes_total{outcome="failed"}')).toBeUndefined();
+      expect(replica.logs.text).not.toContain('could not refresh the bot token');
+    }
+  });
+});
+
+describe('OAuth in Socket Mode', () => {
+  it('serves the install pages and the health endpoints on PORT, and answers over the WebSocket', async () => {
+    const port = await freePort();
+    const slack = await startSlack(port);
+    const agent = await AgentServiceEmulator.start();
+    const dir = await freshDataDir();
+    const bot = await startBot({
+      slack,
+      agent,
+      store: { kind: 'embedded', dataDir: dir.path },
+      port,
+      socketMode: true,
+      env: oauthEnv(slack),
+    });
+    try {
+      await slack.waitForSocketConnection();
+      expect((await fetch(`${bot.baseUrl}/healthz`)).status).toBe(200);
+      expect(
+        (await installThroughSlack(`${bot.baseUrl}/slack/install`, slack, { teamId: 'T0TEAM' })).status,
+      ).toBe(200);
+
+      const ts = nextTs();
+      await slack.sendSocketEvent(
+        slack.tenancy.addressed(
+          appMentionEvent({
+            teamId: 'T0TEAM',
+            channel: 'C0SOCK',
+            user: 'U0ALICE',
+            text: '<@U0BOT> over the socket',
+            ts,
+          }),
+        ),
+      );
+      const reply = await slack.waitForCall('chat.postMessage', (call) => call.args.thread_ts === ts, 15_000);
+      expect(reply.args.text).toMatch(/: over the socket$/);
+      expect(reply.caller?.teamId).toBe('T0TEAM');
+    } finally {
+      await bot.stop();
+      await Promise.all([slack.stop(), agent.stop(), dir.remove()]);
+    }
+  });
+});
