@@ -61,13 +61,7 @@ export class PromptExchange {
       });
     }
     if (message.agentViewDm) sent = await this.withViewedChannel(message, sent);
-    await progress.markSent(job, session.sessionId).catch(async (error: unknown) => {
-      // The conversation ended while its session was being made (its channel closed, the app uninstalled):
-      // the clean-up listed the conversations before this one existed, so the unused session goes here.
-      if (created && error instanceof JobInterruptedError && error.reason === 'cancelled')
-        await sessions.retire([session], 'unused');
-      throw error;
-    });
+    await this.markSent(job, session, created);
     let reply: string;
     try {
       reply = (await agent.sendMessage(agentId, session.sessionId, sent)).text;
@@ -78,7 +72,7 @@ export class PromptExchange {
       await progress.assertWanted(job);
       session = await sessions.replace(session);
       created = true;
-      await progress.markSent(job, session.sessionId);
+      await this.markSent(job, session, created);
       void this.context.options.replies.notice(
         { channel: message.thread.channelId, threadTs: message.replyThreadTs },
         SESSION_RESTARTED_NOTICE,
@@ -88,6 +82,18 @@ export class PromptExchange {
     logger.debug({ session: session.sessionId, chars: reply.length }, 'agent replied');
     await this.recorder.record(job, reply, false);
     return { reply, session, created };
+  }
+
+  /** Records that the prompt goes to `session`; a session made for a job cancelled meanwhile is retired. */
+  private async markSent(job: ClaimedJob, session: ThreadSession, created: boolean): Promise<void> {
+    const { progress, sessions } = this.context.options;
+    await progress.markSent(job, session.sessionId).catch(async (error: unknown) => {
+      // The conversation ended while its session was being made (its channel closed, the app uninstalled):
+      // the clean-up listed the conversations before this one existed, so the unused session goes here.
+      if (created && error instanceof JobInterruptedError && error.reason === 'cancelled')
+        await sessions.retire([session], 'unused');
+      throw error;
+    });
   }
 
   /** A mention that starts the bot's part in a channel thread people were already talking in. */

@@ -151,6 +151,31 @@ describe('uninstall and revocation (embedded store)', () => {
     expect(slack.callsOf('chat.postMessage')).toEqual([]);
   });
 
+  it('leaves no session behind that was replacing a lost one (session_not_found) when the app was uninstalled', async () => {
+    const thread = await startThread('C0REP');
+    // The agent service loses its sessions; the next prompt gets session_not_found and a slow replacement.
+    agent.reset();
+    agent.setLatency(1_500, 'createSession');
+    await send(
+      appMentionEvent({ channel: 'C0REP', user: 'U0ALICE', text: '<@U0BOT> again', threadTs: thread.root }),
+    );
+    await waitFor(() => agent.requestsFor('createSession').length === 1, 'the replacement is being made');
+    expect((await send(workspaceGoneEvent('app_uninstalled'))).status).toBe(200);
+    await waitFor(
+      () => agent.requestsFor('deleteSession').some((r) => r.sessionId !== thread.session),
+      'the replacement made after the uninstall deleted too',
+      10_000,
+    );
+    expect(live(agent)).toEqual([]);
+    // Sent once, to the lost session (which did not run it), and never again to the replacement.
+    expect(agent.requestsFor('sendMessage').filter((r) => r.prompt?.includes('again'))).toHaveLength(1);
+    expect(
+      slack
+        .callsOf('chat.postMessage')
+        .some((call) => call.args.thread_ts === thread.root && textOf(call).includes('again')),
+    ).toBe(false);
+  });
+
   it("single workspace: Slack's own uninstall ends its conversations, and the bot keeps running and says what to do", async () => {
     const thread = await startThread('C0ONE');
     const { appUninstalled, tokensRevoked } = slack.tenancy.uninstall({ teamId: 'T0TEAM' });
