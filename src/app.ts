@@ -173,6 +173,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     tracing,
     access,
     userRateLimit: config.access.userRateLimit,
+    worker,
     onRecorded: () => worker.kick(),
     metrics,
     logger,

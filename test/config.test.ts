@@ -49,7 +49,7 @@ describe('loadConfig', () => {
     });
     expect(config.adminPort).toBe(9090);
     expect(config.delivery).toEqual({
-      concurrency: 100,
+      concurrency: 200,
       leaseMs: 10_000,
       shutdownTimeoutMs: 20_000,
       replyRetryWindowMs: 3_600_000,

@@ -3,7 +3,7 @@ import type { DeliveryConfig } from './types.js';
 
 export function readDeliveryConfig(reader: EnvReader): DeliveryConfig {
   return {
-    concurrency: reader.integer('WORKER_CONCURRENCY', 100, 1, 10_000),
+    concurrency: reader.integer('WORKER_CONCURRENCY', 200, 1, 10_000),
     leaseMs: reader.integer('JOB_LEASE_MS', 10_000, 500, 3_600_000),
     shutdownTimeoutMs: reader.integer('SHUTDOWN_TIMEOUT_MS', 20_000, 0, 3_600_000),
     replyRetryWindowMs: reader.duration('REPLY_RETRY_WINDOW', '1h'),

@@ -7,7 +7,7 @@ import type { Working } from '../slack-out/indicators.js';
 import type { ReplyTarget } from '../slack-out/reply-target.js';
 import { AnswerRecorder, OutputNotRecordedError } from './answer-record.js';
 import type { JobContext } from './job-context.js';
-import { JobPosts } from './job-posts.js';
+import { type JobOutput, JobPosts } from './job-posts.js';
 import { type ClaimedJob, JobInterruptedError, type JobOutcome } from './job-progress.js';
 import { type InboundMessage, indicatorOf } from './jobs.js';
 import {
@@ -46,7 +46,7 @@ export class AnswerJob {
   ) {
     this.posts = new JobPosts(context);
     this.recorder = new AnswerRecorder(context);
-    this.exchange = new PromptExchange(context, this.recorder);
+    this.exchange = new PromptExchange(context);
   }
 
   async run(job: ClaimedJob, message: InboundMessage): Promise<JobOutcome> {
@@ -180,16 +180,43 @@ export class AnswerJob {
       return { kind: 'done' };
     }
     const { reply, session, created } = answer;
-    await this.posts.postOutput(job, message, target, {
-      text: reply,
-      isNotice: false,
-      sessionId: session.sessionId,
-      wantedAsked: true,
-    });
+    await this.deliver(job, message, target, { text: reply, isNotice: false, sessionId: session.sessionId });
     // Off the answer's path: the reply is in the thread already. A session created for this message has its
     // activity from its creation, seconds ago.
     if (!created) await this.context.touch(session, logger);
     return { kind: 'done' };
+  }
+
+  /**
+   * Posts the agent's answer. One that fits in one message, on a job's first run, is posted before it is
+   * recorded when the job is still this process's and wanted: nothing but this job reads it before the post,
+   * and the job's end clears it anyway; it is recorded only if Slack refuses it, to be posted again later.
+   * Otherwise (a longer answer, a job taken over or stopped meanwhile, a store that cannot say) it is recorded
+   * first, held through a store outage, so whoever finishes the job posts the same words once.
+   */
+  private async deliver(
+    job: ClaimedJob,
+    message: InboundMessage,
+    target: ReplyTarget,
+    output: JobOutput,
+  ): Promise<void> {
+    const parts = this.posts.partsOf(message, output);
+    const wanted = () =>
+      this.context.assertWanted(job).then(
+        () => true,
+        () => false,
+      );
+    if (job.attempts === 1 && parts.length === 1 && (await wanted())) {
+      try {
+        await this.posts.postOutput(job, message, target, { ...output, wantedAsked: true }, parts);
+      } catch (error) {
+        if (error instanceof SlackPostError) await this.recorder.record(job, output.text, false);
+        throw error;
+      }
+      return;
+    }
+    await this.recorder.record(job, output.text, false);
+    await this.posts.postOutput(job, message, target, { ...output, wantedAsked: true }, parts);
   }
 
   /**

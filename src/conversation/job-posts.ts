@@ -27,24 +27,18 @@ export interface JobOutput {
 export class JobPosts {
   constructor(private readonly context: JobContext) {}
 
-  /** Posts the job's output (the answer's parts, or a notice) once each, resuming after what was posted. */
+  /**
+   * Posts the job's output (the answer's parts, or a notice) once each, resuming after what was posted.
+   * `parts`: the output already split (see partsOf).
+   */
   async postOutput(
     job: ClaimedJob,
     message: InboundMessage,
     target: ReplyTarget,
     output: JobOutput,
+    parts = this.partsOf(message, output, job.sessionId),
   ): Promise<void> {
     const { progress, replies, reads } = this.context.options;
-    const { text, isNotice, sessionId = job.sessionId } = output;
-    const parts: SlackReplyPart[] = isNotice ? [noticePart(text)] : formatAgentReply(text);
-    const last = parts.at(-1);
-    if (!isNotice && last && sessionId && this.context.options.feedbackButtons) {
-      // Feedback under the whole answer, naming its agent and session so an operator can compare agents.
-      last.blocks = [
-        ...last.blocks,
-        feedbackBlock({ agentId: this.context.options.agentFor(message.thread), sessionId }),
-      ];
-    }
     let next = job.partsPosted;
     let wantedAsked = output.wantedAsked === true;
     if (job.attempts > 1) {
@@ -63,6 +57,21 @@ export class JobPosts {
       await replies.postJobMessage(target, part, { job: job.dedupeKey, part: String(index) });
       if (index + 1 < parts.length) await progress.markPartsPosted(job, index + 1);
     }
+  }
+
+  /** The messages an output is posted as, in order. */
+  partsOf(message: InboundMessage, output: JobOutput, jobSessionId?: string): SlackReplyPart[] {
+    const { text, isNotice, sessionId = jobSessionId } = output;
+    const parts: SlackReplyPart[] = isNotice ? [noticePart(text)] : formatAgentReply(text);
+    const last = parts.at(-1);
+    if (!isNotice && last && sessionId && this.context.options.feedbackButtons) {
+      // Feedback under the whole answer, naming its agent and session so an operator can compare agents.
+      last.blocks = [
+        ...last.blocks,
+        feedbackBlock({ agentId: this.context.options.agentFor(message.thread), sessionId }),
+      ];
+    }
+    return parts;
   }
 
   /** A notice that is the job's whole output, posted once. */

@@ -4,7 +4,6 @@ import type { Logger } from '../observability/logger.js';
 import { isDmChannel, isThreadReply } from '../sessions/conversation-of.js';
 import type { ThreadSession } from '../sessions/store.js';
 import type { Working } from '../slack-out/indicators.js';
-import type { AnswerRecorder } from './answer-record.js';
 import type { JobContext } from './job-context.js';
 import { type ClaimedJob, JobInterruptedError } from './job-progress.js';
 import type { InboundMessage } from './jobs.js';
@@ -21,15 +20,12 @@ export interface Answer {
 
 /**
  * One exchange with the agent: the prompt, with what the agent must know besides (the thread so far, the
- * channel the person is looking at), sent once in the thread's session, and its answer recorded.
+ * channel the person is looking at), sent once in the thread's session. The answer is the caller's to post.
  */
 export class PromptExchange {
-  constructor(
-    private readonly context: JobContext,
-    private readonly recorder: AnswerRecorder,
-  ) {}
+  constructor(private readonly context: JobContext) {}
 
-  /** Sends the prompt in the thread's session (created or replaced as needed) and records the answer. */
+  /** Sends the prompt in the thread's session (created or replaced as needed); "sent" is recorded before. */
   async ask(
     job: ClaimedJob,
     message: InboundMessage,
@@ -80,7 +76,6 @@ export class PromptExchange {
       reply = (await agent.sendMessage(agentId, session.sessionId, sent)).text;
     }
     logger.debug({ session: session.sessionId, chars: reply.length }, 'agent replied');
-    await this.recorder.record(job, reply, false);
     return { reply, session, created };
   }
 

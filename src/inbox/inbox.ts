@@ -43,8 +43,15 @@ export class Inbox implements JobProgress {
   }
 
   // The queue (see JobQueue).
-  admit(job: NewJob, limits: AdmitLimits): Promise<{ outcome: AdmitOutcome; queued: boolean }> {
-    return this.queue.admit(job, limits);
+  admit(
+    job: NewJob,
+    limits: AdmitLimits,
+    claim = false,
+  ): Promise<{ outcome: AdmitOutcome; queued: boolean; claimed?: ClaimedJob }> {
+    return this.queue.admit(job, limits, claim);
+  }
+  yieldTurn(job: ClaimedJob): Promise<boolean> {
+    return this.queue.yieldTurn(job);
   }
   hasThread(threadKey: string): Promise<boolean> {
     return this.queue.hasThread(threadKey);

@@ -41,6 +41,9 @@ export function heartbeatEveryMs(leaseMs: number): number {
  * the row (and its id) exists, as the row is made from `turn`, and held until the statement commits.
  * The counts read the statement's snapshot, taken before the lock: under a concurrent message of the same
  * thread they may miss it (so `queued` may say false), never the dedupe, which ON CONFLICT decides.
+ * With $9, a job its thread has nothing open before (as far as the snapshot tells) is recorded already
+ * claimed by owner $10 for $11 seconds: the claim costs no statement, and no commit, of its own. What the
+ * snapshot missed is caught by `yieldTurn`, which such a job asks before it does anything.
  */
 const ADMIT = `
   WITH turn AS MATERIALIZED (SELECT pg_advisory_xact_lock(hashtext('inbox:' || $1))),
@@ -49,16 +52,23 @@ const ADMIT = `
     SELECT count(*) AS n FROM user_requests
     WHERE $7::int > 0 AND user_id = $5 AND at > now() - ${USER_LIMIT_WINDOW}),
   known AS (SELECT EXISTS (SELECT 1 FROM inbox WHERE dedupe_key = $2) AS yes),
+  take AS (SELECT $9::boolean AND (SELECT n FROM open) = 0 AS yes),
   job AS (
-    INSERT INTO inbox (thread_key, dedupe_key, kind, payload, user_id, queued, enterprise_id)
-    SELECT $1, $2, $3, $4, $5, (SELECT n FROM open) > 0, $8 FROM turn
+    INSERT INTO inbox (thread_key, dedupe_key, kind, payload, user_id, queued, enterprise_id, state, owner,
+                       lease_until, attempts)
+    SELECT $1, $2, $3, $4, $5, (SELECT n FROM open) > 0, $8,
+           CASE WHEN take.yes THEN 'running' ELSE 'pending' END,
+           CASE WHEN take.yes THEN $10 END,
+           CASE WHEN take.yes THEN now() + make_interval(secs => $11) END,
+           CASE WHEN take.yes THEN 1 ELSE 0 END
+    FROM turn, take
     WHERE NOT (SELECT yes FROM known) AND (SELECT n FROM open) < $6
       AND ($7::int = 0 OR (SELECT n FROM recent) < $7::int)
     ON CONFLICT (dedupe_key) DO NOTHING
-    RETURNING id),
+    RETURNING ${JOB_COLUMNS}, state),
   charged AS (INSERT INTO user_requests (user_id) SELECT $5 FROM job WHERE $7::int > 0)
-  SELECT (SELECT id FROM job) AS id, (SELECT n FROM open) AS open, (SELECT n FROM recent) AS recent,
-         (SELECT yes FROM known) AS known`;
+  SELECT job.*, (SELECT n FROM open) AS open, (SELECT n FROM recent) AS recent, (SELECT yes FROM known) AS known
+  FROM (SELECT 1) AS one LEFT JOIN job ON true`;
 
 /**
  * The durable inbox's queue: a job queue in SQL (the same on PostgreSQL and the embedded store). Slack events
@@ -82,14 +92,22 @@ export class JobQueue {
   /**
    * Records a message if its thread and its sender are within limits, in one statement under the thread's
    * lock (this runs before Slack is acknowledged). `queued` says the job waits behind other work of its thread.
+   * With `claim` (this process has room for it), a job that is its thread's turn is recorded claimed by this
+   * process and comes back as `claimed`, to be run at once (after `yieldTurn`).
    */
-  async admit(job: NewJob, limits: AdmitLimits): Promise<{ outcome: AdmitOutcome; queued: boolean }> {
-    const rows = await this.db.query<{
-      id: string | null;
-      open: string | number;
-      recent: string | number;
-      known: boolean;
-    }>(ADMIT, [
+  async admit(
+    job: NewJob,
+    limits: AdmitLimits,
+    claim = false,
+  ): Promise<{ outcome: AdmitOutcome; queued: boolean; claimed?: ClaimedJob }> {
+    const rows = await this.db.query<
+      Partial<JobRow> & {
+        state: string | null;
+        open: string | number;
+        recent: string | number;
+        known: boolean;
+      }
+    >(ADMIT, [
       job.threadKey,
       job.dedupeKey,
       job.kind,
@@ -99,16 +117,38 @@ export class JobQueue {
       limits.maxOpenPerThread,
       limits.userPerMinute,
       job.enterpriseId ?? null,
+      claim,
+      this.owner,
+      this.leaseMs / 1000,
     ]);
     const row = rows[0];
     const queued = Number(row?.open ?? 0) > 0;
-    if (row?.id !== null && row?.id !== undefined) return { outcome: 'inserted', queued };
+    if (row?.id !== null && row?.id !== undefined) {
+      const claimed = row.state === 'running' ? toClaimedJob(row as JobRow) : undefined;
+      return { outcome: 'inserted', queued, ...(claimed ? { claimed } : {}) };
+    }
     if (row?.known) return { outcome: 'duplicate', queued };
     if (Number(row?.open ?? 0) >= limits.maxOpenPerThread) return { outcome: 'thread-full', queued };
     // The insert lost a race with another delivery of the same message: that is a duplicate too.
     if (limits.userPerMinute === 0 || Number(row?.recent ?? 0) < limits.userPerMinute)
       return { outcome: 'duplicate', queued };
     return { outcome: 'rate-limited', queued };
+  }
+
+  /**
+   * Asked first by a job claimed as it was recorded: the statement that recorded it may have missed an older
+   * open job of its thread recorded a moment before (see ADMIT). Then it is put back, unclaimed, to wait its
+   * turn, and this says true. In the usual case nothing changes and nothing is written (so nothing is flushed).
+   */
+  async yieldTurn(job: ClaimedJob): Promise<boolean> {
+    const rows = await this.db.query(
+      `UPDATE inbox SET state = 'pending', owner = NULL, lease_until = NULL, attempts = attempts - 1
+       WHERE id = $1 AND owner = $2 AND state = 'running'
+         AND EXISTS (SELECT 1 FROM inbox o WHERE o.thread_key = inbox.thread_key AND o.${OPEN} AND o.id < inbox.id)
+       RETURNING 1`,
+      [job.id, this.owner],
+    );
+    return rows.length > 0;
   }
 
   /** Whether the bot has ever had work in this thread (a follow-up there is for it). */

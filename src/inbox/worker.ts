@@ -13,11 +13,14 @@ export interface WorkerOptions {
 }
 
 /**
- * Claims jobs from the inbox and runs up to `concurrency` of them at once. Claiming is kicked when an event
- * is recorded and when a job ends, and by a poll for everything else.
+ * Claims jobs from the inbox and runs up to `concurrency` of them at once. A job recorded by this process
+ * while it has room is claimed as it is recorded and started here at once (`recording`); the others are
+ * claimed by a pass, kicked when an event is recorded and when a job ends, and by a poll for everything else.
  */
 export class Worker {
   private readonly running = new Map<number, Promise<void>>();
+  /** Slots held for jobs being recorded right now, which may come back claimed. */
+  private reserved = 0;
   private pollTimer: NodeJS.Timeout | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private readonly claiming = new CoalescedPass(
@@ -28,7 +31,10 @@ export class Worker {
 
   constructor(
     /** Only the queue's side of the inbox: what the job does meanwhile is the runner's. */
-    private readonly inbox: Pick<JobQueue, 'claim' | 'heartbeat' | 'defer' | 'finish' | 'release'>,
+    private readonly inbox: Pick<
+      JobQueue,
+      'claim' | 'heartbeat' | 'defer' | 'finish' | 'release' | 'yieldTurn'
+    >,
     private readonly runJob: JobRunner,
     private readonly logger: Logger,
     private readonly options: WorkerOptions,
@@ -45,6 +51,28 @@ export class Worker {
 
   get inFlight(): number {
     return this.running.size;
+  }
+
+  /**
+   * Records a job through `record`, asking it to claim the job for this process as it records it when there
+   * is room (`claim`): a job that comes back claimed starts here at once, with no claim pass (and no commit)
+   * between its event and its work.
+   */
+  async recording<T extends { claimed?: ClaimedJob }>(record: (claim: boolean) => Promise<T>): Promise<T> {
+    if (this.stopped || this.running.size + this.reserved >= this.options.concurrency) return record(false);
+    this.reserved++;
+    let result: T;
+    try {
+      result = await record(true);
+    } finally {
+      this.reserved--;
+    }
+    const { claimed } = result;
+    if (claimed && this.stopped) {
+      // Stopping meanwhile: handed back for any replica (or the next start) to take at once.
+      void this.inbox.release([claimed.id]).catch(() => {});
+    } else if (claimed) this.launch(claimed, true);
+    return result;
   }
 
   /** Looks for runnable jobs now (coalesced with a pass already under way). */
@@ -75,7 +103,7 @@ export class Worker {
 
   private async fill(): Promise<void> {
     while (!this.stopped) {
-      const room = this.options.concurrency - this.running.size;
+      const room = this.options.concurrency - this.running.size - this.reserved;
       if (room <= 0) return;
       const jobs = await this.inbox.claim(room, [...this.running.keys()]);
       for (const job of jobs) this.launch(job);
@@ -83,25 +111,32 @@ export class Worker {
     }
   }
 
-  private launch(job: ClaimedJob): void {
-    const run = this.runJob(job)
-      .then(
-        (outcome) => this.record(job, outcome),
-        (error: unknown) => {
-          this.logger.warn(
-            { err: error, job: job.id },
-            'job could not be completed; it is retried once its lease lapses',
-          );
-          return false;
-        },
-      )
-      .then((threadHasMore) => {
-        const wasFull = this.running.size >= this.options.concurrency;
-        this.running.delete(job.id);
-        // The thread's next message, or anything that waited for room, goes on at once; the poll finds the rest.
-        if (threadHasMore || wasFull) this.kick();
-      });
+  /** `recordedClaimed`: claimed as it was recorded, so its turn is confirmed first (see JobQueue.yieldTurn). */
+  private launch(job: ClaimedJob, recordedClaimed = false): void {
+    const run = this.runToEnd(job, recordedClaimed).then((threadHasMore) => {
+      const wasFull = this.running.size >= this.options.concurrency;
+      this.running.delete(job.id);
+      // The thread's next message, or anything that waited for room, goes on at once; the poll finds the rest.
+      if (threadHasMore || wasFull) this.kick();
+    });
     this.running.set(job.id, run);
+  }
+
+  /** Runs a job and records how it ended; says whether its thread has a next message to run now. */
+  private async runToEnd(job: ClaimedJob, recordedClaimed: boolean): Promise<boolean> {
+    let outcome: JobOutcome;
+    try {
+      // Not its turn after all: it waits, unclaimed, for the older job, whose end kicks a claim pass.
+      if (recordedClaimed && (await this.inbox.yieldTurn(job))) return false;
+      outcome = await this.runJob(job);
+    } catch (error) {
+      this.logger.warn(
+        { err: error, job: job.id },
+        'job could not be completed; it is retried once its lease lapses',
+      );
+      return false;
+    }
+    return this.record(job, outcome);
   }
 
   /**

@@ -13,6 +13,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Tracing } from '../observability/tracing.js';
 import { type EventEnvelope, envelopeOf } from './events.js';
 import { GuardedHTTPReceiver } from './http-receiver.js';
+import { renderInstallPage } from './install-page.js';
 
 /** A client that has not sent its whole request by then is cut off (Slack sends at once). */
 const REQUEST_TIMEOUT_MS = 10_000;
@@ -245,6 +246,8 @@ function installerOf(
       installPath: INSTALL_PATH,
       redirectUriPath: OAUTH_REDIRECT_PATH,
       authorizationUrl: new URL('../oauth/v2/authorize', options.apiUrl).toString(),
+      // Our page, not Bolt's: it carries the AI disclaimer Slack asks for beside "Add to Slack".
+      renderHtmlForInstallPath: renderInstallPage,
       stateVerification: true,
       clientOptions: { slackApiUrl: options.apiUrl },
     },

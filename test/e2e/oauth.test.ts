@@ -10,7 +10,13 @@ import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import { freePort } from '../helpers/free-port.js';
 import { installThroughSlack } from '../helpers/oauth-install.js';
 import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '../helpers/postgres.js';
-import { appMentionEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
+import {
+  appMentionEvent,
+  nextTs,
+  postSignedEvent,
+  postSignedForm,
+  slashCommandFields,
+} from '../helpers/slack-events.js';
 import {
   botEnvironment,
   LogCapture,
@@ -112,6 +118,27 @@ describe('many workspaces, installed with "Add to Slack"', () => {
     expect(two.args.text).toMatch(/^echo\[s-\d+#1\]: hello from two$/);
     expect(one.caller?.teamId).toBe('T0TEAM');
     expect(two.caller?.teamId).toBe('T2');
+
+    // The slash command too: Bolt's authorize finds the workspace's installation in the store.
+    const responseId = `help-in-T2-${nextTs()}`;
+    const command = await postSignedForm(
+      bot.eventsUrl,
+      SIGNING_SECRET,
+      slashCommandFields({
+        teamId: 'T2',
+        text: 'help',
+        channel: 'C2',
+        user: 'U0ALICE',
+        responseUrl: slack.responseUrl(responseId),
+      }),
+    );
+    expect(command.status).toBe(200);
+    const help = await slack.waitForCall(
+      'response_url',
+      (call) => call.args.responseId === responseId,
+      15_000,
+    );
+    expect(String(help.args.text)).toContain('/agent');
   });
 
   it('answers in two workspaces of an organisation from one org-wide install', async () => {
@@ -239,6 +266,9 @@ describe.runIf(await shouldRunPostgresTests())('token rotation between two repli
     for (const replica of replicas) {
       expect(await metric(replica, 'slack_token_refreshes_total{outcome="failed"}')).toBeUndefined();
       expect(replica.logs.text).not.toContain('could not refresh the bot token');
+      // Debug-level logs, and not one of the tokens the bot held, nor the app's secrets.
+      for (const secret of [...refreshes, slack.oauth.clientSecret])
+        expect(replica.logs.text).not.toContain(secret);
     }
   });
 });

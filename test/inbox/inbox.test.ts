@@ -75,6 +75,49 @@ function inboxContract(name: string, open: () => Promise<Database>) {
       }
     });
 
+    it("claims a message as it records it, when asked and when it is its thread's turn", async () => {
+      const { db, a, b } = await fresh();
+      try {
+        const first = await a.admit(message('t1', '1'), NO_LIMITS, true);
+        expect(first).toMatchObject({ outcome: 'inserted', queued: false });
+        expect(first.claimed).toMatchObject({
+          dedupeKey: 't1:1',
+          attempts: 1,
+          payload: { text: 'prompt 1' },
+        });
+        // Taken: no claim pass hands it out again.
+        expect(await b.claim(10)).toEqual([]);
+        // Behind it in its thread: recorded unclaimed, to wait its turn.
+        const second = await a.admit(message('t1', '2'), NO_LIMITS, true);
+        expect(second).toMatchObject({ outcome: 'inserted', queued: true });
+        expect(second.claimed).toBeUndefined();
+        // Not asked (no room): recorded for a claim pass.
+        expect((await a.admit(message('t2', '1'), NO_LIMITS, false)).claimed).toBeUndefined();
+        expect(await a.yieldTurn(first.claimed as ClaimedJob)).toBe(false);
+        expect(await a.finish(first.claimed as ClaimedJob)).toEqual({ threadHasMore: true });
+        expect((await b.claim(10)).map((job) => job.dedupeKey)).toEqual(['t1:2', 't2:1']);
+      } finally {
+        await db.close();
+      }
+    });
+
+    it('puts a job claimed as it was recorded back in line behind an older job of its thread', async () => {
+      const { db, a, b } = await fresh();
+      try {
+        const older = (await a.admit(message('t9', '1'), NO_LIMITS, true)).claimed as ClaimedJob;
+        const newer = (await a.admit(message('t1', '1'), NO_LIMITS, true)).claimed as ClaimedJob;
+        // As if the statement that recorded `newer` had missed `older`, recorded in its thread a moment before.
+        await db.query(`UPDATE inbox SET thread_key = 't1' WHERE id = $1`, [older.id]);
+        expect(await a.yieldTurn(newer)).toBe(true);
+        expect(await b.claim(10)).toEqual([]);
+        expect(await a.finish({ ...older, threadKey: 't1' })).toEqual({ threadHasMore: true });
+        // Its turn now, as a first attempt: nothing of it ran.
+        expect(await b.claim(10)).toMatchObject([{ id: newer.id, attempts: 1 }]);
+      } finally {
+        await db.close();
+      }
+    });
+
     it("takes back work whose lease lapsed, its own process's too, but never a job it is running", async () => {
       const { db, a, b } = await fresh();
       try {
@@ -377,6 +420,51 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
       const [turn] = await a.claim(10);
       expect(turn?.dedupeKey).toBe('t1:1');
       expect(await b.claim(10)).toEqual([]);
+    } finally {
+      await Promise.all([holder.end().catch(() => {}), observer.end().catch(() => {})]);
+      await db.close();
+    }
+  });
+  it('puts back a later message claimed as it was recorded while an earlier one of its thread was being recorded', async () => {
+    // The same race as above, with both messages recorded by processes that have room: the second statement's
+    // snapshot is taken before the first message commits, so it records its message claimed as well.
+    const database = await createTestDatabase();
+    databases.push(database);
+    const db = await openDatabase({ kind: 'postgres', databaseUrl: database.url, poolSize: 4 });
+    const holder = new pg.Client({ connectionString: database.url });
+    const observer = new pg.Client({ connectionString: database.url });
+    try {
+      await migrate(db);
+      const a = new Inbox(db, 'replica-a', LEASE_MS);
+      const b = new Inbox(db, 'replica-b', LEASE_MS);
+      await Promise.all([holder.connect(), observer.connect()]);
+      const lockWaiters = async () =>
+        Number(
+          (
+            await observer.query<{ n: string }>(
+              `SELECT count(*) AS n FROM pg_stat_activity
+               WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+            )
+          ).rows[0]?.n,
+        );
+      await holder.query('BEGIN');
+      await holder.query(
+        `INSERT INTO inbox (thread_key, dedupe_key, kind, payload) VALUES ('elsewhere', 't1:1', 'message', '{}')`,
+      );
+      const first = a.admit(message('t1', '1'), NO_LIMITS, true);
+      await waitFor(async () => (await lockWaiters()) === 1, 'the first message held mid-recording');
+      const second = b.admit(message('t1', '2'), NO_LIMITS, true);
+      await waitFor(async () => (await lockWaiters()) === 2, 'the second message waiting for its turn');
+      await holder.query('ROLLBACK');
+      const [earlier, later] = [(await first).claimed, (await second).claimed];
+      expect(earlier?.dedupeKey).toBe('t1:1');
+      // Its statement could not see the earlier message: recorded claimed, it gives its turn back.
+      expect(later?.dedupeKey).toBe('t1:2');
+      expect(await b.yieldTurn(later as ClaimedJob)).toBe(true);
+      expect(await a.yieldTurn(earlier as ClaimedJob)).toBe(false);
+      expect(await b.claim(10)).toEqual([]);
+      await a.finish(earlier as ClaimedJob);
+      expect((await b.claim(10)).map((job) => job.dedupeKey)).toEqual(['t1:2']);
     } finally {
       await Promise.all([holder.end().catch(() => {}), observer.end().catch(() => {})]);
       await db.close();

@@ -4,6 +4,7 @@ import { type InboundMessage, indicatorOf, jobKey } from '../../../conversation/
 import { resetNotAllowedText } from '../../../conversation/notices.js';
 import type { MessageClaims, MessageRef } from '../../../inbox/claims.js';
 import type { Inbox } from '../../../inbox/inbox.js';
+import type { Worker } from '../../../inbox/worker.js';
 import { botUserIdHere } from '../../../installations/workspace-scope.js';
 import type { Logger } from '../../../observability/logger.js';
 import type { BotMetrics } from '../../../observability/metrics.js';
@@ -44,7 +45,9 @@ export interface MessageDeps extends StopDeps {
   userRateLimit: number;
   /** The Slack request's trace is recorded with the work it asks for. */
   tracing: Pick<Tracing, 'traceparent'>;
-  /** Called once a message job is recorded, so a worker takes it at once. */
+  /** Records a message job claimed for this process when it has room: it then starts at once. */
+  worker: Pick<Worker, 'recording'>;
+  /** Called once a message job is recorded unclaimed, so a worker takes it at once. */
   onRecorded: () => void;
   metrics: Pick<BotMetrics, 'eventsDeduplicated'>;
   logger: Pick<Logger, 'debug'>;
@@ -187,16 +190,19 @@ async function acceptMessage(
     agentView: conversation.agentView,
     traceparent: deps.tracing.traceparent(),
   };
-  const { outcome, queued } = await inbox.admit(
-    {
-      threadKey,
-      dedupeKey: jobKey(thread.teamId, thread.channelId, message.ts, 'message'),
-      kind: 'message',
-      payload: inbound,
-      userId: message.user,
-      enterpriseId: thread.enterpriseId,
-    },
-    { maxOpenPerThread: MAX_OPEN_PER_THREAD, userPerMinute: deps.userRateLimit },
+  const { outcome, queued, claimed } = await deps.worker.recording((claim) =>
+    inbox.admit(
+      {
+        threadKey,
+        dedupeKey: jobKey(thread.teamId, thread.channelId, message.ts, 'message'),
+        kind: 'message',
+        payload: inbound,
+        userId: message.user,
+        enterpriseId: thread.enterpriseId,
+      },
+      { maxOpenPerThread: MAX_OPEN_PER_THREAD, userPerMinute: deps.userRateLimit },
+      claim,
+    ),
   );
   if (outcome === 'duplicate') {
     deps.metrics.eventsDeduplicated.inc({ type: eventType });
@@ -210,7 +216,7 @@ async function acceptMessage(
     return;
   }
   if (queued) after.push(() => deps.indicators.showQueued(indicatorOf(inbound)));
-  deps.onRecorded();
+  if (!claimed) deps.onRecorded();
 }
 
 /** Whether a thread reply without a mention belongs to a conversation the bot is part of. */
