@@ -338,11 +338,12 @@ describe('uninstalls and revocations', () => {
     slack.tenancy.revokeTokens({ teamId: 'T2' }, 'invalid_auth');
     expect(await refusalOf(client(slack, workspace.access_token).auth.test())).toBe('invalid_auth');
     const { appUninstalled } = slack.tenancy.uninstall({ enterpriseId: 'E1' }, 'account_inactive');
+    // The strict reading: no workspace (team_id null), the org named in authorizations only.
     expect(appUninstalled).toMatchObject({
-      team_id: 'E1',
-      enterprise_id: 'E1',
+      team_id: null,
       authorizations: [{ enterprise_id: 'E1', team_id: null, is_enterprise_install: true }],
     });
+    expect(appUninstalled).not.toHaveProperty('enterprise_id');
     expect(await refusalOf(client(slack, org.access_token).auth.test())).toBe('account_inactive');
   });
 });
