@@ -145,6 +145,22 @@ describe('loadConfig', () => {
       /^AGENT_WORKSPACE_ROUTES must be a comma-separated list of TEAM_ID=AGENT_ID \(bad entry "t01=agent-b"\)/,
     ],
     [
+      { AGENT_ROUTES: 'T01=agent-b' },
+      /^AGENT_ROUTES must be a comma-separated list of CHANNEL_ID=AGENT_ID \(bad entry "T01=agent-b"\)/,
+    ],
+    [
+      { AGENT_WORKSPACE_ROUTES: 'C01=agent-b' },
+      /^AGENT_WORKSPACE_ROUTES must be a comma-separated list of TEAM_ID=AGENT_ID \(bad entry "C01=agent-b"\)/,
+    ],
+    [
+      { AGENT_ORG_ROUTES: 'T01=agent-b' },
+      /^AGENT_ORG_ROUTES must be a comma-separated list of ENTERPRISE_ID=AGENT_ID \(bad entry "T01=agent-b"\)/,
+    ],
+    [
+      { AGENT_ROUTES: 'C01=agent-b,G01=agent-c,C01=agent-d' },
+      /^AGENT_ROUTES names C01 twice; give each CHANNEL_ID one agent/,
+    ],
+    [
       { AGENT_ORG_ROUTES: 'E01=' },
       /^AGENT_ORG_ROUTES must be a comma-separated list of ENTERPRISE_ID=AGENT_ID/,
     ],

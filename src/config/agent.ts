@@ -13,29 +13,44 @@ export function readAgentConfig(reader: EnvReader): AgentConfig {
     baseUrl: (baseUrl ?? '').replace(/\/+$/, ''),
     apiKey: reader.required('AGENT_API_KEY', 'the agent service API key'),
     agentId: reader.required('AGENT_ID', 'the default agent id'),
-    channelAgents: readRoutes(reader, 'AGENT_ROUTES', 'CHANNEL_ID'),
-    workspaceAgents: readRoutes(reader, 'AGENT_WORKSPACE_ROUTES', 'TEAM_ID'),
-    orgAgents: readRoutes(reader, 'AGENT_ORG_ROUTES', 'ENTERPRISE_ID'),
+    channelAgents: readRoutes(reader, 'AGENT_ROUTES', CHANNEL_IDS),
+    workspaceAgents: readRoutes(reader, 'AGENT_WORKSPACE_ROUTES', TEAM_IDS),
+    orgAgents: readRoutes(reader, 'AGENT_ORG_ROUTES', ENTERPRISE_IDS),
     timeoutMs: reader.integer('AGENT_TIMEOUT_MS', 90_000, 1000, 3_600_000),
   };
 }
 
+/** The ids a route may name: Slack's id prefixes (channels C, private channels G, DMs D; workspaces T; orgs E). */
+interface RouteIds {
+  readonly name: string;
+  readonly pattern: RegExp;
+}
+const CHANNEL_IDS: RouteIds = { name: 'CHANNEL_ID', pattern: /^[CGD][A-Z0-9]+$/ };
+const TEAM_IDS: RouteIds = { name: 'TEAM_ID', pattern: /^T[A-Z0-9]+$/ };
+const ENTERPRISE_IDS: RouteIds = { name: 'ENTERPRISE_ID', pattern: /^E[A-Z0-9]+$/ };
+
 /**
  * `C0123=agent-b,C0456=agent-c` (channels), `T0123=agent-b` (workspaces) or `E0123=agent-b` (orgs): where the
- * conversations go to another agent than AGENT_ID. Slack ids are upper-case letters and digits.
+ * conversations go to another agent than AGENT_ID. An id of the wrong kind, or named twice, is refused: it
+ * would route nothing, or route by whichever entry came last.
  */
-function readRoutes(reader: EnvReader, name: EnvVariable, idName: string): ReadonlyMap<string, string> {
+function readRoutes(reader: EnvReader, name: EnvVariable, ids: RouteIds): ReadonlyMap<string, string> {
   const routes = new Map<string, string>();
   for (const entry of (reader.read(name) ?? '')
     .split(',')
     .map((part) => part.trim())
     .filter(Boolean)) {
-    const match = /^([A-Z0-9]+)\s*=\s*(\S+)$/.exec(entry);
-    if (!match?.[1] || !match[2]) {
-      reader.fail(name, `must be a comma-separated list of ${idName}=AGENT_ID (bad entry "${entry}")`);
+    const match = /^([A-Za-z0-9]+)\s*=\s*(\S+)$/.exec(entry);
+    const id = match?.[1];
+    if (!id || !match[2] || !ids.pattern.test(id)) {
+      reader.fail(name, `must be a comma-separated list of ${ids.name}=AGENT_ID (bad entry "${entry}")`);
       continue;
     }
-    routes.set(match[1], match[2]);
+    if (routes.has(id)) {
+      reader.fail(name, `names ${id} twice; give each ${ids.name} one agent`);
+      continue;
+    }
+    routes.set(id, match[2]);
   }
   return routes;
 }
