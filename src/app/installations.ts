@@ -91,7 +91,7 @@ export async function checkInstallationKeys(auth: OAuth, db: Database): Promise<
   const keyv = createSessionKeyv<InstallationRow>(db, INSTALLATIONS_NAMESPACE);
   for await (const { key, installation } of sealedInstallations(keyv)) {
     try {
-      openInstallation(installation, cipher);
+      openInstallation(installation, cipher, key);
     } catch (error) {
       if (!(error instanceof TokenCipherError)) throw error;
       throw new StartupError(

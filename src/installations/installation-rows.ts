@@ -48,7 +48,7 @@ export async function resealInstallations(
 ): Promise<{ resealed: number; current: number }> {
   const counts = { resealed: 0, current: 0 };
   for await (const { key, installation } of sealedInstallations(keyv)) {
-    const resealed = resealInstallation(installation, cipher);
+    const resealed = resealInstallation(installation, cipher, key);
     if (!resealed) {
       counts.current++;
       continue;

@@ -192,7 +192,7 @@ export class InstallationStore implements BoltInstallationStore {
   private opened(key: InstallationKey, row: LiveRow): ServingInstallation {
     return {
       key,
-      installation: openInstallation(row.installation, this.options.cipher),
+      installation: openInstallation(row.installation, this.options.cipher, key),
       ...(row.botTokenLife ? { botTokenLife: row.botTokenLife } : {}),
     };
   }

@@ -1,4 +1,5 @@
 import type { Installation } from '@slack/bolt';
+import { type InstallationKey, installationKeyOf } from './installation-key.js';
 import type { TokenCipher } from './token-cipher.js';
 
 declare const sealedToken: unique symbol;
@@ -20,11 +21,27 @@ export type SealedInstallation = Omit<Installation, 'bot' | 'user'> & {
 type TokenField = 'bot.token' | 'bot.refreshToken' | 'user.token' | 'user.refreshToken';
 
 /**
- * The associated data of one token: the installation's ids and the field, so a sealed token copied to another
- * installation's row, or to another field of the same row, does not open.
+ * The associated data of one token: the key the installation is stored under, its ids and the field, so a
+ * sealed token copied to another installation's row, to another field of the same row, or a whole row copied
+ * under another workspace's key, does not open.
  */
-function associatedData(installation: Installation | SealedInstallation, field: TokenField): string {
-  return `${installation.enterprise?.id ?? ''}/${installation.team?.id ?? ''}/${field}`;
+function associatedData(
+  storedUnder: InstallationKey,
+  installation: Installation | SealedInstallation,
+  field: TokenField,
+): string {
+  return `${storedUnder}|${installation.enterprise?.id ?? ''}/${installation.team?.id ?? ''}/${field}`;
+}
+
+/** Where an installation is kept, by its own ids. */
+function storageKeyOf(installation: Installation): InstallationKey {
+  const key = installationKeyOf({
+    teamId: installation.team?.id,
+    enterpriseId: installation.enterprise?.id,
+    isEnterpriseInstall: installation.isEnterpriseInstall === true,
+  });
+  if (key === undefined) throw new Error('an installation without the id it is kept under');
+  return key;
 }
 
 interface Tokens {
@@ -54,15 +71,23 @@ function mapTokens(
 // The casts below are where a token changes kind: every token field goes through mapTokens.
 
 export function sealInstallation(installation: Installation, cipher: TokenCipher): SealedInstallation {
+  const storedUnder = storageKeyOf(installation);
   return mapTokens(installation, (value, field) =>
-    cipher.seal(value, associatedData(installation, field)),
+    cipher.seal(value, associatedData(storedUnder, installation, field)),
   ) as SealedInstallation;
 }
 
-/** Throws TokenCipherError when a token does not open (no configured key, or not this installation's token). */
-export function openInstallation(sealed: SealedInstallation, cipher: TokenCipher): Installation {
+/**
+ * The installation read from under `storedUnder`. Throws TokenCipherError when a token does not open (no
+ * configured key, not this installation's token, or a row that belongs under another key).
+ */
+export function openInstallation(
+  sealed: SealedInstallation,
+  cipher: TokenCipher,
+  storedUnder: InstallationKey,
+): Installation {
   return mapTokens(sealed, (value, field) =>
-    cipher.open(value, associatedData(sealed, field)),
+    cipher.open(value, associatedData(storedUnder, sealed, field)),
   ) as unknown as Installation;
 }
 
@@ -70,8 +95,9 @@ export function openInstallation(sealed: SealedInstallation, cipher: TokenCipher
 export function resealInstallation(
   sealed: SealedInstallation,
   cipher: TokenCipher,
+  storedUnder: InstallationKey,
 ): SealedInstallation | undefined {
   const tokens = [sealed.bot?.token, sealed.bot?.refreshToken, sealed.user.token, sealed.user.refreshToken];
   if (tokens.every((token) => token === undefined || cipher.isSealedWithCurrentKey(token))) return undefined;
-  return sealInstallation(openInstallation(sealed, cipher), cipher);
+  return sealInstallation(openInstallation(sealed, cipher, storedUnder), cipher);
 }

@@ -62,11 +62,11 @@ async function storedWith(dir: string, keys: TokenKey[]): Promise<{ keyIds: stri
     const cipher = new TokenCipher(keys);
     const keyIds: string[] = [];
     const tokens: string[] = [];
-    for await (const { installation } of sealedInstallations(
+    for await (const { key, installation } of sealedInstallations(
       createSessionKeyv<InstallationRow>(db, INSTALLATIONS_NAMESPACE),
     )) {
       keyIds.push(String(installation.bot?.token).split('.')[1] ?? '');
-      tokens.push(openInstallation(installation, cipher).bot?.token ?? '');
+      tokens.push(openInstallation(installation, cipher, key).bot?.token ?? '');
     }
     return { keyIds, tokens };
   } finally {

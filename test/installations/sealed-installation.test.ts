@@ -42,6 +42,11 @@ const org: Installation = {
   authVersion: 'v2',
 };
 
+/** Where each is kept (installation-key.ts): a workspace install by its team, an org install by its org. */
+const WORKSPACE_KEY = 'team:T1';
+const ORG_KEY = 'enterprise:E1';
+const keyOf = (installation: Installation) => (installation.isEnterpriseInstall ? ORG_KEY : WORKSPACE_KEY);
+
 const TOKENS = ['xoxp-user-1', 'xoxe-user-1', 'xoxe.xoxb-bot-1', 'xoxe-1-bot-1', 'xoxb-org'];
 
 function rejection(open: () => unknown): TokenCipherError {
@@ -66,7 +71,7 @@ describe('sealed installations', () => {
       expect(sealed.enterprise).toEqual(installation.enterprise);
       // As stored and read back: a JSON round trip.
       const read = JSON.parse(stored) as SealedInstallation;
-      expect(openInstallation(read, cipher)).toEqual(installation);
+      expect(openInstallation(read, cipher, keyOf(installation))).toEqual(installation);
     }
   });
 
@@ -82,7 +87,7 @@ describe('sealed installations', () => {
     const other = sealInstallation({ ...workspace, team: { id: 'T2' } }, cipher);
     const target = sealInstallation(workspace, cipher);
     const copied: SealedInstallation = { ...target, bot: { ...target.bot!, token: other.bot!.token } };
-    expect(rejection(() => openInstallation(copied, cipher)).failure).toBe('rejected');
+    expect(rejection(() => openInstallation(copied, cipher, WORKSPACE_KEY)).failure).toBe('rejected');
   });
 
   it("do not open when an installation's ids are changed under its tokens", () => {
@@ -90,19 +95,27 @@ describe('sealed installations', () => {
     const sealed = sealInstallation(org, cipher);
     // The org install's row relabelled as a workspace install of the org.
     const moved: SealedInstallation = { ...sealed, team: { id: 'T9' }, isEnterpriseInstall: false };
-    expect(rejection(() => openInstallation(moved, cipher)).failure).toBe('rejected');
+    expect(rejection(() => openInstallation(moved, cipher, 'team:T9')).failure).toBe('rejected');
+  });
+
+  it("do not open a whole row copied under another workspace's key (its events would get this token)", () => {
+    const cipher = new TokenCipher([k1]);
+    const sealed = sealInstallation(workspace, cipher);
+    expect(openInstallation(sealed, cipher, WORKSPACE_KEY)).toEqual(workspace);
+    expect(rejection(() => openInstallation(sealed, cipher, 'team:T2')).failure).toBe('rejected');
+    expect(rejection(() => openInstallation(sealed, cipher, ORG_KEY)).failure).toBe('rejected');
   });
 
   it('do not open with the bot token moved into the user token field', () => {
     const cipher = new TokenCipher([k1]);
     const sealed = sealInstallation(workspace, cipher);
     const swapped: SealedInstallation = { ...sealed, user: { ...sealed.user, token: sealed.bot!.token } };
-    expect(rejection(() => openInstallation(swapped, cipher)).failure).toBe('rejected');
+    expect(rejection(() => openInstallation(swapped, cipher, WORKSPACE_KEY)).failure).toBe('rejected');
   });
 
   it('refuse one sealed under a key no longer configured, naming it', () => {
     const sealed = sealInstallation(workspace, new TokenCipher([k1]));
-    const error = rejection(() => openInstallation(sealed, new TokenCipher([k2])));
+    const error = rejection(() => openInstallation(sealed, new TokenCipher([k2]), WORKSPACE_KEY));
     expect(error.failure).toBe('unknown_key');
     expect(error.keyId).toBe('k1');
   });
@@ -110,19 +123,25 @@ describe('sealed installations', () => {
   it('reseal under the new key after a rotation, and report nothing to do once done', () => {
     const old = sealInstallation(workspace, new TokenCipher([k1]));
     const rotated = new TokenCipher([k2, k1]);
-    const resealed = resealInstallation(old, rotated);
+    const resealed = resealInstallation(old, rotated, WORKSPACE_KEY);
     expect(resealed).toBeDefined();
     const tokens = [resealed?.bot?.token, resealed?.bot?.refreshToken, resealed?.user.token];
     for (const token of tokens) expect(token?.startsWith('v1.k2.')).toBe(true);
-    expect(resealInstallation(resealed!, rotated)).toBeUndefined();
+    expect(resealInstallation(resealed!, rotated, WORKSPACE_KEY)).toBeUndefined();
     // The old key can now go.
-    expect(openInstallation(resealed!, new TokenCipher([k2]))).toEqual(workspace);
+    expect(openInstallation(resealed!, new TokenCipher([k2]), WORKSPACE_KEY)).toEqual(workspace);
   });
 
   it('reseal an installation only partly under the new key (a reseal cut short)', () => {
     const old = sealInstallation(workspace, new TokenCipher([k1]));
     const rotated = new TokenCipher([k2, k1]);
     const half: SealedInstallation = { ...old, bot: sealInstallation(workspace, rotated).bot! };
-    expect(openInstallation(resealInstallation(half, rotated)!, new TokenCipher([k2]))).toEqual(workspace);
+    expect(
+      openInstallation(
+        resealInstallation(half, rotated, WORKSPACE_KEY)!,
+        new TokenCipher([k2]),
+        WORKSPACE_KEY,
+      ),
+    ).toEqual(workspace);
   });
 });
