@@ -103,6 +103,13 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     onRemoved: (workspace) => oauth.reportRemoval(workspace, installations !== undefined, logger),
   });
   installations?.onRemoved((workspace) => removals.remove(workspace, 'token_invalid'));
+  // Installed again: the workspace's events are taken again. OAuth mode: when the install is stored.
+  // Single-workspace mode: auth.test succeeded at start-up, so the token (new after a reinstall: an uninstall
+  // revokes the old one) works. A retried delivery cannot be told from a reinstall by itself, so events alone
+  // never lift a removal.
+  installations?.onInstalled((workspace) => removals.installedAgain(workspace));
+  if (!installations && identity.teamId)
+    await removals.installedAgain({ teamId: identity.teamId, isEnterpriseInstall: false });
   const claims = new MessageClaims(db);
   const marks = new ConversationMarks(db);
   const viewing = new ViewingContext(db);

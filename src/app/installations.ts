@@ -40,6 +40,8 @@ export interface Installations {
   serve<T>(teamId: string, work: () => Promise<T>): Promise<T>;
   /** Set once the removal of a workspace's data is wired: what a token Slack refuses for good triggers. */
   onRemoved(removal: (ref: InstallationRef) => Promise<void>): void;
+  /** Set once the removals are wired: what an install (or reinstall) stored triggers. */
+  onInstalled(installed: (ref: InstallationRef) => Promise<void>): void;
 }
 
 /** OAuth mode's parts; undefined in single-workspace mode. */
@@ -51,7 +53,9 @@ export function createInstallations(
   const { auth, apiUrl: slackApiUrl } = slack;
   if (auth.mode !== 'oauth') return undefined;
   const { metrics, logger } = observers;
+  let installed = async (_ref: InstallationRef) => {};
   const store = new InstallationStore({
+    onStored: (ref) => installed(ref),
     keyv: createSessionKeyv<InstallationRow>(db, INSTALLATIONS_NAMESPACE),
     cipher: new TokenCipher(auth.tokenKeys),
     lock: installationLock(db),
@@ -78,6 +82,9 @@ export function createInstallations(
     },
     onRemoved(next) {
       removal = next;
+    },
+    onInstalled(next) {
+      installed = next;
     },
   };
 }

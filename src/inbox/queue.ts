@@ -18,7 +18,8 @@ export interface NewJob {
   enterpriseId?: string;
 }
 
-export type AdmitOutcome = 'inserted' | 'duplicate' | 'thread-full' | 'rate-limited';
+/** `workspace-removed`: the app was removed from the message's workspace or org (or is being removed). */
+export type AdmitOutcome = 'inserted' | 'duplicate' | 'thread-full' | 'rate-limited' | 'workspace-removed';
 
 export interface AdmitLimits {
   /** Open jobs a thread may have; a message beyond is refused. */
@@ -34,7 +35,8 @@ export function heartbeatEveryMs(leaseMs: number): number {
 }
 
 /**
- * Inserts a job ($1 thread, $2 dedupe key, $3 kind, $4 payload, $5 user, $8 org) unless a limit ($6, $7) refuses it.
+ * Inserts a job ($1 thread, $2 dedupe key, $3 kind, $4 payload, $5 user, $8 org) unless a limit ($6, $7) refuses it,
+ * or the app was removed from the thread's workspace (its team is the thread key's first part) or org.
  * `turn` serialises the recording of a thread's jobs: a job's id is its place in the thread's order, and ids
  * are taken on insert but seen on commit, so without it a job numbered first could become visible after a
  * later one had been claimed as the thread's oldest, and both would run at once. The lock is taken before
@@ -52,6 +54,8 @@ const ADMIT = `
     SELECT count(*) AS n FROM user_requests
     WHERE $7::int > 0 AND user_id = $5 AND at > now() - ${USER_LIMIT_WINDOW}),
   known AS (SELECT EXISTS (SELECT 1 FROM inbox WHERE dedupe_key = $2) AS yes),
+  gone AS (SELECT EXISTS (SELECT 1 FROM workspace_removals
+    WHERE team_id = split_part($1, ':', 1) OR (is_enterprise_install AND enterprise_id = $8)) AS yes),
   take AS (SELECT $9::boolean AND (SELECT n FROM open) = 0 AS yes),
   job AS (
     INSERT INTO inbox (thread_key, dedupe_key, kind, payload, user_id, queued, enterprise_id, state, owner,
@@ -62,12 +66,13 @@ const ADMIT = `
            CASE WHEN take.yes THEN now() + make_interval(secs => $11) END,
            CASE WHEN take.yes THEN 1 ELSE 0 END
     FROM turn, take
-    WHERE NOT (SELECT yes FROM known) AND (SELECT n FROM open) < $6
+    WHERE NOT (SELECT yes FROM known) AND NOT (SELECT yes FROM gone) AND (SELECT n FROM open) < $6
       AND ($7::int = 0 OR (SELECT n FROM recent) < $7::int)
     ON CONFLICT (dedupe_key) DO NOTHING
     RETURNING ${JOB_COLUMNS}, state),
   charged AS (INSERT INTO user_requests (user_id) SELECT $5 FROM job WHERE $7::int > 0)
-  SELECT job.*, (SELECT n FROM open) AS open, (SELECT n FROM recent) AS recent, (SELECT yes FROM known) AS known
+  SELECT job.*, (SELECT n FROM open) AS open, (SELECT n FROM recent) AS recent, (SELECT yes FROM known) AS known,
+    (SELECT yes FROM gone) AS gone
   FROM (SELECT 1) AS one LEFT JOIN job ON true`;
 
 /**
@@ -106,6 +111,7 @@ export class JobQueue {
         open: string | number;
         recent: string | number;
         known: boolean;
+        gone: boolean;
       }
     >(ADMIT, [
       job.threadKey,
@@ -128,6 +134,7 @@ export class JobQueue {
       return { outcome: 'inserted', queued, ...(claimed ? { claimed } : {}) };
     }
     if (row?.known) return { outcome: 'duplicate', queued };
+    if (row?.gone) return { outcome: 'workspace-removed', queued };
     if (Number(row?.open ?? 0) >= limits.maxOpenPerThread) return { outcome: 'thread-full', queued };
     // The insert lost a race with another delivery of the same message: that is a duplicate too.
     if (limits.userPerMinute === 0 || Number(row?.recent ?? 0) < limits.userPerMinute)

@@ -105,6 +105,16 @@ export class WorkspaceRemovals {
     this.kick();
   }
 
+  /**
+   * The app is installed there again: a finished removal of that workspace (or org-wide install) no longer
+   * refuses its events. One still under way is left to finish (its clean-up concerns the old install).
+   */
+  async installedAgain(workspace: RemovedWorkspace): Promise<void> {
+    await this.db.query('DELETE FROM workspace_removals WHERE scope = $1 AND done_at IS NOT NULL', [
+      removalScope(workspace),
+    ]);
+  }
+
   /** Polls for due removals (including ones left by an earlier run) until stopped. */
   start(): void {
     this.stopped = false;
@@ -127,7 +137,7 @@ export class WorkspaceRemovals {
   /** Removals not finished yet (a gauge for operators). */
   async pendingCount(): Promise<number> {
     const rows = await this.db.query<{ count: string | number }>(
-      'SELECT count(*) AS count FROM workspace_removals',
+      'SELECT count(*) AS count FROM workspace_removals WHERE done_at IS NULL',
     );
     return Number(rows[0]?.count ?? 0);
   }
@@ -139,7 +149,7 @@ export class WorkspaceRemovals {
       const due = await this.db.query<DueRemoval>(
         `UPDATE workspace_removals SET next_attempt_at = now() + make_interval(secs => $1)
          WHERE scope IN (
-           SELECT scope FROM workspace_removals WHERE next_attempt_at <= now()
+           SELECT scope FROM workspace_removals WHERE done_at IS NULL AND next_attempt_at <= now()
            ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
          RETURNING scope, team_id, enterprise_id, is_enterprise_install, reason, attempts`,
         [CLAIM_LEASE_SECONDS, BATCH],
@@ -158,7 +168,10 @@ export class WorkspaceRemovals {
     const context = { team: removal.team_id, enterprise: removal.enterprise_id, reason: removal.reason };
     try {
       const outcome = await this.work(workspace);
-      await this.db.query('DELETE FROM workspace_removals WHERE scope = $1', [removal.scope]);
+      await this.db.query(
+        `UPDATE workspace_removals SET done_at = now(), next_attempt_at = 'infinity' WHERE scope = $1`,
+        [removal.scope],
+      );
       this.logger.info(
         { ...context, ...outcome },
         'app removed: waiting work dropped, agent sessions being deleted',

@@ -38,6 +38,8 @@ export interface InstallationStoreOptions {
   /** A refresh that failed: the operator must see it (an error line and a metric). */
   onRefreshFailed(key: InstallationKey, error: TokenRefreshError): void;
   onRefreshed?(key: InstallationKey): void;
+  /** An install (or reinstall) stored: what the app does when installed there again. */
+  onStored?(ref: InstallationRef): Promise<void>;
   cacheTtlMs?: number;
 }
 
@@ -70,11 +72,12 @@ export class InstallationStore implements BoltInstallationStore {
   // Bolt's InstallationStore.
 
   async storeInstallation(installation: Installation): Promise<void> {
-    const key = installationKeyOf({
+    const ref: InstallationRef = {
       teamId: installation.team?.id,
       enterpriseId: installation.enterprise?.id,
       isEnterpriseInstall: installation.isEnterpriseInstall === true,
-    });
+    };
+    const key = installationKeyOf(ref);
     if (key === undefined) throw new Error('an installation without the id it is kept under');
     const expiresAt = installation.bot?.expiresAt;
     const botTokenLife =
@@ -88,6 +91,7 @@ export class InstallationStore implements BoltInstallationStore {
         storedAt: new Date().toISOString(),
       });
     });
+    await this.options.onStored?.(ref);
   }
 
   /** Bolt's lookup (its authorize): the installation with a fresh token, and no refresh token (see above). */

@@ -159,6 +159,12 @@ const MIGRATIONS: readonly (readonly MigrationStep[])[] = [
        last_error TEXT,
        requested_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
   ],
+  [
+    // A finished removal is kept (done_at, and never due again, so a replica of the previous release, which
+    // picks due rows, leaves it alone) until the app is installed there again: until then no event of that
+    // workspace or org is admitted (see inbox/queue.ts ADMIT).
+    'ALTER TABLE workspace_removals ADD COLUMN IF NOT EXISTS done_at TIMESTAMPTZ',
+  ],
 ];
 
 /**

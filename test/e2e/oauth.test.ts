@@ -25,6 +25,7 @@ import {
   SIGNING_SECRET,
   startBot,
 } from '../helpers/stack.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** The app as distributed (manifest.distributed.yml): OAuth, org-wide installs, token rotation. */
 const DISTRIBUTED = new URL('../../manifest.distributed.yml', import.meta.url);
@@ -72,9 +73,16 @@ describe('many workspaces, installed with "Add to Slack"', () => {
         { teamId: 'T2', name: 'Second' },
         { teamId: 'T3', name: 'Org east', enterpriseId: 'E1' },
         { teamId: 'T4', name: 'Org west', enterpriseId: 'E1' },
+        { teamId: 'T5', name: 'Fifth' },
       ],
       orgs: [{ enterpriseId: 'E1', name: 'Org' }],
-      channels: { C1: {}, C2: { teamId: 'T2' }, C3: { teamId: 'T3' }, C4: { teamId: 'T4' } },
+      channels: {
+        C1: {},
+        C2: { teamId: 'T2' },
+        C3: { teamId: 'T3' },
+        C4: { teamId: 'T4' },
+        C5: { teamId: 'T5' },
+      },
     });
     agent = await AgentServiceEmulator.start();
     dir = await freshDataDir();
@@ -139,6 +147,24 @@ describe('many workspaces, installed with "Add to Slack"', () => {
       15_000,
     );
     expect(String(help.args.text)).toContain('/agent');
+  });
+
+  it('takes no event from a workspace it was uninstalled from, and answers there again once reinstalled', async () => {
+    const answered = async (text: string) => {
+      const mention = mentionIn(bot, slack, 'T5', 'C5', `<@U0BOTT5> ${text}`);
+      expect((await mention.sent).status).toBe(200);
+      return slack.waitForCall('chat.postMessage', (call) => call.args.thread_ts === mention.ts, 15_000);
+    };
+    await installThroughSlack(`${bot.baseUrl}/slack/install`, slack, { teamId: 'T5' });
+    await answered('before');
+    const { appUninstalled } = slack.tenancy.uninstall({ teamId: 'T5' });
+    expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, appUninstalled)).status).toBe(200);
+    await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'removal done');
+
+    const journey = await installThroughSlack(`${bot.baseUrl}/slack/install`, slack, { teamId: 'T5' });
+    expect(journey.status).toBe(200);
+    const reply = await answered('after the reinstall');
+    expect(String(reply.args.text)).toMatch(/after the reinstall$/);
   });
 
   it('answers in two workspaces of an organisation from one org-wide install', async () => {

@@ -43,10 +43,13 @@ describe('uninstall and revocation (embedded store)', () => {
   let agent: AgentServiceEmulator;
   let bot: RunningBot;
   let cleanup: () => Promise<void>;
+  let store: Awaited<ReturnType<typeof prepareEmbeddedStore>>['store'];
+  const env = { SESSION_DELETE_RETRY_MS: '200', AGENT_ROUTES: 'C0ROUTED=agent-b' };
 
   beforeEach(async () => {
     const prepared = await prepareEmbeddedStore();
     cleanup = prepared.cleanup;
+    store = prepared.store;
     // An Enterprise Grid org with two workspaces besides the bot's own (preinstalled) workspace.
     slack = await FakeSlack.start({
       orgs: [{ enterpriseId: 'E0ORG', name: 'Org' }],
@@ -59,8 +62,8 @@ describe('uninstall and revocation (embedded store)', () => {
     bot = await startBot({
       slack,
       agent,
-      store: prepared.store,
-      env: { SESSION_DELETE_RETRY_MS: '200', AGENT_ROUTES: 'C0ROUTED=agent-b' },
+      store,
+      env,
     });
   });
   afterEach(async () => {
@@ -174,6 +177,30 @@ describe('uninstall and revocation (embedded store)', () => {
         .callsOf('chat.postMessage')
         .some((call) => call.args.thread_ts === thread.root && textOf(call).includes('again')),
     ).toBe(false);
+  });
+
+  it('takes no event of a workspace the app was removed from until it is installed again (single workspace: a start whose token works)', async () => {
+    expect((await send(workspaceGoneEvent('app_uninstalled'))).status).toBe(200);
+    await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'removal done');
+    // Slack retries an event it could not deliver (immediately, after 1 and 5 minutes); whether it still
+    // delivers a retry once the app is gone, it does not say.
+    const late = appMentionEvent({ channel: 'C0LATE', user: 'U0ALICE', text: '<@U0BOT> late', ts: nextTs() });
+    const retried = await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, late, {
+      retryNum: 2,
+      retryReason: 'http_timeout',
+    });
+    expect(retried.status).toBe(200);
+    await sleep(1_500);
+    expect(agent.requestsFor('createSession')).toEqual([]);
+    expect(slack.callsOf('chat.postMessage')).toEqual([]);
+    // Another workspace is served as before.
+    await startThread('C0T2', 'T0OTHER');
+
+    // Reinstalled: in this mode the bot is started with the new token, and auth.test says it works.
+    await bot.stop();
+    bot = await startBot({ slack, agent, store, env });
+    const back = await startThread('C0BACK');
+    expect(live(agent)).toContain(back.session);
   });
 
   it("single workspace: Slack's own uninstall ends its conversations, and the bot keeps running and says what to do", async () => {

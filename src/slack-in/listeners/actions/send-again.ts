@@ -88,6 +88,8 @@ export function register(app: App, deps: SendAgainDeps): void {
         await say('That message was already sent again.');
         return;
       }
+      // The app is being removed from this workspace: nothing more is sent to the agent for it.
+      if (outcome === 'workspace-removed') return;
       if (outcome === 'rate-limited' || outcome === 'thread-full') {
         await say(admissionRefusalText(outcome, deps.userRateLimit));
         return;

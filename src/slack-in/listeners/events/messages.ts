@@ -209,6 +209,11 @@ async function acceptMessage(
     deps.logger.debug({ eventId: message.eventId, ts: message.ts }, 'duplicate delivery ignored');
     return;
   }
+  // A delivery after (or during) the app's removal there: nothing can be answered, nothing is started.
+  if (outcome === 'workspace-removed') {
+    events.ignore(eventType, outcome);
+    return;
+  }
   if (outcome === 'rate-limited' || outcome === 'thread-full') {
     events.ignore(eventType, outcome);
     const text = admissionRefusalText(outcome, deps.userRateLimit);
