@@ -294,7 +294,10 @@ function lifecycleSuite(
       await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, workspaceGoneEvent('app_uninstalled'));
       await waitFor(() => liveSessions(agent).length === 1, 'all sessions of the workspace deleted');
       expect(liveSessions(agent)).toEqual([otherTeam]);
-      // The workspace's mappings are gone too: a message in one of its old threads starts a new session.
+      // Installed again (a new token, and a restart: docs/behaviour.md), the workspace's mappings are gone
+      // too: a message in one of its old threads starts a new session.
+      await bot.stop();
+      bot = await startBot({ slack, agent, store, env });
       const creates = agent.requestsFor('createSession').length;
       await postSignedEvent(
         bot.eventsUrl,

@@ -50,9 +50,10 @@ describe('npm start', () => {
     });
     await waitUntil(
       async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.ok,
-      40_000,
+      // `npm start` builds first: a full tsc run, slow while the rest of the suite shares the machine.
+      120_000,
     );
-  }, 60_000);
+  }, 150_000);
 
   afterAll(async () => {
     if (child.exitCode === null) child.kill('SIGKILL');

@@ -238,7 +238,9 @@ describe('start-up with the real services', () => {
     const second = runBot(hanging);
     running.push(second);
     await ready(hanging);
-    expect(Date.now() - started).toBeLessThan(10_000);
+    // The check gives up after 3 s; without that bound the bot would wait out AGENT_TIMEOUT_MS (90 s). The margin
+    // is for a machine busy with the rest of the suite.
+    expect(Date.now() - started).toBeLessThan(20_000);
     expect(second.output()).toMatch(/"level":50.*did not answer the start-up check in time; starting anyway/);
   });
 });
