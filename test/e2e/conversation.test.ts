@@ -476,7 +476,9 @@ describe('correctness under real Slack delivery', () => {
     );
     const elapsed = Date.now() - started;
     agent.setLatency(0, 'sendMessage');
-    expect(elapsed).toBeLessThan(3_000); // 20 sequential answers would take 20 s
+    // 20 sequential answers would take 20 s, two at a time 10 s; about 1.7 s alone, 3.7 s seen in CI on a busy
+    // machine.
+    expect(elapsed).toBeLessThan(6_000);
     expect(agent.maxInFlight).toBeGreaterThanOrEqual(10);
   });
 
