@@ -132,8 +132,9 @@ describe('many huge agent replies at once', () => {
     await waitFor(() => writtenPerReply.length === THREADS, 'every reply to end');
     for (const written of writtenPerReply) expect(written).toBeLessThan(REPLY_BYTES);
     // Read whole, the 30 replies took 850 MiB; RSS also counts garbage not yet collected and the embedded
-    // store's WebAssembly memory, so the bound is loose.
-    expect((peak - before) / MIB).toBeLessThan(300);
+    // store's WebAssembly memory, so the bound is loose: Node 24 collects later than Node 20 (410-450 MiB here
+    // on Node 24.11.1, for this code and the previous release's alike; under 300 on Node 20).
+    expect((peak - before) / MIB).toBeLessThan(550);
     // One notice per thread, and nothing of the replies.
     expect(posts.map((post) => String(post.args.thread_ts)).sort()).toEqual([...roots].sort());
     for (const post of posts)
