@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { dropConnectionsWhileClosing } from '../util/server-close.js';
 import { capConnections } from './connection-cap.js';
 import type { BotMetrics } from './metrics.js';
 
@@ -129,8 +130,9 @@ export async function startRouteServer(
 
 export async function stopRouteServer(server: Server | undefined): Promise<void> {
   if (!server) return;
-  server.closeIdleConnections();
+  const done = dropConnectionsWhileClosing(server);
   await new Promise<void>((resolve) => server.close(() => resolve()));
+  done();
 }
 
 function json(res: ServerResponse, status: number, body: unknown): void {

@@ -11,6 +11,7 @@ import {
 import type { SlackConnection } from '../config/index.js';
 import type { Logger } from '../observability/logger.js';
 import type { Tracing } from '../observability/tracing.js';
+import { dropConnectionsWhileClosing } from '../util/server-close.js';
 import { type EventEnvelope, envelopeOf } from './events.js';
 import { GuardedHTTPReceiver } from './http-receiver.js';
 import { renderInstallPage } from './install-page.js';
@@ -216,12 +217,11 @@ export function createSlackApp(options: SlackAppOptions): SlackIngress {
     },
     async stop() {
       // Idle keep-alive connections would hold close() for a minute; busy ones get a few seconds to answer.
-      server?.closeIdleConnections();
-      const cut = setTimeout(() => server?.closeAllConnections(), 5_000).unref();
+      const done = server ? dropConnectionsWhileClosing(server, 5_000) : () => {};
       try {
         await app.stop();
       } finally {
-        clearTimeout(cut);
+        done();
       }
     },
   };
