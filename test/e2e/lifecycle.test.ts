@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
 import { botPerSuite } from '../helpers/bot-per-suite.js';
@@ -52,16 +52,29 @@ function lifecycleSuite(
     let cleanup: () => Promise<void>;
     const env = { SESSION_DELETE_RETRY_MS: '200', AGENT_ROUTES: 'C0ROUTED=agent-b' };
 
-    beforeEach(async () => {
+    // One bot for the cases of this suite: each works in channels of its own, and counts only its own
+    // sessions and the agent calls made since it began (a bot start costs more than all of a case's work).
+    beforeAll(async () => {
       ({ store, cleanup } = await prepareStore());
       slack = await FakeSlack.start({ users: { U0ALICE: { name: 'alice' }, U0BOB: { name: 'bob' } } });
       agent = await AgentServiceEmulator.start();
       bot = await startBot({ slack, agent, store, env });
     });
-    afterEach(async () => {
-      await bot.stop();
-      await Promise.all([slack.stop(), agent.stop(), cleanup()]);
+    afterAll(async () => {
+      await bot?.stop();
+      await Promise.all([slack?.stop(), agent?.stop(), cleanup?.()]);
     });
+    let deletionsBefore = 0;
+    beforeEach(() => {
+      deletionsBefore = agent.requestsFor('deleteSession').length;
+    });
+    afterEach(() => {
+      agent.setLatency(0, 'sendMessage');
+    });
+    /** The session deletions the agent service received during this case. */
+    const deletions = () => agent.requestsFor('deleteSession').slice(deletionsBefore);
+    /** Which of `sessions` the agent service still has. */
+    const liveAmong = (...sessions: string[]) => liveSessions(agent).filter((id) => sessions.includes(id));
 
     /** Starts a conversation in a new channel thread and returns its root ts and session id. */
     async function startThread(
@@ -106,7 +119,7 @@ function lifecycleSuite(
 
         expect(await slash('reset', 'D0ALICE')).toMatch(/Your next message here starts a fresh conversation/);
         await waitFor(() => !liveSessions(agent).includes(dmSession), 'DM session deleted on the service');
-        expect(agent.requestsFor('deleteSession').map((r) => r.sessionId)).toEqual([dmSession]);
+        expect(deletions().map((r) => r.sessionId)).toEqual([dmSession]);
         expect(liveSessions(agent)).toContain(other.session);
 
         await postSignedEvent(
@@ -190,8 +203,10 @@ function lifecycleSuite(
         expect(await slash('reset', 'C0CHAN', 'U0ALICE')).toMatch(
           /Reset 2 threads you started in this channel/,
         );
-        await waitFor(() => agent.requestsFor('deleteSession').length === 2, 'two deletions');
-        expect(liveSessions(agent)).toEqual([bobs.session, aliceElsewhere.session].sort());
+        await waitFor(() => deletions().length === 2, 'two deletions');
+        expect(liveAmong(aliceOne.session, aliceTwo.session, bobs.session, aliceElsewhere.session)).toEqual(
+          [bobs.session, aliceElsewhere.session].sort(),
+        );
         expect(liveSessions(agent)).not.toContain(aliceOne.session);
         expect(liveSessions(agent)).not.toContain(aliceTwo.session);
         expect(await slash('reset', 'C0CHAN', 'U0ALICE')).toMatch(
@@ -225,13 +240,13 @@ function lifecycleSuite(
     cases.onOneStore(
       "/agent sessions lists the caller's conversations with their creation time; help and unknown give usage",
       async () => {
-        await startThread('C0LIST', 'U0ALICE');
+        const alices = await startThread('C0LIST', 'U0ALICE');
         await startThread('C0LIST', 'U0ALICE');
         await startThread('C0LIST', 'U0BOB');
         const listing = await slash('sessions', 'C0LIST', 'U0ALICE');
         expect(listing).toMatch(/^You have 2 conversations with the agent here:/);
         expect(listing.split('\n').filter((line) => line.startsWith('• '))).toHaveLength(2);
-        const created = agent.sessionsOf(AGENT_ID)[0]?.createdAt ?? '';
+        const created = agent.sessionsOf(AGENT_ID).find((s) => s.uuid === alices.session)?.createdAt ?? '';
         expect(listing).toContain(`|${new Date(created).toISOString()}>`); // the service's creation time
         expect(await slash('sessions', 'C0EMPTY', 'U0ALICE')).toMatch(
           /no conversations with the agent here yet/,
@@ -254,11 +269,11 @@ function lifecycleSuite(
           channelLifecycleEvent('channel_archive', { channel: 'C0ARCH' }),
         );
         expect(archived.status).toBe(200);
-        await waitFor(() => liveSessions(agent).length === 1, 'archived channel sessions deleted');
-        expect(liveSessions(agent)).toEqual([kept.session]);
+        const mine = [one.session, two.session, kept.session];
+        await waitFor(() => liveAmong(...mine).length === 1, 'archived channel sessions deleted');
+        expect(liveAmong(...mine)).toEqual([kept.session]);
         expect(
-          agent
-            .requestsFor('deleteSession')
+          deletions()
             .map((r) => r.sessionId)
             .sort(),
         ).toEqual([one.session, two.session].sort());
@@ -266,10 +281,11 @@ function lifecycleSuite(
         for (const type of ['group_archive', 'channel_deleted', 'group_deleted'] as const) {
           const channel = `C0${type.toUpperCase().replace('_', '')}`;
           const thread = await startThread(channel);
+          mine.push(thread.session);
           await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, channelLifecycleEvent(type, { channel }));
           await waitFor(() => !liveSessions(agent).includes(thread.session), `${type} deletes the session`);
         }
-        expect(liveSessions(agent)).toEqual([kept.session]);
+        expect(liveAmong(...mine)).toEqual([kept.session]);
       },
     );
 
@@ -374,7 +390,7 @@ function lifecycleSuite(
         SIGNING_SECRET,
         channelLifecycleEvent('channel_archive', { channel: 'C0GONE' }),
       );
-      await waitFor(() => agent.requestsFor('deleteSession').length === 2, 'deletion attempted');
+      await waitFor(() => deletions().length === 2, 'deletion attempted');
       await waitFor(
         async () => (await metric(bot, 'agent_session_deletions_pending')) === 0,
         'nothing left pending',
@@ -385,7 +401,7 @@ function lifecycleSuite(
       const routed = await startThread('C0ROUTED');
       const plain = await startThread('C0PLAIN');
       expect(agent.sessionsOf('agent-b').map((s) => s.uuid)).toEqual([routed.session]);
-      expect(liveSessions(agent)).toEqual([plain.session]);
+      expect(liveAmong(routed.session, plain.session)).toEqual([plain.session]);
       const sends = agent.requestsFor('sendMessage');
       expect(sends.find((r) => r.sessionId === routed.session)?.agentId).toBe('agent-b');
       await postSignedEvent(
