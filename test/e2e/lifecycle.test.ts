@@ -99,7 +99,9 @@ function lifecycleSuite(
         slashCommandFields({ text, channel, user, responseUrl: slack.responseUrl(responseId) }),
       );
       expect(result.status).toBe(200);
-      expect(Date.now() - started).toBeLessThan(1_000); // acknowledged well within Slack's 3 s
+      // Within Slack's 3 s (api.slack.com/interactivity/slash-commands): a tighter bound measured how busy the
+      // machine was (1.7 s on a loaded one), not the bot.
+      expect(Date.now() - started).toBeLessThan(3_000);
       const answer = await slack.waitForCall('response_url', (c) => c.args.responseId === responseId);
       expect(answer.args.response_type).toBe('ephemeral');
       return textOf(answer);
