@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
+import { PROCESS_READY_MS } from '../helpers/bot-process.js';
 import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import { emptyWorkdir, entryPointArgs } from '../helpers/entry-point.js';
 import { freePort } from '../helpers/free-port.js';
@@ -40,12 +41,13 @@ function runBot(env: Record<string, string>, cwd = emptyWorkdir()): Run {
 }
 
 const running: Run[] = [];
-afterEach(async () => {
+async function stopRunning(): Promise<void> {
   for (const run of running.splice(0)) {
     if (run.child.exitCode === null) run.child.kill('SIGKILL');
     await run.exited;
   }
-});
+}
+afterEach(stopRunning);
 
 describe('configuration errors', () => {
   it('lists every missing or invalid variable in one run, one line each, and exits 1 without a stack trace', async () => {
@@ -97,14 +99,21 @@ describe('start-up with the real services', () => {
     };
   }
   afterEach(async () => {
+    // This runs before the file's afterEach: a bot still running would write into the directory removed.
+    await stopRunning();
     await Promise.all(dirs.splice(0).map((dir) => dir.remove()));
   });
 
-  const ready = (env: Record<string, string>) =>
+  /** Waits for the bot to be ready; fails at once, with what it said, if it exits instead. */
+  const ready = (env: Record<string, string>, run: Run) =>
     waitFor(
-      async () => (await fetch(`http://127.0.0.1:${env.PORT}/readyz`).catch(() => undefined))?.ok,
+      async () => {
+        if (run.child.exitCode !== null)
+          throw new Error(`the bot exited (${run.child.exitCode}): ${run.output().slice(-500)}`);
+        return (await fetch(`http://127.0.0.1:${env.PORT}/readyz`).catch(() => undefined))?.ok;
+      },
       'the bot to be ready',
-      20_000,
+      PROCESS_READY_MS,
     );
 
   it('reads .env from the working directory; variables set in the environment win', async () => {
@@ -120,7 +129,7 @@ describe('start-up with the real services', () => {
       );
       const run = runBot({ PORT: realPort ?? '' }, workdir);
       running.push(run);
-      await ready(env);
+      await ready(env, run);
       // Readiness answers as soon as the port is open, a moment before the start-up line is logged.
       await waitFor(() => run.output().includes('slack-agent-bridge is running'), 'the start-up line');
     } finally {
@@ -227,7 +236,7 @@ describe('start-up with the real services', () => {
     const unreachable = await environment({ AGENT_BASE_URL: `http://127.0.0.1:${await freePort()}/v1` });
     const first = runBot(unreachable);
     running.push(first);
-    await ready(unreachable);
+    await ready(unreachable, first);
     expect(first.output()).toMatch(
       /"level":50.*the agent service could not be checked at start-up; starting anyway/,
     );
@@ -237,7 +246,7 @@ describe('start-up with the real services', () => {
     const started = Date.now();
     const second = runBot(hanging);
     running.push(second);
-    await ready(hanging);
+    await ready(hanging, second);
     // The check gives up after 3 s; without that bound the bot would wait out AGENT_TIMEOUT_MS (90 s). The margin
     // is for a machine busy with the rest of the suite.
     expect(Date.now() - started).toBeLessThan(20_000);

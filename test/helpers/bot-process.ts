@@ -18,6 +18,12 @@ export interface BotProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+/**
+ * How long a test waits for the bot in a child process to be ready: node's start, loading the compiled
+ * sources and opening the store, on a machine the rest of the suite keeps busy.
+ */
+export const PROCESS_READY_MS = 30_000;
+
 export async function spawnBot(options: BotSetup): Promise<BotProcess> {
   const port = await freePort();
   const adminPort = await freePort();
@@ -46,9 +52,13 @@ export async function spawnBot(options: BotSetup): Promise<BotProcess> {
   const baseUrl = `http://127.0.0.1:${port}`;
   await waitFor(
     async () => child.exitCode === null && (await fetch(`${baseUrl}/readyz`).catch(() => undefined))?.ok,
-    `bot process ready (output so far: ${output.slice(-500)})`,
-    30_000,
-  );
+    'bot process ready',
+    PROCESS_READY_MS,
+  ).catch((error: unknown) => {
+    // What the process said by then, not when the wait began.
+    child.kill('SIGKILL');
+    throw new Error(`${String(error)} (exit code ${child.exitCode}; output: ${output.slice(-500)})`);
+  });
   return {
     child,
     port,
