@@ -37,12 +37,13 @@ export function guarantees(topology: Topology) {
     let b: RunningBot | undefined;
     let child: BotProcess | undefined;
 
+    // Only the fakes and the store before each case: the cases that need in-process instances start them
+    // (startInstances); the others run the bot in a child process first, and an instance started here
+    // would only be stopped again.
     beforeEach(async () => {
       ({ store, cleanup } = await topology.prepare());
       slack = await FakeSlack.start();
       agent = await AgentServiceEmulator.start();
-      a = await startBot({ slack, agent, store, env: ENV });
-      b = topology.twoInstances ? await startBot({ slack, agent, store, env: ENV }) : a;
     });
     afterEach(async () => {
       child?.child.kill('SIGKILL');
@@ -72,18 +73,25 @@ export function guarantees(topology: Topology) {
       expect(prompts(agent)).toEqual([prompt]);
     }
 
+    /** The in-process instances: two on one store (PostgreSQL), one on the embedded store. */
+    async function startInstances(): Promise<{ a: RunningBot; b: RunningBot }> {
+      a = await startBot({ slack, agent, store, env: ENV });
+      b = topology.twoInstances ? await startBot({ slack, agent, store, env: ENV }) : a;
+      return { a, b };
+    }
+
+    /** The bot in a child process, on this case's store. */
+    const spawnChild = (env: Record<string, string>) => spawnBot({ slack, agent, store, env });
+
     /**
-     * Replaces the in-process instances with the bot in a child process, the only one running until it is
-     * killed (a live replica could otherwise take the job first, and there would be nothing to take over).
+     * The bot in a child process, the only one running until it is killed (a live replica could otherwise
+     * take the job first, and there would be nothing to take over), and the survivor to start after it.
      */
     async function spawnSurvivorAndVictim(): Promise<{
       victim: BotProcess;
       survivor: () => Promise<RunningBot>;
     }> {
-      await a?.stop();
-      if (b !== a) await b?.stop();
-      a = b = undefined;
-      child = await spawnBot({ slack, agent, store, env: ENV });
+      child = await spawnChild(ENV);
       return {
         victim: child,
         // With PostgreSQL another replica takes the job over once its lease runs out; embedded: at start.
@@ -96,11 +104,12 @@ export function guarantees(topology: Topology) {
 
     if (topology.part === 'delivery') {
       it('delivers one thread in order, one message at a time, whichever instance gets each message', async () => {
+        const { a, b } = await startInstances();
         agent.setLatency(120, 'sendMessage');
         const root = nextTs();
         const texts = ['m0', 'm1', 'm2', 'm3', 'm4', 'm5'];
         for (const [i, text] of texts.entries()) {
-          const target = i % 2 === 0 ? a! : b!;
+          const target = i % 2 === 0 ? a : b;
           const result = await send(
             target.eventsUrl,
             mentionBody(text, i === 0 ? root : nextTs(), i === 0 ? undefined : root),
@@ -120,14 +129,15 @@ export function guarantees(topology: Topology) {
       });
 
       it("creates one session when a new thread's first messages reach both instances at once", async () => {
+        const { a, b } = await startInstances();
         agent.setLatency(100, 'createSession');
         // Ten new threads, each opened on one instance and answered into on the other at the same moment; each in
         // its own channel, as Slack takes about one post a second per channel.
         const roots = Array.from({ length: 10 }, () => nextTs());
         const results = await Promise.all(
           roots.flatMap((root, i) => [
-            send(a!.eventsUrl, mentionBody(`first ${i}`, root, undefined, `${CHANNEL}${i}`)),
-            send(b!.eventsUrl, mentionBody(`second ${i}`, nextTs(), root, `${CHANNEL}${i}`)),
+            send(a.eventsUrl, mentionBody(`first ${i}`, root, undefined, `${CHANNEL}${i}`)),
+            send(b.eventsUrl, mentionBody(`second ${i}`, nextTs(), root, `${CHANNEL}${i}`)),
           ]),
         );
         expect(results.every((r) => r.status === 200)).toBe(true);
@@ -139,8 +149,9 @@ export function guarantees(topology: Topology) {
       });
 
       it("relays a message once when Slack's retries land on different instances", async () => {
+        const { a, b } = await startInstances();
         const root = nextTs();
-        await send(a!.eventsUrl, mentionBody('start', root));
+        await send(a.eventsUrl, mentionBody('start', root));
         await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
         const ts = nextTs();
         const event = mentionBody('only once', ts, root);
@@ -153,10 +164,10 @@ export function guarantees(topology: Topology) {
           threadTs: root,
         });
         const statuses = await Promise.all([
-          send(a!.eventsUrl, event),
-          send(b!.eventsUrl, event, 1),
-          send(a!.eventsUrl, event, 2),
-          send(b!.eventsUrl, asMessage),
+          send(a.eventsUrl, event),
+          send(b.eventsUrl, event, 1),
+          send(a.eventsUrl, event, 2),
+          send(b.eventsUrl, asMessage),
         ]);
         expect(statuses.map((s) => s.status)).toEqual([200, 200, 200, 200]);
         await slack.waitForCall('chat.postMessage', (c) => textOf(c).endsWith('only once'));
@@ -301,9 +312,6 @@ export function guarantees(topology: Topology) {
       });
 
       it('past the drain bound, leaves the answer still coming for the next owner instead of calling the agent down', async () => {
-        await a?.stop();
-        if (b !== a) await b?.stop();
-        a = b = undefined;
         // The survivor calls the answer lost AGENT_TIMEOUT_MS (+ a grace) after the prompt left.
         const env = { ...ENV, SHUTDOWN_TIMEOUT_MS: '300', AGENT_TIMEOUT_MS: '2000' };
         // A trace collector that never answers keeps the stopping process (and its store) up for seconds after
@@ -311,12 +319,7 @@ export function guarantees(topology: Topology) {
         const collector = createServer(() => {});
         await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
         const { port } = collector.address() as AddressInfo;
-        child = await spawnBot({
-          slack,
-          agent,
-          store,
-          env: { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` },
-        });
+        child = await spawnChild({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` });
         agent.setLatency(1_800, 'sendMessage');
         const root = nextTs();
         await send(child.eventsUrl, mentionBody('cut short', root));
