@@ -165,6 +165,12 @@ const MIGRATIONS: readonly (readonly MigrationStep[])[] = [
     // workspace or org is admitted (see inbox/queue.ts ADMIT).
     'ALTER TABLE workspace_removals ADD COLUMN IF NOT EXISTS done_at TIMESTAMPTZ',
   ],
+  [
+    // When the app was last installed in a workspace or org (multi-workspace mode), by removal scope: a removal
+    // Slack sent before it concerns the installation it replaced (a late retry), and an org-wide removal does
+    // not close a workspace of the org that has installed the app on its own since.
+    'CREATE TABLE IF NOT EXISTS workspace_installs (scope TEXT PRIMARY KEY, installed_at TIMESTAMPTZ NOT NULL)',
+  ],
 ];
 
 /**
