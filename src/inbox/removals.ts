@@ -15,8 +15,11 @@ export interface RemovedWorkspace {
   isEnterpriseInstall: boolean;
 }
 
-/** What told the bot: Slack's two events, or a call answered `invalid_auth` / `account_inactive` / `token_revoked`. */
-export type RemovalReason = 'app_uninstalled' | 'tokens_revoked' | 'token_invalid';
+/**
+ * What told the bot: Slack's two events, an org admin removing the org-wide app from a workspace
+ * (`team_access_revoked`), or a call answered `invalid_auth` / `account_inactive` / `token_revoked`.
+ */
+export type RemovalReason = 'app_uninstalled' | 'tokens_revoked' | 'team_access_revoked' | 'token_invalid';
 
 /** What one removal ended, for the log and the operator's notice. */
 export interface RemovalOutcome {

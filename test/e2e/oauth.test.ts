@@ -18,6 +18,7 @@ import {
   slashCommandFields,
 } from '../helpers/slack-events.js';
 import {
+  AGENT_ID,
   botEnvironment,
   LogCapture,
   metric,
@@ -228,6 +229,42 @@ describe('many workspaces, installed with "Add to Slack"', () => {
     for (const call of [inEast, inWest]) {
       expect(call.caller).toMatchObject({ enterpriseId: 'E1', isEnterpriseInstall: true });
     }
+  });
+
+  it("an org admin removing the org-wide app from one workspace ends that workspace's conversations only; adding it back serves it again", async () => {
+    const started = async (teamId: string, channel: string, text: string) => {
+      const mention = mentionIn(bot, slack, teamId, channel, `<@U0BOTE1> ${text}`);
+      expect((await mention.sent).status).toBe(200);
+      const reply = await slack.waitForCall(
+        'chat.postMessage',
+        (call) => call.args.thread_ts === mention.ts,
+        15_000,
+      );
+      return sessionOf(String(reply.args.text));
+    };
+    const east = await started('T3', 'C3', 'east stays');
+    const west = await started('T4', 'C4', 'west goes');
+    const alive = () => agent.sessionsOf(AGENT_ID).map((session) => session.uuid);
+
+    const revoked = slack.tenancy.removeFromWorkspace('E1', 'T4');
+    expect(revoked).toMatchObject({ team_id: null, enterprise_id: 'E1', event: { team_ids: ['T4'] } });
+    expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, revoked)).status).toBe(200);
+    await waitFor(() => !alive().includes(west), "the workspace's session deleted");
+    await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'removal done');
+    expect(alive()).toContain(east);
+
+    // Delivered again: nothing more is deleted.
+    const deletions = agent.requestsFor('deleteSession').length;
+    expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, revoked)).status).toBe(200);
+    await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'nothing pending');
+    expect(agent.requestsFor('deleteSession')).toHaveLength(deletions);
+    expect(alive()).toContain(east);
+
+    // Added back: the org install serves the workspace again.
+    const granted = slack.tenancy.addToWorkspace('E1', 'T4');
+    expect(granted).toMatchObject({ team_id: null, enterprise_id: 'E1', event: { team_ids: ['T4'] } });
+    expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, granted)).status).toBe(200);
+    expect(await started('T4', 'C4', 'west is back')).not.toBe('');
   });
 
   it('an org-wide uninstall does not refuse a workspace of the org that then installs the app on its own', async () => {
