@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { access, constants, cp, mkdtemp, rename, rm } from 'node:fs/promises';
+import { access, constants, cp, mkdtemp, readdir, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -36,6 +36,7 @@ function schemaHash(): string {
  * then renamed), so runs side by side share it safely.
  */
 export async function prepareMigratedTemplate(): Promise<void> {
+  await removeStaleTemplates();
   if (existsSync(PGLITE_MIGRATED_TEMPLATE_DIR)) return;
   const staging = await mkdtemp(path.join(path.dirname(PGLITE_MIGRATED_TEMPLATE_DIR), 'staging-'));
   try {
@@ -61,6 +62,21 @@ export interface TempDataDir {
 }
 
 const run = promisify(execFile);
+
+/** Templates of schemas since changed, made over an hour ago (a run lasts minutes), are removed. */
+async function removeStaleTemplates(): Promise<void> {
+  const parent = path.dirname(PGLITE_MIGRATED_TEMPLATE_DIR);
+  const now = Date.now();
+  for (const entry of await readdir(parent)) {
+    const dir = path.join(parent, entry);
+    if (!entry.startsWith('pglite-migrated-') || dir === PGLITE_MIGRATED_TEMPLATE_DIR) continue;
+    const modified = await stat(dir).then(
+      (stats) => stats.mtimeMs,
+      () => now,
+    );
+    if (now - modified > 60 * 60 * 1000) await rm(dir, { recursive: true, force: true });
+  }
+}
 
 /**
  * Where data directories go: /dev/shm when the machine has one, as the stores are thrown away after their
@@ -93,9 +109,20 @@ async function copyTemplate(template: string, destination: string): Promise<void
  * that was never migrated, for the tests of the migrations themselves.
  */
 export async function freshDataDir(options: { schema?: 'current' | 'none' } = {}): Promise<TempDataDir> {
+  return dataDirFrom(options.schema === 'none' ? PGLITE_TEMPLATE_DIR : PGLITE_MIGRATED_TEMPLATE_DIR);
+}
+
+/**
+ * A copy of a data dir whose store is closed: tests that each need the same rows stored copy them, instead of
+ * each opening a store to write them.
+ */
+export function copyOfDataDir(source: TempDataDir): Promise<TempDataDir> {
+  return dataDirFrom(path.join(source.path, 'pglite'));
+}
+
+async function dataDirFrom(cluster: string): Promise<TempDataDir> {
   const dir = await mkdtemp(path.join(await parentOfDataDirs(), 'bridge-data-'));
-  const template = options.schema === 'none' ? PGLITE_TEMPLATE_DIR : PGLITE_MIGRATED_TEMPLATE_DIR;
-  await copyTemplate(template, path.join(dir, 'pglite'));
+  await copyTemplate(cluster, path.join(dir, 'pglite'));
   return { path: dir, remove: () => rm(dir, { recursive: true, force: true }) };
 }
 
