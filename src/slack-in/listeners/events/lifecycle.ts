@@ -39,7 +39,11 @@ export function register(events: EventRouter, deps: LifecycleDeps): void {
       isEnterpriseInstall || teamId === undefined
         ? { enterpriseId, isEnterpriseInstall: true }
         : { teamId, enterpriseId, isEnterpriseInstall };
-    await deps.removals.remove(installation, reason);
+    // When Slack sent it, so a retry arriving after a reinstall is told from a new removal.
+    const eventTime = envelope.event_time;
+    const sentAt =
+      typeof eventTime === 'number' && Number.isFinite(eventTime) ? new Date(eventTime * 1000) : new Date();
+    await deps.removals.remove(installation, reason, sentAt);
     deps.logger.info(
       { team: teamId, enterprise: enterpriseId, event: envelope.event.type },
       'app removed; its waiting work and agent sessions are being dropped',
