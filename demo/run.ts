@@ -6,8 +6,7 @@
  *   AGENT_BASE_URL=https://…/v1 AGENT_API_KEY=… AGENT_ID=… npm run demo   # a real agent
  */
 import { parseArgs } from 'node:util';
-import { ConfigError } from '../src/config/index.js';
-import { type RunningDemo, startDemo } from './demo.js';
+import type { RunningDemo } from './demo.js';
 
 function fail(line: string): never {
   process.stderr.write(`${line}\n`);
@@ -53,6 +52,11 @@ const realAgent = ['AGENT_BASE_URL', 'AGENT_API_KEY', 'AGENT_ID'].filter((name) 
 if (realAgent.length > 0 && realAgent.length < 3)
   fail('demo: set all of AGENT_BASE_URL, AGENT_API_KEY and AGENT_ID to use a real agent, or none of them');
 
+// Loaded once the arguments are known to be good: --help and a mistyped flag answer without loading the bot.
+const [{ ConfigError }, { startDemo }] = await Promise.all([
+  import('../src/config/index.js'),
+  import('./demo.js'),
+]);
 let demo: RunningDemo;
 try {
   demo = await startDemo({

@@ -99,7 +99,8 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     retryBaseMs: config.sessions.deleteRetryMs,
     // Rare, and each is worked on as soon as it is recorded: the poll only finds retries and leftovers.
     pollMs: Math.min(Math.max(config.sessions.deleteRetryMs, 1_000), 30_000),
-    forgetInstallation: installations && ((workspace) => installations.store.forget(workspace)),
+    forgetInstallation:
+      installations && ((workspace, recordedAt) => installations.store.forget(workspace, recordedAt)),
     onRemoved: (workspace) => oauth.reportRemoval(workspace, installations !== undefined, logger),
   });
   installations?.onRemoved((workspace) => removals.remove(workspace, 'token_invalid'));
@@ -107,7 +108,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   // Single-workspace mode: auth.test succeeded at start-up, so the token (new after a reinstall: an uninstall
   // revokes the old one) works. A retried delivery cannot be told from a reinstall by itself, so events alone
   // never lift a removal.
-  installations?.onInstalled((workspace) => removals.installedAgain(workspace));
+  installations?.onInstalled((workspace) => removals.installed(workspace));
   if (!installations && identity.teamId)
     await removals.installedAgain({ teamId: identity.teamId, isEnterpriseInstall: false });
   const claims = new MessageClaims(db);

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import type { TestProject } from 'vitest/node';
 import { compileSources } from './helpers/compiled-sources.js';
-import { PGLITE_TEMPLATE_DIR } from './helpers/embedded-store.js';
+import { PGLITE_TEMPLATE_DIR, prepareMigratedTemplate } from './helpers/embedded-store.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -14,13 +14,16 @@ declare module 'vitest' {
 }
 
 /**
- * Initialises one PGlite cluster that embedded-store tests copy instead of running initdb each time, and
- * compiles src once for the tests that start the bot in a child process.
+ * Initialises one PGlite cluster that embedded-store tests copy instead of running initdb each time, and a
+ * copy of it migrated to the current schema; compiles src once for the tests that start the bot in a child
+ * process.
  */
 export default async function setup(project: TestProject): Promise<void> {
   project.provide('compiledSources', await compileSources(path.resolve(import.meta.dirname, '..')));
-  if (existsSync(path.join(PGLITE_TEMPLATE_DIR, 'PG_VERSION'))) return;
-  await mkdir(path.dirname(PGLITE_TEMPLATE_DIR), { recursive: true });
-  const db = await PGlite.create(PGLITE_TEMPLATE_DIR);
-  await db.close();
+  if (!existsSync(path.join(PGLITE_TEMPLATE_DIR, 'PG_VERSION'))) {
+    await mkdir(path.dirname(PGLITE_TEMPLATE_DIR), { recursive: true });
+    const db = await PGlite.create(PGLITE_TEMPLATE_DIR);
+    await db.close();
+  }
+  await prepareMigratedTemplate();
 }

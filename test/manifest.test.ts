@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadConfig } from '../src/config/index.js';
 import { RESET_SHORTCUT_CALLBACK_ID } from '../src/slack-in/listeners/commands/index.js';
-import { HANDLED_EVENTS } from '../src/slack-in/listeners/events/index.js';
+import { HANDLED_EVENTS, ORG_APP_EVENTS } from '../src/slack-in/listeners/events/index.js';
 import { REQUIRED_BOT_SCOPES } from '../src/slack-in/requirements.js';
 
 interface Manifest {
@@ -21,6 +21,7 @@ interface Manifest {
     event_subscriptions: { bot_events: string[]; request_url?: string };
     interactivity?: { is_enabled: boolean; request_url?: string };
     socket_mode_enabled?: boolean;
+    org_deploy_enabled?: boolean;
   };
 }
 
@@ -54,7 +55,10 @@ describe.each([
   const httpMode = file === 'manifest.http.yml' || file === 'manifest.distributed.yml';
 
   it('subscribes to exactly the events the bot handles', () => {
+    // Only an org-ready app (org_deploy_enabled) is sent the org-wide install's events.
+    const orgReady = manifest.settings.org_deploy_enabled === true;
     const needed = HANDLED_EVENTS.filter((event) => agentView || !AGENT_VIEW_EVENTS.has(event))
+      .filter((event) => orgReady || !ORG_APP_EVENTS.has(event))
       .flatMap(subscriptionsFor)
       .sort();
     expect([...manifest.settings.event_subscriptions.bot_events].sort()).toEqual(needed);
@@ -205,7 +209,18 @@ describe('manifest.distributed.yml', () => {
       display_information: display,
       features: { ...distributed.features, agent_view: agentView },
       oauth_config: oauth,
-      settings: { ...distributed.settings, org_deploy_enabled: false, token_rotation_enabled: false },
+      settings: {
+        ...distributed.settings,
+        // The org-wide install's own events, which only an org-ready app is sent.
+        event_subscriptions: {
+          ...distributed.settings.event_subscriptions,
+          bot_events: distributed.settings.event_subscriptions.bot_events.filter(
+            (event) => !ORG_APP_EVENTS.has(event),
+          ),
+        },
+        org_deploy_enabled: false,
+        token_rotation_enabled: false,
+      },
     }).toEqual(http);
   });
 });

@@ -25,23 +25,23 @@ export interface MarkedConversation {
 export class ConversationMarks {
   constructor(private readonly db: Database) {}
 
-  /** Sets the mark; true when it was not set before (the first of several replicas to set it). */
+  /**
+   * Sets the mark; true when it was not set before (the first of several replicas to set it). One statement,
+   * both rows or neither: it runs for every answer, so it costs no transaction of its own.
+   */
   async set(conversation: MarkedConversation, mark: ConversationMark): Promise<boolean> {
     const legacy = legacyClaimOf(conversation, mark);
-    return this.db.transaction(async (query) => {
-      const rows = await query(
-        `INSERT INTO conversation_marks (team_id, channel_id, thread_ts, mark) VALUES ($1, $2, $3, $4)
-         ON CONFLICT DO NOTHING RETURNING 1`,
-        [...keyOf(conversation), mark],
-      );
-      if (!legacy) return rows.length === 1;
-      const claimed = await query(
-        `INSERT INTO handled_messages (team_id, channel_id, message_ts, purpose) VALUES ($1, $2, $3, $4)
-         ON CONFLICT DO NOTHING RETURNING 1`,
-        legacy,
-      );
-      return claimed.length === 1;
-    });
+    const setMark = `INSERT INTO conversation_marks (team_id, channel_id, thread_ts, mark) VALUES ($1, $2, $3, $4)
+       ON CONFLICT DO NOTHING RETURNING 1`;
+    if (!legacy) return (await this.db.query(setMark, [...keyOf(conversation), mark])).length === 1;
+    const [row] = await this.db.query<{ claimed: boolean }>(
+      `WITH marked AS (${setMark}),
+       claimed AS (INSERT INTO handled_messages (team_id, channel_id, message_ts, purpose) VALUES ($5, $6, $7, $8)
+         ON CONFLICT DO NOTHING RETURNING 1)
+       SELECT EXISTS (SELECT 1 FROM claimed) AS claimed`,
+      [...keyOf(conversation), mark, ...legacy],
+    );
+    return row?.claimed === true;
   }
 
   async has(conversation: MarkedConversation, mark: ConversationMark): Promise<boolean> {

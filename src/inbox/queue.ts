@@ -54,8 +54,10 @@ const ADMIT = `
     SELECT count(*) AS n FROM user_requests
     WHERE $7::int > 0 AND user_id = $5 AND at > now() - ${USER_LIMIT_WINDOW}),
   known AS (SELECT EXISTS (SELECT 1 FROM inbox WHERE dedupe_key = $2) AS yes),
-  gone AS (SELECT EXISTS (SELECT 1 FROM workspace_removals
-    WHERE team_id = split_part($1, ':', 1) OR (is_enterprise_install AND enterprise_id = $8)) AS yes),
+  gone AS (SELECT EXISTS (SELECT 1 FROM workspace_removals r
+    WHERE (r.team_id = split_part($1, ':', 1) OR (r.is_enterprise_install AND r.enterprise_id = $8))
+      AND NOT (r.is_enterprise_install AND EXISTS (SELECT 1 FROM workspace_installs i
+        WHERE i.scope = 'team:' || split_part($1, ':', 1) AND i.installed_at > r.requested_at))) AS yes),
   take AS (SELECT $9::boolean AND (SELECT n FROM open) = 0 AS yes),
   job AS (
     INSERT INTO inbox (thread_key, dedupe_key, kind, payload, user_id, queued, enterprise_id, state, owner,

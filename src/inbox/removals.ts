@@ -15,8 +15,11 @@ export interface RemovedWorkspace {
   isEnterpriseInstall: boolean;
 }
 
-/** What told the bot: Slack's two events, or a call answered `invalid_auth` / `account_inactive` / `token_revoked`. */
-export type RemovalReason = 'app_uninstalled' | 'tokens_revoked' | 'token_invalid';
+/**
+ * What told the bot: Slack's two events, an org admin removing the org-wide app from a workspace
+ * (`team_access_revoked`), or a call answered `invalid_auth` / `account_inactive` / `token_revoked`.
+ */
+export type RemovalReason = 'app_uninstalled' | 'tokens_revoked' | 'team_access_revoked' | 'token_invalid';
 
 /** What one removal ended, for the log and the operator's notice. */
 export interface RemovalOutcome {
@@ -32,8 +35,9 @@ export interface RemovalOptions {
   /**
    * OAuth mode: deletes the stored installation, so no event of the workspace is authorized any more. Run
    * first, so no new work comes in while the old is dropped; it must be idempotent (a retry runs it again).
+   * Only an installation stored before `recordedAt` is the one removed (a later one is a reinstall).
    */
-  forgetInstallation?: (workspace: RemovedWorkspace) => Promise<void>;
+  forgetInstallation?: (workspace: RemovedWorkspace, recordedAt: Date) => Promise<void>;
   /** Told once per removal, when every step is done. */
   onRemoved?: (workspace: RemovedWorkspace, reason: RemovalReason, outcome: RemovalOutcome) => void;
 }
@@ -45,6 +49,7 @@ interface DueRemoval {
   is_enterprise_install: boolean;
   reason: RemovalReason;
   attempts: number;
+  requested_at: Date | string;
 }
 
 const MAX_RETRY_DELAY_MS = 15 * 60 * 1000;
@@ -89,19 +94,34 @@ export class WorkspaceRemovals {
     private readonly options: RemovalOptions,
   ) {}
 
-  /** Records the removal durably (a StoreError if it cannot), then works through it. */
-  async remove(workspace: RemovedWorkspace, reason: RemovalReason): Promise<void> {
-    await this.db.query(
+  /**
+   * Records the removal durably (a StoreError if it cannot), then works through it. `sentAt`: when Slack sent
+   * it (an event's `event_time`, whole seconds). A removal sent before the installation there now (one second's
+   * margin, for those whole seconds) is of the installation that one replaced, redelivered late: ignored.
+   */
+  async remove(workspace: RemovedWorkspace, reason: RemovalReason, sentAt = new Date()): Promise<void> {
+    const scope = removalScope(workspace);
+    const recorded = await this.db.query<{ scope: string }>(
       `INSERT INTO workspace_removals (scope, team_id, enterprise_id, is_enterprise_install, reason)
-       VALUES ($1, $2, $3, $4, $5) ON CONFLICT (scope) DO NOTHING`,
+       SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (SELECT 1 FROM workspace_installs
+         WHERE scope = $1 AND installed_at >= $6::timestamptz + interval '1 second')
+       ON CONFLICT (scope) DO NOTHING RETURNING scope`,
       [
-        removalScope(workspace),
+        scope,
         workspace.teamId ?? null,
         workspace.enterpriseId ?? null,
         workspace.isEnterpriseInstall,
         reason,
+        sentAt.toISOString(),
       ],
     );
+    if (recorded.length === 0 && (await this.reinstalledSince(scope, sentAt))) {
+      this.logger.info(
+        { team: workspace.teamId, enterprise: workspace.enterpriseId, reason },
+        'a removal sent before the app was installed there again (a late retry); ignored',
+      );
+      return;
+    }
     this.kick();
   }
 
@@ -113,6 +133,28 @@ export class WorkspaceRemovals {
     await this.db.query('DELETE FROM workspace_removals WHERE scope = $1 AND done_at IS NOT NULL', [
       removalScope(workspace),
     ]);
+  }
+
+  /**
+   * Multi-workspace mode: an installation stored now. Its time is kept, so removals sent before it are told
+   * from ones of this installation (see `remove`), and an org-wide removal does not refuse a workspace of the
+   * org installed on its own since (inbox/queue.ts ADMIT); then as `installedAgain`.
+   */
+  async installed(workspace: RemovedWorkspace): Promise<void> {
+    await this.db.query(
+      `INSERT INTO workspace_installs (scope, installed_at) VALUES ($1, now())
+       ON CONFLICT (scope) DO UPDATE SET installed_at = excluded.installed_at`,
+      [removalScope(workspace)],
+    );
+    await this.installedAgain(workspace);
+  }
+
+  private async reinstalledSince(scope: string, sentAt: Date): Promise<boolean> {
+    const rows = await this.db.query<{ scope: string }>(
+      `SELECT scope FROM workspace_installs WHERE scope = $1 AND installed_at >= $2::timestamptz + interval '1 second'`,
+      [scope, sentAt.toISOString()],
+    );
+    return rows.length > 0;
   }
 
   /** Polls for due removals (including ones left by an earlier run) until stopped. */
@@ -151,7 +193,7 @@ export class WorkspaceRemovals {
          WHERE scope IN (
            SELECT scope FROM workspace_removals WHERE done_at IS NULL AND next_attempt_at <= now()
            ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-         RETURNING scope, team_id, enterprise_id, is_enterprise_install, reason, attempts`,
+         RETURNING scope, team_id, enterprise_id, is_enterprise_install, reason, attempts, requested_at`,
         [CLAIM_LEASE_SECONDS, BATCH],
       );
       if (due.length === 0) return;
@@ -167,9 +209,15 @@ export class WorkspaceRemovals {
     };
     const context = { team: removal.team_id, enterprise: removal.enterprise_id, reason: removal.reason };
     try {
-      const outcome = await this.work(workspace);
+      const outcome = await this.work(workspace, new Date(removal.requested_at));
       await this.db.query(
         `UPDATE workspace_removals SET done_at = now(), next_attempt_at = 'infinity' WHERE scope = $1`,
+        [removal.scope],
+      );
+      // Installed again meanwhile: the removal was of the installation replaced; kept, it would refuse the new one.
+      await this.db.query(
+        `DELETE FROM workspace_removals r WHERE scope = $1 AND EXISTS (SELECT 1 FROM workspace_installs i
+           WHERE i.scope = r.scope AND i.installed_at > r.requested_at)`,
         [removal.scope],
       );
       this.logger.info(
@@ -198,8 +246,8 @@ export class WorkspaceRemovals {
    * The steps, in this order: no new work comes in (the installation is forgotten), the waiting work is
    * dropped (so none of it starts a conversation again), then the conversations end.
    */
-  private async work(workspace: RemovedWorkspace): Promise<RemovalOutcome> {
-    await this.options.forgetInstallation?.(workspace);
+  private async work(workspace: RemovedWorkspace, recordedAt: Date): Promise<RemovalOutcome> {
+    await this.options.forgetInstallation?.(workspace, recordedAt);
     if (workspace.isEnterpriseInstall && workspace.enterpriseId) {
       const cancelledJobs = await this.jobs.cancelOpenOfOrg(workspace.enterpriseId);
       const retired = await this.sessions.retireOrg(workspace.enterpriseId, 'workspace-gone');

@@ -136,12 +136,17 @@ export class InstallationStore implements BoltInstallationStore {
 
   /**
    * Removes an installation (uninstall, revoked tokens): a tombstone, written under its lock so a refresh in
-   * flight cannot write it back; idempotent.
+   * flight cannot write it back; idempotent. With `storedBefore`, an installation stored at or after it is a
+   * reinstall the removal does not concern, and is kept.
    */
-  async forget(ref: InstallationRef): Promise<void> {
+  async forget(ref: InstallationRef, storedBefore?: Date): Promise<void> {
     const key = installationKeyOf(ref);
     if (key === undefined) return;
-    await this.options.lock(key, () => this.write(key, { removedAt: new Date().toISOString() }));
+    await this.options.lock(key, async () => {
+      const row = await this.options.keyv.get(key);
+      if (storedBefore && isLiveRow(row) && Date.parse(row.storedAt) >= storedBefore.getTime()) return;
+      await this.write(key, { removedAt: new Date().toISOString() });
+    });
   }
 
   /** The cached installation is not trusted any more (Slack refused its token): the next lookup reads the store. */

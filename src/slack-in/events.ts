@@ -29,6 +29,8 @@ export interface EventEnvelope {
   /** An org-wide install's event (Bolt reads it here or on the authorization). */
   is_enterprise_install?: unknown;
   event_id?: string;
+  /** When Slack sent the event (seconds since the epoch); the same on every retry of it. */
+  event_time?: unknown;
   event: { type: string; [field: string]: unknown };
   /**
    * Whom the event is delivered for (Slack sends one entry): the installation (its team, or its enterprise for

@@ -165,6 +165,22 @@ const MIGRATIONS: readonly (readonly MigrationStep[])[] = [
     // workspace or org is admitted (see inbox/queue.ts ADMIT).
     'ALTER TABLE workspace_removals ADD COLUMN IF NOT EXISTS done_at TIMESTAMPTZ',
   ],
+  [
+    // The open jobs in the order they were recorded: the claim pass takes the oldest due ones, and the
+    // heartbeat finds a process's running ones by id. Without it both walked the primary key through every
+    // finished job kept until the retention horizon, a week of them, on every pass.
+    `CREATE INDEX IF NOT EXISTS inbox_open_id ON inbox (id) WHERE state IN ('pending', 'running')`,
+    // Room on each page for a row's next version: a job's row is written several times while it runs (sent,
+    // leases, progress), and a new version that fits on its page and changes no indexed column adds no index
+    // entries. Applies to pages written from now on; a replica of the previous release is not affected.
+    'ALTER TABLE inbox SET (fillfactor = 70)',
+  ],
+  [
+    // When the app was last installed in a workspace or org (multi-workspace mode), by removal scope: a removal
+    // Slack sent before it concerns the installation it replaced (a late retry), and an org-wide removal does
+    // not close a workspace of the org that has installed the app on its own since.
+    'CREATE TABLE IF NOT EXISTS workspace_installs (scope TEXT PRIMARY KEY, installed_at TIMESTAMPTZ NOT NULL)',
+  ],
 ];
 
 /**

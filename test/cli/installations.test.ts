@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { Installation } from '@slack/bolt';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { TokenKey } from '../../src/config/token-keys.js';
 import { installationLock } from '../../src/installations/installation-lock.js';
 import {
@@ -15,8 +15,7 @@ import { TokenCipher } from '../../src/installations/token-cipher.js';
 import { TokenRefresher } from '../../src/installations/token-refresh.js';
 import { openDatabase } from '../../src/store/database.js';
 import { createSessionKeyv } from '../../src/store/keyv.js';
-import { migrate } from '../../src/store/schema.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import { copyOfDataDir, freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import { emptyWorkdir, entryPointArgs } from '../helpers/entry-point.js';
 
 const CLI = entryPointArgs('src/cli/installations.ts');
@@ -75,11 +74,12 @@ async function storedWith(dir: string, keys: TokenKey[]): Promise<{ keyIds: stri
 }
 
 describe('npm run installations -- reencrypt', () => {
+  // One workspace installed, its token sealed under k1: stored once, copied for each test.
+  let installed: TempDataDir;
   let dir: TempDataDir;
-  beforeEach(async () => {
-    dir = await freshDataDir();
-    const db = await openDatabase({ kind: 'embedded', dataDir: dir.path });
-    await migrate(db);
+  beforeAll(async () => {
+    installed = await freshDataDir();
+    const db = await openDatabase({ kind: 'embedded', dataDir: installed.path });
     await new InstallationStore({
       keyv: createSessionKeyv<InstallationRow>(db, INSTALLATIONS_NAMESPACE),
       cipher: new TokenCipher([k1]),
@@ -88,6 +88,10 @@ describe('npm run installations -- reencrypt', () => {
       onRefreshFailed: () => {},
     }).storeInstallation(workspace);
     await db.close();
+  });
+  afterAll(() => installed.remove());
+  beforeEach(async () => {
+    dir = await copyOfDataDir(installed);
   });
   afterEach(() => dir.remove());
 

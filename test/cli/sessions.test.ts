@@ -6,11 +6,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AgentClient } from '../../src/agent/client.js';
 import { parseSessionsArgs, runSessionsCommand } from '../../src/cli/sessions-command.js';
 import { SessionStore, type ThreadSession } from '../../src/sessions/store.js';
-import { type Database, openDatabase } from '../../src/store/database.js';
 import { createSessionKeyv } from '../../src/store/keyv.js';
-import { migrate } from '../../src/store/schema.js';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import { embeddedStorePerSuite, freshDataDir } from '../helpers/embedded-store.js';
 import { emptyWorkdir, entryPointArgs } from '../helpers/entry-point.js';
 
 const CLI = entryPointArgs('src/cli/sessions.ts');
@@ -44,24 +42,20 @@ function run_(
 describe('npm run sessions (orphan prune)', () => {
   let agent: AgentServiceEmulator;
   let client: AgentClient;
-  let dir: TempDataDir;
-  let db: Database;
+  // One store for the file, emptied before each test.
+  const shared = embeddedStorePerSuite();
   let store: SessionStore;
   let output: string[];
 
   beforeEach(async () => {
     agent = await AgentServiceEmulator.start();
     client = new AgentClient({ baseUrl: agent.baseUrl, apiKey: agent.apiKey, timeoutMs: 5_000 });
-    dir = await freshDataDir();
-    db = await openDatabase({ kind: 'embedded', dataDir: dir.path });
-    await migrate(db);
-    store = new SessionStore(createSessionKeyv<ThreadSession>(db, SessionStore.namespace), db);
+    store = new SessionStore(createSessionKeyv<ThreadSession>(shared.db, SessionStore.namespace), shared.db);
     output = [];
   });
   afterEach(async () => {
     client.close();
-    await db.close();
-    await Promise.all([agent.stop(), dir.remove()]);
+    await agent.stop();
   });
 
   async function mapped(sessionId: string, threadTs: string): Promise<void> {
@@ -193,7 +187,8 @@ describe('npm run sessions (orphan prune)', () => {
 
   it('lists through the real entry point with the settings the bot uses, .env included', async () => {
     const session = agent.addSession('agent-main');
-    await db.close();
+    // The command opens the embedded store itself, and one process at a time may: a data dir of its own.
+    const dir = await freshDataDir();
     // Asynchronously: the emulator in this process must keep answering while the command runs.
     // Settings from `.env` in the working directory, as `npm start` reads them; the environment wins.
     const workdir = await mkdtemp(path.join(tmpdir(), 'bridge-sessions-'));
@@ -202,9 +197,8 @@ describe('npm run sessions (orphan prune)', () => {
       `AGENT_BASE_URL=${agent.baseUrl}\nAGENT_API_KEY=${agent.apiKey}\nAGENT_ID=agent-main\nDATA_DIR=/nonexistent\n`,
     );
     const result = await run_(['list'], { DATA_DIR: dir.path }, workdir).finally(() =>
-      rm(workdir, { recursive: true, force: true }),
+      Promise.all([rm(workdir, { recursive: true, force: true }), dir.remove()]),
     );
-    db = await openDatabase({ kind: 'embedded', dataDir: dir.path });
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout).toContain(`agent-main\t${session}`);

@@ -54,6 +54,17 @@ function unwrapBase64(object: K8sObject): K8sObject {
   return { ...object, data };
 }
 
+const TYPE_OPTIONS: ts.CompilerOptions = {
+  module: ts.ModuleKind.NodeNext,
+  moduleResolution: ts.ModuleResolutionKind.NodeNext,
+  target: ts.ScriptTarget.ES2022,
+  strict: true,
+  noEmit: true,
+  skipLibCheck: true,
+  types: [],
+};
+const PARSED = new Map<string, ts.SourceFile>();
+
 /**
  * Fields that the objects' types do not declare, found by walking each object along the TypeScript
  * declarations that kubernetes-models generates from the same OpenAPI document.
@@ -66,24 +77,18 @@ function unknownFields(objects: readonly K8sObject[]): string[] {
         `import type { I${kind} as T${index} } from 'kubernetes-models/${apiVersion}/${kind}';\nexport type R${index} = T${index};`,
     )
     .join('\n');
-  const options: ts.CompilerOptions = {
-    module: ts.ModuleKind.NodeNext,
-    moduleResolution: ts.ModuleResolutionKind.NodeNext,
-    target: ts.ScriptTarget.ES2022,
-    strict: true,
-    noEmit: true,
-    skipLibCheck: true,
-    types: [],
-  };
   // The type file exists only in memory.
-  const host = ts.createCompilerHost(options);
+  const host = ts.createCompilerHost(TYPE_OPTIONS);
   const { getSourceFile, fileExists } = host;
-  host.getSourceFile = (name, language, ...rest) =>
-    name === file
-      ? ts.createSourceFile(name, source, language)
-      : getSourceFile.call(host, name, language, ...rest);
+  host.getSourceFile = (name, language, ...rest) => {
+    if (name === file) return ts.createSourceFile(name, source, language);
+    // Parsed once per process: each check reads the same standard library and kubernetes-models files.
+    const parsed = PARSED.get(name) ?? getSourceFile.call(host, name, language, ...rest);
+    if (parsed) PARSED.set(name, parsed);
+    return parsed;
+  };
   host.fileExists = (name) => name === file || fileExists.call(host, name);
-  const program = ts.createProgram([file], options, host);
+  const program = ts.createProgram([file], TYPE_OPTIONS, host);
   const unresolved = ts.getPreEmitDiagnostics(program);
   if (unresolved.length > 0) {
     return unresolved.map((diagnostic) => ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));

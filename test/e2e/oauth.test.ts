@@ -18,6 +18,7 @@ import {
   slashCommandFields,
 } from '../helpers/slack-events.js';
 import {
+  AGENT_ID,
   botEnvironment,
   LogCapture,
   metric,
@@ -53,6 +54,8 @@ function startSlack(port: number, options: FakeSlackOptions = {}): Promise<FakeS
   });
 }
 
+const sessionOf = (text: string) => /^echo\[(s-\d+)#\d+\]/.exec(text)?.[1] ?? '';
+
 /** A person mentions the bot in `channel` of `teamId`; Slack addresses it to the installation serving there. */
 function mentionIn(bot: RunningBot, slack: FakeSlack, teamId: string, channel: string, text: string) {
   const ts = nextTs();
@@ -74,6 +77,7 @@ describe('many workspaces, installed with "Add to Slack"', () => {
         { teamId: 'T3', name: 'Org east', enterpriseId: 'E1' },
         { teamId: 'T4', name: 'Org west', enterpriseId: 'E1' },
         { teamId: 'T5', name: 'Fifth' },
+        { teamId: 'T6', name: 'Sixth' },
       ],
       orgs: [{ enterpriseId: 'E1', name: 'Org' }],
       channels: {
@@ -82,6 +86,7 @@ describe('many workspaces, installed with "Add to Slack"', () => {
         C3: { teamId: 'T3' },
         C4: { teamId: 'T4' },
         C5: { teamId: 'T5' },
+        C6: { teamId: 'T6' },
       },
     });
     agent = await AgentServiceEmulator.start();
@@ -167,6 +172,39 @@ describe('many workspaces, installed with "Add to Slack"', () => {
     expect(String(reply.args.text)).toMatch(/after the reinstall$/);
   });
 
+  it('ignores a late redelivery of app_uninstalled that arrives after the workspace installed again', async () => {
+    const answered = async (text: string) => {
+      const mention = mentionIn(bot, slack, 'T6', 'C6', `<@U0BOTT6> ${text}`);
+      expect((await mention.sent).status).toBe(200);
+      return slack.waitForCall('chat.postMessage', (call) => call.args.thread_ts === mention.ts, 15_000);
+    };
+    await installThroughSlack(`${bot.baseUrl}/slack/install`, slack, { teamId: 'T6' });
+    const { appUninstalled } = slack.tenancy.uninstall({ teamId: 'T6' });
+    expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, appUninstalled)).status).toBe(200);
+    await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'removal done');
+    // Slack's event_time is in whole seconds: the reinstall comes in a later second, as any real one does.
+    await waitFor(() => Date.now() >= (appUninstalled.event_time + 1) * 1000, 'a second later');
+    expect((await installThroughSlack(`${bot.baseUrl}/slack/install`, slack, { teamId: 'T6' })).status).toBe(
+      200,
+    );
+    const before = await answered('reinstalled');
+
+    // Slack retries an event for up to an hour: the same uninstall again, after the reinstall.
+    const retried = await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, appUninstalled, {
+      retryNum: 3,
+      retryReason: 'http_timeout',
+    });
+    expect(retried.status).toBe(200);
+    await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'nothing pending');
+    const after = await answered('still served');
+    expect(String(after.args.text)).toMatch(/still served$/);
+    // The same conversation goes on: its agent session was not deleted.
+    expect(sessionOf(String(after.args.text))).not.toBe('');
+    expect(agent.requestsFor('deleteSession').map((r) => r.sessionId)).not.toContain(
+      sessionOf(String(before.args.text)),
+    );
+  });
+
   it('answers in two workspaces of an organisation from one org-wide install', async () => {
     const journey = await installThroughSlack(`${bot.baseUrl}/slack/install`, slack, { enterpriseId: 'E1' });
     expect(journey.status).toBe(200);
@@ -191,6 +229,60 @@ describe('many workspaces, installed with "Add to Slack"', () => {
     for (const call of [inEast, inWest]) {
       expect(call.caller).toMatchObject({ enterpriseId: 'E1', isEnterpriseInstall: true });
     }
+  });
+
+  it("an org admin removing the org-wide app from one workspace ends that workspace's conversations only; adding it back serves it again", async () => {
+    const started = async (teamId: string, channel: string, text: string) => {
+      const mention = mentionIn(bot, slack, teamId, channel, `<@U0BOTE1> ${text}`);
+      expect((await mention.sent).status).toBe(200);
+      const reply = await slack.waitForCall(
+        'chat.postMessage',
+        (call) => call.args.thread_ts === mention.ts,
+        15_000,
+      );
+      return sessionOf(String(reply.args.text));
+    };
+    const east = await started('T3', 'C3', 'east stays');
+    const west = await started('T4', 'C4', 'west goes');
+    const alive = () => agent.sessionsOf(AGENT_ID).map((session) => session.uuid);
+
+    const revoked = slack.tenancy.removeFromWorkspace('E1', 'T4');
+    expect(revoked).toMatchObject({ team_id: null, enterprise_id: 'E1', event: { team_ids: ['T4'] } });
+    expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, revoked)).status).toBe(200);
+    await waitFor(() => !alive().includes(west), "the workspace's session deleted");
+    await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'removal done');
+    expect(alive()).toContain(east);
+
+    // Delivered again: nothing more is deleted.
+    const deletions = agent.requestsFor('deleteSession').length;
+    expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, revoked)).status).toBe(200);
+    await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'nothing pending');
+    expect(agent.requestsFor('deleteSession')).toHaveLength(deletions);
+    expect(alive()).toContain(east);
+
+    // Added back: the org install serves the workspace again.
+    const granted = slack.tenancy.addToWorkspace('E1', 'T4');
+    expect(granted).toMatchObject({ team_id: null, enterprise_id: 'E1', event: { team_ids: ['T4'] } });
+    expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, granted)).status).toBe(200);
+    expect(await started('T4', 'C4', 'west is back')).not.toBe('');
+  });
+
+  it('an org-wide uninstall does not refuse a workspace of the org that then installs the app on its own', async () => {
+    const { appUninstalled } = slack.tenancy.uninstall({ enterpriseId: 'E1' });
+    expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, appUninstalled)).status).toBe(200);
+    await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'removal done');
+
+    const journey = await installThroughSlack(`${bot.baseUrl}/slack/install`, slack, { teamId: 'T3' });
+    expect(journey.status).toBe(200);
+    const east = mentionIn(bot, slack, 'T3', 'C3', '<@U0BOTT3> on our own now');
+    expect((await east.sent).status).toBe(200);
+    const reply = await slack.waitForCall(
+      'chat.postMessage',
+      (call) => call.args.thread_ts === east.ts,
+      15_000,
+    );
+    expect(reply.args.text).toMatch(/: on our own now$/);
+    expect(reply.caller).toMatchObject({ teamId: 'T3', isEnterpriseInstall: false });
   });
 });
 

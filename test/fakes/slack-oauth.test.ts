@@ -28,7 +28,7 @@ const TENANTS: FakeSlackOptions = {
     C3: { name: 'east', teamId: 'T3' },
     C4: { name: 'west', teamId: 'T4' },
   },
-  oauth: { orgDeployEnabled: true },
+  oauth: { orgDeployEnabled: true, redirectUrls: ['https://bridge.example.com/slack/oauth_redirect'] },
 };
 
 let slack: FakeSlack | undefined;
@@ -126,8 +126,43 @@ describe('the fake Slack consent page', () => {
     expect((await fetch(authorizeUrl(slack), { redirect: 'manual' })).status).toBe(200);
   });
 
-  it('sends an install that names no redirect_uri to the one Redirect URL the app has', async () => {
+  it('takes a redirect_uri only at a Redirect URL of the app or beneath it: same scheme, host and port, whole path segments', async () => {
     slack = await FakeSlack.start(TENANTS);
+    const status = async (redirectUri: string) =>
+      (await fetch(authorizeUrl(slack!, { redirect_uri: redirectUri }), { redirect: 'manual' })).status;
+    for (const taken of [
+      'https://bridge.example.com/slack/oauth_redirect',
+      'https://bridge.example.com/slack/oauth_redirect/',
+      'https://bridge.example.com/slack/oauth_redirect/team/T2',
+      'https://bridge.example.com:443/slack/oauth_redirect',
+    ])
+      expect(await status(taken), taken).toBe(200);
+    for (const refused of [
+      'https://bridge.example.com/slack/oauth_redirect_evil',
+      'https://bridge.example.com/slack/oauth_redirect.evil.com',
+      'https://bridge.example.com/slack/oauth',
+      'https://bridge.example.com/slack/oauth_redirect/../install',
+      'http://bridge.example.com/slack/oauth_redirect',
+      'https://bridge.example.com:8443/slack/oauth_redirect',
+      'https://bridge.example.com.evil.com/slack/oauth_redirect',
+      'https://evil@bridge.example.com/slack/oauth_redirect',
+      'not a url',
+    ])
+      expect(await status(refused), refused).toBe(400);
+  });
+
+  it('refuses every install of an app with no Redirect URL, whether or not it names a redirect_uri', async () => {
+    slack = await FakeSlack.start({ ...TENANTS, oauth: { orgDeployEnabled: true } });
+    const fake = slack;
+    const page = await fetch(authorizeUrl(fake), { redirect: 'manual' });
+    expect(page.status).toBe(400);
+    expect(await page.text()).toContain('redirect_uri did not match any configured URIs');
+    const without = authorizeUrl(fake).replace(/&redirect_uri=[^&]*/, '');
+    expect(() => fake.oauth.approve(without, { teamId: 'T2' })).toThrow('redirect_uri is missing');
+  });
+
+  it('sends an install that names no redirect_uri to the one Redirect URL the app has', async () => {
+    slack = await FakeSlack.start({ ...TENANTS, oauth: { orgDeployEnabled: true } });
     const fake = slack;
     const without = authorizeUrl(fake).replace(/&redirect_uri=[^&]*/, '');
     expect(() => fake.oauth.approve(without, { teamId: 'T2' })).toThrow('redirect_uri is missing');
@@ -144,7 +179,7 @@ describe('the fake Slack consent page', () => {
   });
 
   it('offers no org-wide install for an app without org_deploy_enabled', async () => {
-    slack = await FakeSlack.start({ ...TENANTS, oauth: {} });
+    slack = await FakeSlack.start({ ...TENANTS, oauth: { redirectUrls: TENANTS.oauth?.redirectUrls } });
     expect(await (await fetch(authorizeUrl(slack))).text()).not.toContain('org:E1');
     expect(() => slack?.oauth.approve(authorizeUrl(slack), { enterpriseId: 'E1' })).toThrow(
       'org_deploy_enabled',
@@ -251,6 +286,8 @@ describe('an app created from manifest.distributed.yml', () => {
     slack = await FakeSlack.start({
       ...tenants,
       manifest: new URL('../../manifest.distributed.yml', import.meta.url),
+      // The manifest's Redirect URL with YOUR-HOST replaced, as the set-up guide says.
+      oauth: { redirectUrls: TENANTS.oauth?.redirectUrls },
     });
     const granted = await install(slack, { enterpriseId: 'E1' });
     expect(granted).toMatchObject({ is_enterprise_install: true, expires_in: 43_200 });
@@ -409,6 +446,7 @@ describe("Bolt's own installer and authorize, against the fake", () => {
       });
     });
     await app.start(port);
+    fake.oauth.setRedirectUrls([`${base}/slack/oauth_redirect`]);
     return base;
   }
 

@@ -18,8 +18,9 @@ export interface FakeOAuthAppOptions {
   clientSecret?: string;
   /**
    * The app's configured Redirect URLs (oauth_config.redirect_urls). A `redirect_uri` must match one of them
-   * or lie beneath it ("installing with OAuth": the URL must match, or be a subdirectory of, a configured
-   * one); unset: any URL is taken (test ports are not known in advance).
+   * or be a subdirectory of it (https://docs.slack.dev/authentication/installing-with-oauth, "Asking for
+   * scopes": redirect_uri); see `isAtOrBeneath`. Unset: none, and every install is refused, as Slack refuses an
+   * app with no Redirect URL. A test whose bot's port is known only later sets them with setRedirectUrls.
    */
   redirectUrls?: readonly string[];
   /** settings.org_deploy_enabled: whether the app may be installed org-wide on Enterprise Grid. */
@@ -47,7 +48,7 @@ const DEFAULT_INSTALLER = 'U0ADMIN';
 export class FakeSlackOAuth {
   readonly clientId: string;
   readonly clientSecret: string;
-  private redirectUrls: readonly string[] | undefined;
+  private redirectUrls: readonly string[];
   private readonly orgDeployEnabled: boolean;
   private readonly codes = new Map<string, PendingCode>();
 
@@ -57,7 +58,7 @@ export class FakeSlackOAuth {
   ) {
     this.clientId = options.clientId ?? '1111111111.2222222222';
     this.clientSecret = options.clientSecret ?? 'fake-client-secret';
-    this.redirectUrls = options.redirectUrls;
+    this.redirectUrls = options.redirectUrls ?? [];
     this.orgDeployEnabled = options.orgDeployEnabled ?? false;
   }
 
@@ -142,13 +143,9 @@ export class FakeSlackOAuth {
     if (params.get('client_id') !== this.clientId) return 'Invalid client_id parameter';
     if (!params.get('scope')) return 'Invalid scope: the app asked for no scopes';
     const redirectUri = params.get('redirect_uri') ?? undefined;
-    if (redirectUri === undefined && this.redirectUrls?.length !== 1)
+    if (redirectUri === undefined && this.redirectUrls.length !== 1)
       return 'redirect_uri is missing, and the app has not exactly one Redirect URL';
-    if (
-      redirectUri !== undefined &&
-      this.redirectUrls &&
-      !this.redirectUrls.some((u) => redirectUri.startsWith(u))
-    )
+    if (redirectUri !== undefined && !this.redirectUrls.some((url) => isAtOrBeneath(redirectUri, url)))
       return 'redirect_uri did not match any configured URIs';
     return undefined;
   }
@@ -175,7 +172,7 @@ export class FakeSlackOAuth {
   }
 
   private redirect(params: URLSearchParams, add: Record<string, string>): string {
-    const target = new URL(params.get('redirect_uri') ?? this.redirectUrls?.[0] ?? '');
+    const target = new URL(params.get('redirect_uri') ?? this.redirectUrls[0] ?? '');
     for (const [key, value] of Object.entries(add)) target.searchParams.set(key, value);
     const state = params.get('state');
     if (state !== null) target.searchParams.set('state', state);
@@ -244,6 +241,23 @@ export class FakeSlackOAuth {
 <button name="decision" value="allow">Allow</button></form>`,
     );
   }
+}
+
+/**
+ * Whether `redirectUri` is the configured Redirect URL `configured` or a subdirectory of it. Slack's pages say
+ * only "match, or be a subdirectory of"; strict where they are silent: the same scheme, host and port (a
+ * default port written out is the same port), no user info, the same query (none), and a path equal to the
+ * configured one or under it by whole segments, once `..` and `.` are resolved (so `…/oauth_redirect_evil`
+ * and `…/oauth_redirect/../install` are refused). A URL that does not parse matches nothing.
+ */
+export function isAtOrBeneath(redirectUri: string, configured: string): boolean {
+  if (!URL.canParse(redirectUri) || !URL.canParse(configured)) return false;
+  const sent = new URL(redirectUri);
+  const allowed = new URL(configured);
+  if (sent.protocol !== allowed.protocol || sent.host !== allowed.host) return false;
+  if (sent.username !== '' || sent.password !== '' || sent.search !== allowed.search) return false;
+  const base = allowed.pathname.endsWith('/') ? allowed.pathname : `${allowed.pathname}/`;
+  return sent.pathname === allowed.pathname || sent.pathname.startsWith(base);
 }
 
 function fail(error: string): ApiBody {

@@ -9,7 +9,9 @@ import { nextTs, type SlackEventEnvelope } from '../helpers/slack-events.js';
  * examples, in slack-ruby/slack-api-ref docs.slack.dev/methods/oauth.v2.access.json), token rotation
  * (https://docs.slack.dev/authentication/using-token-rotation), org-wide apps
  * (https://docs.slack.dev/enterprise/organization-ready-apps), the events app_uninstalled and tokens_revoked
- * (https://docs.slack.dev/reference/events/app_uninstalled, …/tokens_revoked) and the Events API envelope as
+ * (https://docs.slack.dev/reference/events/app_uninstalled, …/tokens_revoked), an org-wide app added to or
+ * removed from one of the org's workspaces (https://docs.slack.dev/reference/events/team_access_granted,
+ * …/team_access_revoked; @slack/types TeamAccessGrantedEvent: `team_ids`, `event_ts`) and the Events API envelope as
  * @slack/bolt types it (EnvelopedEvent: team_id, enterprise_id, context_team_id, context_enterprise_id,
  * authorizations[].{enterprise_id, team_id, user_id, is_bot, is_enterprise_install}).
  */
@@ -192,13 +194,45 @@ export class FakeSlackTenancy {
     return this.issue(installation, options.token);
   }
 
-  /** An org admin adds the org-wide app to one more of the org's workspaces. */
-  addToWorkspace(enterpriseId: string, teamId: string): void {
+  /**
+   * An org admin adds the org-wide app to one more of the org's workspaces. Returns the `team_access_granted`
+   * event Slack sends the app.
+   */
+  addToWorkspace(enterpriseId: string, teamId: string): SlackEventEnvelope<unknown> {
+    const installation = this.orgInstallOf(enterpriseId, teamId);
+    (installation.teams as Set<string>).add(teamId);
+    return this.teamAccessEvent(installation, 'team_access_granted', [teamId]);
+  }
+
+  /**
+   * An org admin removes the org-wide app from one of the org's workspaces: its token no longer reaches there
+   * ("in other words, it's been uninstalled from a workspace", team_access_revoked). Returns that event.
+   */
+  removeFromWorkspace(enterpriseId: string, teamId: string): SlackEventEnvelope<unknown> {
+    const installation = this.orgInstallOf(enterpriseId, teamId);
+    (installation.teams as Set<string>).delete(teamId);
+    return this.teamAccessEvent(installation, 'team_access_revoked', [teamId]);
+  }
+
+  private orgInstallOf(enterpriseId: string, teamId: string): FakeInstallation {
     const installation = this.current.get(enterpriseId);
     if (!installation?.isEnterpriseInstall) throw new Error(`FakeSlack: ${enterpriseId} has no org install`);
     if (this.workspaces.get(teamId)?.enterpriseId !== enterpriseId)
       throw new Error(`FakeSlack: ${teamId} is not a workspace of ${enterpriseId}`);
-    (installation.teams as Set<string>).add(teamId);
+    return installation;
+  }
+
+  /**
+   * The reference pages' payload: an org-level envelope (`team_id: null`, the org as `enterprise_id`) around
+   * `{ type, team_ids }`, with `event_ts` as @slack/types has it.
+   */
+  private teamAccessEvent(
+    installation: FakeInstallation,
+    type: 'team_access_granted' | 'team_access_revoked',
+    teamIds: string[],
+  ): SlackEventEnvelope<unknown> {
+    const envelope = this.envelopeFor(installation, { type, team_ids: teamIds, event_ts: nextTs() });
+    return { ...envelope, enterprise_id: installation.enterpriseId };
   }
 
   /**

@@ -148,7 +148,7 @@ export interface FakeSlackOptions {
   /**
    * The app's OAuth settings (client id and secret, Redirect URLs, org_deploy_enabled: the manifest's unless
    * given) for installs through `/oauth/v2/authorize` and oauth.v2.access; see slack-oauth.ts. The manifest's
-   * redirect_urls are not taken (they hold a placeholder host).
+   * redirect_urls are not taken (they hold a placeholder host): without `redirectUrls` every install is refused.
    */
   oauth?: FakeOAuthAppOptions;
   /**

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { type Database, openDatabase } from '../../src/store/database.js';
+import { storePerSuite } from './embedded-store.js';
 
 /** The server the Postgres-backed tests use; CI points this at the local cluster. */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -44,6 +46,18 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     url: url.toString(),
     drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
   };
+}
+
+/**
+ * A database on the test server shared by the tests of the enclosing `describe`, emptied before each, as
+ * `storePerSuite`: creating a database per test costs the server a copy of its template each time.
+ */
+export function postgresStorePerSuite(): { readonly db: Database } {
+  return storePerSuite(async () => {
+    const database = await createTestDatabase();
+    const db = await openDatabase({ kind: 'postgres', databaseUrl: database.url, poolSize: 4 });
+    return { db, remove: () => database.drop() };
+  });
 }
 
 async function admin(sql: string): Promise<void> {

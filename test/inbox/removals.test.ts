@@ -7,11 +7,10 @@ import { SessionDeleter } from '../../src/sessions/deleter.js';
 import { SessionManager } from '../../src/sessions/manager.js';
 import { SessionStore, type ThreadSession } from '../../src/sessions/store.js';
 import type { Database } from '../../src/store/database.js';
-import { openDatabase } from '../../src/store/database.js';
 import { createSessionKeyv } from '../../src/store/keyv.js';
-import { migrate } from '../../src/store/schema.js';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
-import { shouldRunPostgresTests } from '../helpers/postgres.js';
+import { embeddedStorePerSuite } from '../helpers/embedded-store.js';
+import { postgresStorePerSuite, shouldRunPostgresTests } from '../helpers/postgres.js';
 import { LogCapture } from '../helpers/stack.js';
 import { forEachStore } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
@@ -20,12 +19,13 @@ const runPostgres = await shouldRunPostgresTests();
 const WORKSPACE: RemovedWorkspace = { teamId: 'T1', isEnterpriseInstall: false };
 const NO_LIMITS = { maxOpenPerThread: 20, userPerMinute: 0 };
 
-forEachStore(runPostgres, (kind, prepare) => {
+forEachStore(runPostgres, (kind) => {
   describe(`workspace removals (${kind})`, () => {
     let agent: AgentServiceEmulator;
     let client: AgentClient;
+    // One store for the suite, emptied before each test.
+    const shared = kind === 'embedded' ? embeddedStorePerSuite() : postgresStorePerSuite();
     let db: Database;
-    let cleanup: () => Promise<void>;
     let inbox: Inbox;
     let sessions: SessionManager;
     let deleter: SessionDeleter;
@@ -33,14 +33,7 @@ forEachStore(runPostgres, (kind, prepare) => {
     const running: WorkspaceRemovals[] = [];
 
     beforeEach(async () => {
-      const prepared = await prepare();
-      cleanup = prepared.cleanup;
-      db = await openDatabase(
-        prepared.store.kind === 'embedded'
-          ? prepared.store
-          : { kind: 'postgres', databaseUrl: prepared.store.databaseUrl, poolSize: 4 },
-      );
-      await migrate(db);
+      db = shared.db;
       agent = await AgentServiceEmulator.start();
       client = new AgentClient({ baseUrl: agent.baseUrl, apiKey: agent.apiKey, timeoutMs: 5_000 });
       const store = new SessionStore(createSessionKeyv<ThreadSession>(db, SessionStore.namespace), db);
@@ -53,8 +46,7 @@ forEachStore(runPostgres, (kind, prepare) => {
       await Promise.all(running.splice(0).map((removals) => removals.stop()));
       await deleter.stop();
       client.close();
-      await db.close();
-      await Promise.all([agent.stop(), cleanup()]);
+      await agent.stop();
     });
 
     function removals(options: { forgetInstallation?: (w: RemovedWorkspace) => Promise<void> } = {}) {

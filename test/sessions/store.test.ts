@@ -4,8 +4,13 @@ import { SessionStore, type SessionWithActivity, type ThreadSession } from '../.
 import { type Database, openDatabase, StoreError } from '../../src/store/database.js';
 import { createSessionKeyv } from '../../src/store/keyv.js';
 import { migrate, SESSIONS_TABLE } from '../../src/store/schema.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
-import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '../helpers/postgres.js';
+import { embeddedStorePerSuite, freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import {
+  createTestDatabase,
+  postgresStorePerSuite,
+  shouldRunPostgresTests,
+  type TestDatabase,
+} from '../helpers/postgres.js';
 
 const runPostgres = await shouldRunPostgresTests();
 
@@ -88,8 +93,19 @@ function previousReleaseReplica(db: Database, keyv: Keyv<ThreadSession>) {
   return replica;
 }
 
-function storeContract(name: string, open: () => Promise<{ db: Database; reopen: () => Promise<Database> }>) {
+/** A store of its own, for a test that closes or reopens it or starts from a schema not yet migrated. */
+type OpenOwnStore = (options?: {
+  schema?: 'current' | 'none';
+}) => Promise<{ db: Database; reopen: () => Promise<Database> }>;
+
+/**
+ * The contract, on one store shared by the tests that only read and write it (emptied before each,
+ * `storePerSuite`) and a store of their own for the others.
+ */
+function storeContract(name: string, storePerSuite: () => { readonly db: Database }, open: OpenOwnStore) {
   describe(name, () => {
+    const shared = storePerSuite();
+
     it('maps a thread to its session durably, across a reopen', async () => {
       const { db, reopen } = await open();
       await migrate(db);
@@ -112,8 +128,7 @@ function storeContract(name: string, open: () => Promise<{ db: Database; reopen:
     });
 
     it('finds mappings by channel, thread, starter and idleness; activity never rewrites a mapping', async () => {
-      const { db } = await open();
-      await migrate(db);
+      const { db } = shared;
       const store = storeOn(db);
       const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
       await store.create(sessionFixture('s-a', { threadTs: '1.1', startedBy: 'U1' }));
@@ -151,12 +166,10 @@ function storeContract(name: string, open: () => Promise<{ db: Database; reopen:
       await store.recordActivity(sessionFixture('s-a', { threadTs: '1.1' }));
       expect(await store.get({ ...thread, threadTs: '1.1' }, 'agent-1')).toBeUndefined();
       expect(ids(await store.list({ teamId: 'T1', channelId: 'C1' }))).toEqual(['s-b']);
-      await db.close();
     });
 
     it('prunes a lifecycle row whose mapping is gone once it is old, never one being created', async () => {
-      const { db } = await open();
-      await migrate(db);
+      const { db } = shared;
       const keyv = createSessionKeyv<ThreadSession>(db, SessionStore.namespace);
       const store = new SessionStore(keyv, db);
       await store.create(sessionFixture('s-kept', { threadTs: '2.1' }));
@@ -171,11 +184,10 @@ function storeContract(name: string, open: () => Promise<{ db: Database; reopen:
       expect(await db.query('SELECT key FROM session_activity')).toEqual([
         { key: 'thread:T1:C1:2.1:agent-1' },
       ]);
-      await db.close();
     });
 
     it('keeps every conversation across the upgrade to its own lifecycle table', async () => {
-      const { db } = await open();
+      const { db } = await open({ schema: 'none' });
       await migrate(db, 4);
       // Version 4 kept activity under Keyv's row key, and a mapping could lack an activity row.
       const keyv = createSessionKeyv<ThreadSession>(db, SessionStore.namespace);
@@ -217,8 +229,7 @@ function storeContract(name: string, open: () => Promise<{ db: Database; reopen:
     });
 
     it('keeps every conversation while a replica of the previous release runs beside this one', async () => {
-      const { db } = await open();
-      await migrate(db);
+      const { db } = shared;
       const keyv = createSessionKeyv<ThreadSession>(db, SessionStore.namespace);
       const store = new SessionStore(keyv, db);
       const previous = previousReleaseReplica(db, keyv);
@@ -263,12 +274,10 @@ function storeContract(name: string, open: () => Promise<{ db: Database; reopen:
       await store.deleteAll([sessionFixture('s-new', { threadTs: '4.2' })]);
       expect(ids(await store.list({ teamId: 'T1' }))).toEqual(['s-late']);
       expect(ids(await previous.list('T1'))).toEqual(['s-late']);
-      await db.close();
     });
 
     it('never prunes a lifecycle row whose mapping exists, whoever wrote it', async () => {
-      const { db } = await open();
-      await migrate(db);
+      const { db } = shared;
       const keyv = createSessionKeyv<ThreadSession>(db, SessionStore.namespace);
       const store = new SessionStore(keyv, db);
       const previous = previousReleaseReplica(db, keyv);
@@ -279,7 +288,6 @@ function storeContract(name: string, open: () => Promise<{ db: Database; reopen:
       expect(await store.pruneActivity()).toBe(1);
       expect(await previous.pruneActivity()).toBe(0);
       expect((await db.query('SELECT key FROM session_activity')).length).toBe(2);
-      await db.close();
     });
 
     it('leaves the creation of its table to Keyv', async () => {
@@ -308,8 +316,8 @@ function storeContract(name: string, open: () => Promise<{ db: Database; reopen:
 }
 
 const dataDirs: TempDataDir[] = [];
-storeContract('embedded store (PGlite under DATA_DIR)', async () => {
-  const dir = await freshDataDir();
+storeContract('embedded store (PGlite under DATA_DIR)', embeddedStorePerSuite, async (options) => {
+  const dir = await freshDataDir(options);
   dataDirs.push(dir);
   const config = { kind: 'embedded' as const, dataDir: dir.path };
   return { db: await openDatabase(config), reopen: () => openDatabase(config) };
@@ -323,7 +331,7 @@ describe.runIf(runPostgres)('with PostgreSQL', () => {
   afterAll(async () => {
     await Promise.all(databases.map((database) => database.drop()));
   });
-  storeContract('postgres store', async () => {
+  storeContract('postgres store', postgresStorePerSuite, async () => {
     const database = await createTestDatabase();
     databases.push(database);
     const config = { kind: 'postgres' as const, databaseUrl: database.url, poolSize: 4 };

@@ -18,7 +18,12 @@ import {
   type MessageChange,
 } from './router.js';
 
-export { HANDLED_EVENTS, type HandledEvent, INSTALLATION_EVENTS } from './router.js';
+export {
+  HANDLED_EVENTS,
+  type HandledEvent,
+  INSTALLATION_EVENTS,
+  ORG_APP_EVENTS,
+} from './router.js';
 
 export type EventListenerDeps = MessageDeps &
   EditDeps &

@@ -11,7 +11,7 @@ export interface LifecycleDeps {
   sessions: Pick<SessionManager, 'retireWhere'>;
   inbox: Pick<Inbox, 'cancelOpenWithPrefix'>;
   agentFeatures: Pick<AgentFeatures, 'close'>;
-  removals: Pick<WorkspaceRemovals, 'remove'>;
+  removals: Pick<WorkspaceRemovals, 'remove' | 'installed'>;
   logger: Pick<Logger, 'info'>;
 }
 
@@ -33,13 +33,14 @@ export function register(events: EventRouter, deps: LifecycleDeps): void {
   // the clean-up runs after, and is retried until done (see WorkspaceRemovals).
   const workspaceGone = async (envelope: EventEnvelope, reason: 'app_uninstalled' | 'tokens_revoked') => {
     const { teamId, enterpriseId, isEnterpriseInstall } = installationOf(envelope);
+    const sentAt = sentAtOf(envelope);
     // An org-wide install is the org's, whichever workspace's id the envelope carries (an org-level event
     // names none: only an org-wide install has those).
     const installation =
       isEnterpriseInstall || teamId === undefined
         ? { enterpriseId, isEnterpriseInstall: true }
         : { teamId, enterpriseId, isEnterpriseInstall };
-    await deps.removals.remove(installation, reason);
+    await deps.removals.remove(installation, reason, sentAt);
     deps.logger.info(
       { team: teamId, enterprise: enterpriseId, event: envelope.event.type },
       'app removed; its waiting work and agent sessions are being dropped',
@@ -51,6 +52,32 @@ export function register(events: EventRouter, deps: LifecycleDeps): void {
   events.on('channel_deleted', channelGone);
   events.on('group_deleted', channelGone);
   events.on('app_uninstalled', (envelope) => workspaceGone(envelope, 'app_uninstalled'));
+  // An org admin removed the org-wide app from some of the org's workspaces: for each, as its uninstall.
+  events.on('team_access_revoked', async (envelope) => {
+    const enterpriseId = installationOf(envelope).enterpriseId;
+    const teamIds = teamIdsOf(envelope);
+    for (const teamId of teamIds)
+      await deps.removals.remove(
+        { teamId, enterpriseId, isEnterpriseInstall: false },
+        'team_access_revoked',
+        sentAtOf(envelope),
+      );
+    deps.logger.info(
+      { teams: teamIds, enterprise: enterpriseId, event: envelope.event.type },
+      'org-wide app removed from workspaces; their waiting work and agent sessions are being dropped',
+    );
+  });
+  // Added to workspaces: the org install serves them already; only an earlier removal of theirs is lifted.
+  events.on('team_access_granted', async (envelope) => {
+    const enterpriseId = installationOf(envelope).enterpriseId;
+    const teamIds = teamIdsOf(envelope);
+    for (const teamId of teamIds)
+      await deps.removals.installed({ teamId, enterpriseId, isEnterpriseInstall: false });
+    deps.logger.info(
+      { teams: teamIds, enterprise: enterpriseId, event: envelope.event.type },
+      'org-wide app added to workspaces',
+    );
+  });
   events.on('tokens_revoked', async (envelope) => {
     // Revoking only user tokens leaves the bot working; only a revoked bot token ends the workspace
     // (@slack/types TokensRevokedEvent: `tokens: { oauth?: string[]; bot?: string[] }`).
@@ -58,4 +85,16 @@ export function register(events: EventRouter, deps: LifecycleDeps): void {
     if ((tokens?.bot?.length ?? 0) > 0) await workspaceGone(envelope, 'tokens_revoked');
     else events.ignore(envelope.event.type, 'user-tokens-only');
   });
+}
+
+/** When Slack sent the event, so a retry arriving after a reinstall is told from a new removal. */
+function sentAtOf(envelope: EventEnvelope): Date {
+  const time = envelope.event_time;
+  return typeof time === 'number' && Number.isFinite(time) ? new Date(time * 1000) : new Date();
+}
+
+/** The workspaces a `team_access_*` event names (`team_ids`); a malformed list is read as none. */
+function teamIdsOf(envelope: EventEnvelope): string[] {
+  const ids = envelope.event.team_ids;
+  return Array.isArray(ids) ? ids.filter((id): id is string => typeof id === 'string' && id !== '') : [];
 }

@@ -1,7 +1,10 @@
 import type { BotMetrics } from '../../../observability/metrics.js';
 import type { EventEnvelope } from '../../events.js';
 
-/** The Events API event types the bot acts on; manifest.yml must subscribe to each (a test checks). */
+/**
+ * The Events API event types the bot acts on; each manifest must subscribe to each (a test checks), except
+ * ORG_APP_EVENTS in a manifest that cannot be installed org-wide.
+ */
 export const HANDLED_EVENTS = [
   'app_mention',
   'message',
@@ -11,6 +14,8 @@ export const HANDLED_EVENTS = [
   'group_deleted',
   'app_uninstalled',
   'tokens_revoked',
+  'team_access_granted',
+  'team_access_revoked',
   'app_home_opened',
   'agent_session_stopped',
   'app_context_changed',
@@ -25,6 +30,14 @@ export type HandledEvent = (typeof HANDLED_EVENTS)[number];
 export const INSTALLATION_EVENTS: ReadonlySet<string> = new Set<HandledEvent>([
   'app_uninstalled',
   'tokens_revoked',
+  'team_access_granted',
+  'team_access_revoked',
+]);
+
+/** Sent only to an org-wide install, when an org admin adds it to or removes it from a workspace of the org. */
+export const ORG_APP_EVENTS: ReadonlySet<string> = new Set<HandledEvent>([
+  'team_access_granted',
+  'team_access_revoked',
 ]);
 
 /** The `message` subtypes that are changes to a message already sent, each taken by its own listener. */
