@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { dropConnectionsWhileClosing } from '../util/server-close.js';
 import { capConnections } from './connection-cap.js';
 import type { BotMetrics } from './metrics.js';
+import { dropConnectionsWhileClosing } from './server-close.js';
 
 export interface ReadinessChecks {
   /** False once the bot is shutting down. */

@@ -10,8 +10,8 @@ import {
 } from '@slack/bolt';
 import type { SlackConnection } from '../config/index.js';
 import type { Logger } from '../observability/logger.js';
+import { dropConnectionsWhileClosing } from '../observability/server-close.js';
 import type { Tracing } from '../observability/tracing.js';
-import { dropConnectionsWhileClosing } from '../util/server-close.js';
 import { type EventEnvelope, envelopeOf } from './events.js';
 import { GuardedHTTPReceiver } from './http-receiver.js';
 import { renderInstallPage } from './install-page.js';
