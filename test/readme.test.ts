@@ -4,7 +4,7 @@ import { posix } from 'node:path';
 import { lexer, type Token, type Tokens, walkTokens } from 'marked';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { ENV_VARIABLES } from '../src/config/index.js';
+import { ConfigError, ENV_VARIABLES, loadConfig } from '../src/config/index.js';
 
 /** The first-column names of the README's configuration table, in order, repeats kept. */
 function readmeTableVariables(): string[] {
@@ -29,6 +29,39 @@ describe.each([
 
   it('names no variable the bot does not read', () => {
     expect(names.filter((name) => !ENV_VARIABLES.includes(name))).toEqual([]);
+  });
+});
+
+/** The README's configuration table: each variable with its second column (required, a default, …). */
+function readmeTableRows(): { name: string; need: string }[] {
+  const readme = readFileSync('README.md', 'utf8');
+  const section = /^## Configuration\n([\s\S]*?)^## /m.exec(readme)?.[1] ?? '';
+  return [...section.matchAll(/^\| `([A-Z][A-Z0-9_]*)` \| ([^|]*) \|/gm)].map((match) => ({
+    name: match[1] as string,
+    need: (match[2] as string).trim(),
+  }));
+}
+
+describe("README.md's configuration table", () => {
+  it('calls a variable plainly "required" only if the bot refuses to start without it in either mode', () => {
+    // A complete multi-workspace (OAuth) configuration: it has no SLACK_BOT_TOKEN, and must not have one.
+    const oauth: Record<string, string> = {
+      SLACK_SIGNING_SECRET: 'shh-signing',
+      AGENT_BASE_URL: 'https://agents.example.com/v1/',
+      AGENT_API_KEY: 'key-123',
+      AGENT_ID: 'agent-1',
+      SLACK_CLIENT_ID: '1111111111.2222222222',
+      SLACK_CLIENT_SECRET: 'client-secret-value',
+      SLACK_STATE_SECRET: 'state-secret-0123456789',
+      TOKEN_ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64')}`,
+    };
+    expect(() => loadConfig(oauth)).not.toThrow();
+    const plainlyRequired = readmeTableRows().filter((row) => row.need === 'required');
+    expect(plainlyRequired.length).toBeGreaterThan(0);
+    for (const { name } of plainlyRequired) {
+      const { [name]: _left, ...without } = oauth;
+      expect(() => loadConfig(without), `${name} is marked "required"`).toThrow(ConfigError);
+    }
   });
 });
 

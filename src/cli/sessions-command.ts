@@ -21,11 +21,15 @@ export interface SessionsCommandOptions {
   apply: boolean | number;
   /** Sessions younger than this are never pruned: the bot may be about to record them. */
   minAgeMs: number;
+  /** `list` only: the conversations of one workspace (`--team`) or of one org (`--enterprise`). */
+  workspace?: { teamId?: string; enterpriseId?: string };
 }
 
 export const SESSIONS_USAGE = `Usage: npm run sessions -- <list|prune> [--apply=N] [--agent AGENT_ID] [--min-age 10m]
+                            [--team T… | --enterprise E…]
 
-  list    the agent sessions on the agent service, and which Slack conversation each belongs to
+  list    the agent sessions on the agent service, and which Slack conversation each belongs to;
+          --team or --enterprise: only the conversations of that workspace, or of that org's workspaces
   prune   delete the sessions no Slack conversation maps to (orphans, e.g. from a lost store);
           a dry run that prints the count N; --apply=N deletes them, if N is still the count.
           Sessions younger than --min-age (default 10m) are kept.`;
@@ -71,6 +75,10 @@ export async function runSessionsCommand(
     for (const record of records) rows.push({ agentId, record, mapping: bySessionId.get(record.uuid) });
   }
 
+  if (options.action === 'list' && options.workspace) {
+    listWorkspace(rows, options.workspace, write);
+    return 0;
+  }
   if (options.action === 'list') {
     write(['AGENT', 'SESSION', 'CREATED', 'SLACK CONVERSATION'].join('\t'));
     for (const row of rows) {
@@ -127,10 +135,41 @@ export async function runSessionsCommand(
   return failed > 0 ? 1 : 0;
 }
 
+/**
+ * The sessions of one workspace or org. Orphans are left out: no conversation maps them, so nothing says
+ * whose they were (the refusals' warnings are about orphans too, so they are left out with them).
+ */
+function listWorkspace(
+  rows: readonly Row[],
+  workspace: NonNullable<SessionsCommandOptions['workspace']>,
+  write: (line: string) => void,
+): void {
+  const { teamId, enterpriseId } = workspace;
+  const shown = rows.filter(
+    (row) =>
+      row.mapping &&
+      (teamId === undefined || row.mapping.teamId === teamId) &&
+      (enterpriseId === undefined || row.mapping.enterpriseId === enterpriseId),
+  );
+  write(['AGENT', 'SESSION', 'CREATED', 'SLACK CONVERSATION'].join('\t'));
+  for (const row of shown) {
+    const where = row.mapping ? `${row.mapping.teamId}/${row.mapping.channelId}/${row.mapping.threadTs}` : '';
+    write([row.agentId, row.record.uuid, row.record.createdAt ?? '?', where].join('\t'));
+  }
+  const of = teamId !== undefined ? `workspace ${teamId}` : `org ${enterpriseId}`;
+  const flag = teamId !== undefined ? '--team' : '--enterprise';
+  write(
+    `${shown.length} session${shown.length === 1 ? '' : 's'} of ${of} (orphans belong to no workspace: list them without ${flag}).`,
+  );
+}
+
 /** Sessions younger than this are kept unless --min-age says otherwise. */
 const DEFAULT_MIN_AGE_MS = 10 * 60_000;
 
-/** Parses `list|prune [--apply=N] [--agent ID] [--min-age 10m]`; throws a one-line message on bad input. */
+/**
+ * Parses `list|prune [--apply=N] [--agent ID] [--min-age 10m] [--team T | --enterprise E]`; throws a one-line
+ * message on bad input.
+ */
 export function parseSessionsArgs(argv: readonly string[]): SessionsCommandOptions & { agent?: string } {
   let parsed: ReturnType<typeof parseFlags>;
   try {
@@ -142,15 +181,17 @@ export function parseSessionsArgs(argv: readonly string[]): SessionsCommandOptio
   }
   const [action, ...extra] = parsed.positionals;
   if ((action !== 'list' && action !== 'prune') || extra.length > 0) throw new Error(SESSIONS_USAGE);
-  const { apply, agent, 'min-age': minAge } = parsed.values;
+  const { apply, agent, 'min-age': minAge, team, enterprise } = parsed.values;
   if (apply !== undefined && apply !== '' && !/^\d+$/.test(apply)) {
     throw new Error(`--apply takes the count of sessions to delete, e.g. --apply=2 (got "${apply}")`);
   }
+  const workspace = parseWorkspace(action, team, enterprise);
   return {
     action,
     apply: apply === undefined ? false : apply === '' ? true : Number(apply),
     minAgeMs: minAge === undefined ? DEFAULT_MIN_AGE_MS : parseAge(minAge),
     ...(agent ? { agent } : {}),
+    ...(workspace ? { workspace } : {}),
   };
 }
 
@@ -158,9 +199,34 @@ function parseFlags(argv: readonly string[]) {
   return parseArgs({
     // A bare --apply asks how to confirm: given as an empty count, so it never takes the next argument.
     args: argv.map((arg) => (arg === '--apply' ? '--apply=' : arg)),
-    options: { apply: { type: 'string' }, agent: { type: 'string' }, 'min-age': { type: 'string' } },
+    options: {
+      apply: { type: 'string' },
+      agent: { type: 'string' },
+      'min-age': { type: 'string' },
+      team: { type: 'string' },
+      enterprise: { type: 'string' },
+    },
     allowPositionals: true,
   });
+}
+
+/** `--team` / `--enterprise`, for `list`: prune acts on orphans, which no conversation, so no workspace, owns. */
+function parseWorkspace(
+  action: 'list' | 'prune',
+  team: string | undefined,
+  enterprise: string | undefined,
+): SessionsCommandOptions['workspace'] {
+  if (team === undefined && enterprise === undefined) return undefined;
+  const flag = team !== undefined ? '--team' : '--enterprise';
+  if (action === 'prune')
+    throw new Error(
+      `prune takes no ${flag}: it deletes orphaned sessions, which no conversation (so no workspace) maps`,
+    );
+  if (team !== undefined && enterprise !== undefined)
+    throw new Error('give --team or --enterprise, not both');
+  const id = team ?? enterprise ?? '';
+  if (!/^[A-Z0-9]+$/.test(id)) throw new Error(`${flag} takes a Slack id such as T0123ABC (got "${id}")`);
+  return team !== undefined ? { teamId: team } : { enterpriseId: id };
 }
 
 /** Durations are read as the configuration reads them, so `--min-age` takes what SESSION_IDLE_TTL takes. */

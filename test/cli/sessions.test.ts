@@ -156,6 +156,59 @@ describe('npm run sessions (orphan prune)', () => {
     expect(agent.requestsFor('deleteSession')).toHaveLength(0);
   });
 
+  it('lists one workspace, or one org, of a bridge serving several, with --team or --enterprise', async () => {
+    const inWorkspace = async (teamId: string, threadTs: string, enterpriseId?: string) => {
+      const sessionId = agent.addSession('agent-main');
+      await store.create({
+        teamId,
+        ...(enterpriseId ? { enterpriseId } : {}),
+        channelId: 'C1',
+        threadTs,
+        agentId: 'agent-main',
+        sessionId,
+        startedBy: 'U1',
+        createdAt: new Date().toISOString(),
+      });
+      return sessionId;
+    };
+    const first = await inWorkspace('T1', '1.1');
+    const second = await inWorkspace('T2', '2.1');
+    const east = await inWorkspace('T3', '3.1', 'E1');
+    const west = await inWorkspace('T4', '4.1', 'E1');
+    agent.addSession('agent-main');
+    const listed = async (workspace: { teamId?: string; enterpriseId?: string }) => {
+      output = [];
+      const code = await runSessionsCommand(
+        { agent: client, store, agents: ['agent-main'], write: (line) => output.push(line) },
+        { action: 'list', apply: false, minAgeMs: 0, workspace },
+      );
+      expect(code).toBe(0);
+      return output;
+    };
+
+    const ofT2 = await listed({ teamId: 'T2' });
+    expect(ofT2.filter((line) => line.startsWith('agent-main\t'))).toEqual([
+      expect.stringContaining(`${second}\t`),
+    ]);
+    expect(ofT2.join('\n')).not.toContain(first);
+    expect(ofT2.at(-1)).toBe(
+      '1 session of workspace T2 (orphans belong to no workspace: list them without --team).',
+    );
+
+    const ofOrg = (await listed({ enterpriseId: 'E1' })).join('\n');
+    for (const id of [east, west]) expect(ofOrg).toContain(id);
+    for (const id of [first, second]) expect(ofOrg).not.toContain(id);
+    expect(ofOrg).toContain('2 sessions of org E1');
+
+    expect(parseSessionsArgs(['list', '--team', 'T2'])).toMatchObject({ workspace: { teamId: 'T2' } });
+    expect(parseSessionsArgs(['list', '--enterprise', 'E1'])).toMatchObject({
+      workspace: { enterpriseId: 'E1' },
+    });
+    // Orphans are sessions no conversation maps to: nothing says whose workspace they were.
+    expect(() => parseSessionsArgs(['prune', '--team', 'T2'])).toThrow(/prune takes no --team/);
+    expect(() => parseSessionsArgs(['list', '--team', ''])).toThrow(/--team/);
+  });
+
   it('reads --apply=N as the count to confirm, a bare --apply as a request for it, and refuses anything else', () => {
     expect(parseSessionsArgs(['prune', '--apply=2'])).toMatchObject({ action: 'prune', apply: 2 });
     expect(parseSessionsArgs(['prune', '--apply'])).toMatchObject({ action: 'prune', apply: true });
