@@ -1,8 +1,7 @@
 import type { Logger } from '../observability/logger.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { Database } from '../store/database.js';
-import { backoffMs } from '../util/backoff.js';
-import { CoalescedPass } from '../util/coalesced-pass.js';
+import { DueWork, retryDelayMs } from '../store/due-work.js';
 import type { Inbox } from './inbox.js';
 
 /**
@@ -52,9 +51,6 @@ interface DueRemoval {
   requested_at: Date | string;
 }
 
-const MAX_RETRY_DELAY_MS = 15 * 60 * 1000;
-/** How long a claimed removal is reserved for the process working on it. */
-const CLAIM_LEASE_SECONDS = 120;
 const BATCH = 10;
 
 /**
@@ -79,12 +75,7 @@ export function removalScope(workspace: RemovedWorkspace): string {
  * crash midway or a store outage only runs the steps again. A removal with nothing left to do is cheap.
  */
 export class WorkspaceRemovals {
-  private timer: NodeJS.Timeout | undefined;
-  private readonly passes = new CoalescedPass(
-    () => this.runDue(),
-    (error) => this.logger.warn({ err: error }, 'workspace removal pass failed; will retry'),
-  );
-  private stopped = false;
+  private readonly due: DueWork<DueRemoval>;
 
   constructor(
     private readonly db: Database,
@@ -92,7 +83,23 @@ export class WorkspaceRemovals {
     private readonly sessions: Pick<SessionManager, 'retireWhere' | 'retireOrg'>,
     private readonly logger: Logger,
     private readonly options: RemovalOptions,
-  ) {}
+  ) {
+    this.due = new DueWork<DueRemoval>(db, logger, {
+      // Claimed by pushing the next attempt into the future, so other replicas skip it meanwhile.
+      claimSql: `UPDATE workspace_removals SET next_attempt_at = now() + make_interval(secs => $1)
+         WHERE scope IN (
+           SELECT scope FROM workspace_removals WHERE done_at IS NULL AND next_attempt_at <= now()
+           ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+         RETURNING scope, team_id, enterprise_id, is_enterprise_install, reason, attempts, requested_at`,
+      batch: BATCH,
+      pendingSql: 'SELECT count(*) AS count FROM workspace_removals WHERE done_at IS NULL',
+      work: async (due) => {
+        for (const removal of due) await this.attempt(removal);
+      },
+      pollMs: options.pollMs,
+      passFailed: 'workspace removal pass failed; will retry',
+    });
+  }
 
   /**
    * Records the removal durably (a StoreError if it cannot), then works through it. `sentAt`: when Slack sent
@@ -159,46 +166,21 @@ export class WorkspaceRemovals {
 
   /** Polls for due removals (including ones left by an earlier run) until stopped. */
   start(): void {
-    this.stopped = false;
-    this.kick();
-    this.timer = setInterval(() => this.kick(), this.options.pollMs);
-    this.timer.unref();
+    this.due.start();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.timer);
-    await this.passes.settled();
+    await this.due.stop();
   }
 
   /** Runs a pass now (or right after the one in progress). */
   kick(): void {
-    if (!this.stopped) this.passes.kick();
+    this.due.kick();
   }
 
   /** Removals not finished yet (a gauge for operators). */
-  async pendingCount(): Promise<number> {
-    const rows = await this.db.query<{ count: string | number }>(
-      'SELECT count(*) AS count FROM workspace_removals WHERE done_at IS NULL',
-    );
-    return Number(rows[0]?.count ?? 0);
-  }
-
-  private async runDue(): Promise<void> {
-    for (;;) {
-      if (this.stopped) return;
-      // Claimed by pushing the next attempt into the future, so other replicas skip it meanwhile.
-      const due = await this.db.query<DueRemoval>(
-        `UPDATE workspace_removals SET next_attempt_at = now() + make_interval(secs => $1)
-         WHERE scope IN (
-           SELECT scope FROM workspace_removals WHERE done_at IS NULL AND next_attempt_at <= now()
-           ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-         RETURNING scope, team_id, enterprise_id, is_enterprise_install, reason, attempts, requested_at`,
-        [CLAIM_LEASE_SECONDS, BATCH],
-      );
-      if (due.length === 0) return;
-      for (const removal of due) await this.attempt(removal);
-    }
+  pendingCount(): Promise<number> {
+    return this.due.pendingCount();
   }
 
   private async attempt(removal: DueRemoval): Promise<void> {
@@ -227,7 +209,7 @@ export class WorkspaceRemovals {
       this.options.onRemoved?.(workspace, removal.reason, outcome);
     } catch (error) {
       const attempts = removal.attempts + 1;
-      const delayMs = backoffMs(attempts, this.options.retryBaseMs, MAX_RETRY_DELAY_MS);
+      const delayMs = retryDelayMs(attempts, this.options.retryBaseMs);
       const kind = error instanceof Error ? error.name : 'internal';
       this.logger.warn(
         { ...context, err: error, attempts, retryInMs: delayMs },

@@ -2,8 +2,7 @@ import type { AgentClient } from '../agent/client.js';
 import { isAgentServiceError } from '../agent/errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Database } from '../store/database.js';
-import { backoffMs } from '../util/backoff.js';
-import { CoalescedPass } from '../util/coalesced-pass.js';
+import { DueWork, retryDelayMs } from '../store/due-work.js';
 
 /** Why a session is deleted; `unused`: made for a message whose conversation ended before it was sent. */
 export type DeletionReason = 'reset' | 'channel-gone' | 'workspace-gone' | 'idle' | 'orphan' | 'unused';
@@ -21,9 +20,6 @@ interface DueDeletion {
   attempts: number;
 }
 
-const MAX_RETRY_DELAY_MS = 15 * 60 * 1000;
-/** How long a claimed deletion is reserved for the process working on it. */
-const CLAIM_LEASE_SECONDS = 120;
 const BATCH = 25;
 
 /**
@@ -32,12 +28,7 @@ const BATCH = 25;
  * A session the service no longer knows counts as deleted.
  */
 export class SessionDeleter {
-  private timer: NodeJS.Timeout | undefined;
-  private readonly passes = new CoalescedPass(
-    () => this.runDue(),
-    (error) => this.logger.warn({ err: error }, 'session deletion pass failed; will retry'),
-  );
-  private stopped = false;
+  private readonly due: DueWork<DueDeletion>;
 
   constructor(
     private readonly db: Database,
@@ -48,7 +39,23 @@ export class SessionDeleter {
       pollMs: number;
       onDeleted?: (reason: DeletionReason) => void;
     },
-  ) {}
+  ) {
+    this.due = new DueWork<DueDeletion>(db, logger, {
+      // Claim a batch by pushing its next attempt into the future, so other replicas skip it meanwhile.
+      claimSql: `UPDATE pending_session_deletions SET next_attempt_at = now() + make_interval(secs => $1)
+         WHERE (agent_id, session_id) IN (
+           SELECT agent_id, session_id FROM pending_session_deletions
+           WHERE next_attempt_at <= now() ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+         RETURNING agent_id, session_id, reason, attempts`,
+      batch: BATCH,
+      pendingSql: 'SELECT count(*) AS count FROM pending_session_deletions',
+      work: async (due) => {
+        await Promise.all(due.map((deletion) => this.attempt(deletion)));
+      },
+      pollMs: options.pollMs,
+      passFailed: 'session deletion pass failed; will retry',
+    });
+  }
 
   /** Records the deletions durably, then starts working on them. */
   async schedule(sessions: readonly SessionToDelete[]): Promise<void> {
@@ -69,46 +76,21 @@ export class SessionDeleter {
 
   /** Polls for due deletions (including ones left by an earlier run) until stopped. */
   start(): void {
-    this.stopped = false;
-    this.kick();
-    this.timer = setInterval(() => this.kick(), this.options.pollMs);
-    this.timer.unref();
+    this.due.start();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.timer);
-    await this.passes.settled();
+    await this.due.stop();
   }
 
   /** Runs a pass now (or right after the one in progress). */
   kick(): void {
-    if (!this.stopped) this.passes.kick();
+    this.due.kick();
   }
 
   /** Deletions not confirmed by the agent service yet (a gauge for operators). */
-  async pendingCount(): Promise<number> {
-    const rows = await this.db.query<{ count: string | number }>(
-      'SELECT count(*) AS count FROM pending_session_deletions',
-    );
-    return Number(rows[0]?.count ?? 0);
-  }
-
-  private async runDue(): Promise<void> {
-    for (;;) {
-      if (this.stopped) return;
-      // Claim a batch by pushing its next attempt into the future, so other replicas skip it meanwhile.
-      const due = await this.db.query<DueDeletion>(
-        `UPDATE pending_session_deletions SET next_attempt_at = now() + make_interval(secs => $1)
-         WHERE (agent_id, session_id) IN (
-           SELECT agent_id, session_id FROM pending_session_deletions
-           WHERE next_attempt_at <= now() ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-         RETURNING agent_id, session_id, reason, attempts`,
-        [CLAIM_LEASE_SECONDS, BATCH],
-      );
-      if (due.length === 0) return;
-      await Promise.all(due.map((deletion) => this.attempt(deletion)));
-    }
+  pendingCount(): Promise<number> {
+    return this.due.pendingCount();
   }
 
   private async attempt(deletion: DueDeletion): Promise<void> {
@@ -120,7 +102,7 @@ export class SessionDeleter {
     } catch (error) {
       if (!isAgentServiceError(error) || error.kind !== 'session_not_found') {
         const attempts = deletion.attempts + 1;
-        const delayMs = backoffMs(attempts, this.options.retryBaseMs, MAX_RETRY_DELAY_MS);
+        const delayMs = retryDelayMs(attempts, this.options.retryBaseMs);
         const kind = isAgentServiceError(error) ? error.kind : 'internal';
         await this.db.query(
           `UPDATE pending_session_deletions
