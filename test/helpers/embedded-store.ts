@@ -18,10 +18,16 @@ export const PGLITE_TEMPLATE_DIR = path.resolve('test/.tmp/pglite-template');
  * Keyed by a hash of src/store (the schema and the code it runs through) and PGlite's version, so a changed
  * schema gets a template of its own.
  */
-export const PGLITE_MIGRATED_TEMPLATE_DIR = path.resolve(`test/.tmp/pglite-migrated-${schemaHash()}`);
+let migratedTemplateDir: string | undefined;
+function migratedTemplate(): string {
+  // Worked out on first use, not at import: the benchmark imports these helpers compiled into dist/.
+  migratedTemplateDir ??= path.resolve(`test/.tmp/pglite-migrated-${schemaHash()}`);
+  return migratedTemplateDir;
+}
 
 function schemaHash(): string {
-  const root = path.resolve(import.meta.dirname, '../..');
+  // The project's root, as the templates' paths are: the working directory of the run.
+  const root = path.resolve('.');
   const storeSources = path.join(root, 'src/store');
   const hash = createHash('sha256');
   hash.update(readFileSync(path.join(root, 'node_modules/@electric-sql/pglite/package.json')));
@@ -36,9 +42,10 @@ function schemaHash(): string {
  * then renamed), so runs side by side share it safely.
  */
 export async function prepareMigratedTemplate(): Promise<void> {
+  const template = migratedTemplate();
   await removeStaleTemplates();
-  if (existsSync(PGLITE_MIGRATED_TEMPLATE_DIR)) return;
-  const staging = await mkdtemp(path.join(path.dirname(PGLITE_MIGRATED_TEMPLATE_DIR), 'staging-'));
+  if (existsSync(template)) return;
+  const staging = await mkdtemp(path.join(path.dirname(template), 'staging-'));
   try {
     await copyTemplate(PGLITE_TEMPLATE_DIR, path.join(staging, 'pglite'));
     const db = await openDatabase({ kind: 'embedded', dataDir: staging });
@@ -47,9 +54,9 @@ export async function prepareMigratedTemplate(): Promise<void> {
     } finally {
       await db.close();
     }
-    await rename(path.join(staging, 'pglite'), PGLITE_MIGRATED_TEMPLATE_DIR).catch((error: unknown) => {
+    await rename(path.join(staging, 'pglite'), template).catch((error: unknown) => {
       // Another run finished the same template first.
-      if (!existsSync(PGLITE_MIGRATED_TEMPLATE_DIR)) throw error;
+      if (!existsSync(template)) throw error;
     });
   } finally {
     await rm(staging, { recursive: true, force: true });
@@ -65,11 +72,12 @@ const run = promisify(execFile);
 
 /** Templates of schemas since changed, made over an hour ago (a run lasts minutes), are removed. */
 async function removeStaleTemplates(): Promise<void> {
-  const parent = path.dirname(PGLITE_MIGRATED_TEMPLATE_DIR);
+  const current = migratedTemplate();
+  const parent = path.dirname(current);
   const now = Date.now();
   for (const entry of await readdir(parent)) {
     const dir = path.join(parent, entry);
-    if (!entry.startsWith('pglite-migrated-') || dir === PGLITE_MIGRATED_TEMPLATE_DIR) continue;
+    if (!entry.startsWith('pglite-migrated-') || dir === current) continue;
     const modified = await stat(dir).then(
       (stats) => stats.mtimeMs,
       () => now,
@@ -109,7 +117,7 @@ async function copyTemplate(template: string, destination: string): Promise<void
  * that was never migrated, for the tests of the migrations themselves.
  */
 export async function freshDataDir(options: { schema?: 'current' | 'none' } = {}): Promise<TempDataDir> {
-  return dataDirFrom(options.schema === 'none' ? PGLITE_TEMPLATE_DIR : PGLITE_MIGRATED_TEMPLATE_DIR);
+  return dataDirFrom(options.schema === 'none' ? PGLITE_TEMPLATE_DIR : migratedTemplate());
 }
 
 /**
