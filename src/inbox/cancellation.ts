@@ -95,13 +95,18 @@ export class JobCancellation {
     return rows.length;
   }
 
-  /** Cancels the open jobs of every workspace of an org (an org-wide uninstall). */
-  async cancelOpenOfOrg(enterpriseId: string): Promise<number> {
+  /**
+   * Cancels the open jobs of every workspace of an org (an org-wide uninstall), but those of a workspace that
+   * installed the app on its own after `removedAt` (its jobs are that install's).
+   */
+  async cancelOpenOfOrg(enterpriseId: string, removedAt?: Date): Promise<number> {
     const rows = await this.db.query(
       `UPDATE inbox SET state = 'cancelled', finished_at = now(), owner = NULL, lease_until = NULL,
               payload = '{}', agent_reply = NULL
-       WHERE enterprise_id = $1 AND ${OPEN} RETURNING 1`,
-      [enterpriseId],
+       WHERE enterprise_id = $1 AND ${OPEN} AND NOT EXISTS (SELECT 1 FROM workspace_installs i
+         WHERE i.scope = 'team:' || split_part(thread_key, ':', 1) AND i.installed_at > $2::timestamptz)
+       RETURNING 1`,
+      [enterpriseId, removedAt?.toISOString() ?? 'infinity'],
     );
     return rows.length;
   }

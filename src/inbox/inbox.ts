@@ -126,8 +126,8 @@ export class Inbox implements JobProgress {
   cancelOpenWithPrefix(prefix: string): Promise<number> {
     return this.cancellation.cancelOpenWithPrefix(prefix);
   }
-  cancelOpenOfOrg(enterpriseId: string): Promise<number> {
-    return this.cancellation.cancelOpenOfOrg(enterpriseId);
+  cancelOpenOfOrg(enterpriseId: string, removedAt?: Date): Promise<number> {
+    return this.cancellation.cancelOpenOfOrg(enterpriseId, removedAt);
   }
   replaceWaitingPayload(dedupeKey: string, edit: (payload: unknown) => unknown): Promise<boolean> {
     return this.cancellation.replaceWaitingPayload(dedupeKey, edit);

@@ -36,7 +36,9 @@ export function heartbeatEveryMs(leaseMs: number): number {
 
 /**
  * Inserts a job ($1 thread, $2 dedupe key, $3 kind, $4 payload, $5 user, $8 org) unless a limit ($6, $7) refuses it,
- * or the app was removed from the thread's workspace (its team is the thread key's first part) or org.
+ * or the app was removed from the thread's workspace (its team is the thread key's first part) or org: a
+ * finished removal older than the scope's last install concerns the install it replaced (it is deleted, but
+ * a process may die first), and an org's removal older than the workspace's own install is not its.
  * `turn` serialises the recording of a thread's jobs: a job's id is its place in the thread's order, and ids
  * are taken on insert but seen on commit, so without it a job numbered first could become visible after a
  * later one had been claimed as the thread's oldest, and both would run at once. The lock is taken before
@@ -57,7 +59,9 @@ const ADMIT = `
   gone AS (SELECT EXISTS (SELECT 1 FROM workspace_removals r
     WHERE (r.team_id = split_part($1, ':', 1) OR (r.is_enterprise_install AND r.enterprise_id = $8))
       AND NOT (r.is_enterprise_install AND EXISTS (SELECT 1 FROM workspace_installs i
-        WHERE i.scope = 'team:' || split_part($1, ':', 1) AND i.installed_at > r.requested_at))) AS yes),
+        WHERE i.scope = 'team:' || split_part($1, ':', 1) AND i.installed_at > r.requested_at))
+      AND NOT (r.done_at IS NOT NULL AND EXISTS (SELECT 1 FROM workspace_installs i
+        WHERE i.scope = r.scope AND i.installed_at > r.requested_at))) AS yes),
   take AS (SELECT $9::boolean AND (SELECT n FROM open) = 0 AS yes),
   job AS (
     INSERT INTO inbox (thread_key, dedupe_key, kind, payload, user_id, queued, enterprise_id, state, owner,

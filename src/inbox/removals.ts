@@ -108,11 +108,17 @@ export class WorkspaceRemovals {
    */
   async remove(workspace: RemovedWorkspace, reason: RemovalReason, sentAt = new Date()): Promise<void> {
     const scope = removalScope(workspace);
+    // A finished removal of an earlier install, left behind (ADMIT ignores it), is replaced: this one is new.
     const recorded = await this.db.query<{ scope: string }>(
       `INSERT INTO workspace_removals (scope, team_id, enterprise_id, is_enterprise_install, reason)
        SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (SELECT 1 FROM workspace_installs
          WHERE scope = $1 AND installed_at >= $6::timestamptz + interval '1 second')
-       ON CONFLICT (scope) DO NOTHING RETURNING scope`,
+       ON CONFLICT (scope) DO UPDATE SET team_id = excluded.team_id, enterprise_id = excluded.enterprise_id,
+         reason = excluded.reason, attempts = 0, last_error = NULL, next_attempt_at = now(),
+         requested_at = now(), done_at = NULL
+       WHERE workspace_removals.done_at IS NOT NULL AND EXISTS (SELECT 1 FROM workspace_installs i
+         WHERE i.scope = workspace_removals.scope AND i.installed_at > workspace_removals.requested_at)
+       RETURNING scope`,
       [
         scope,
         workspace.teamId ?? null,
@@ -143,17 +149,26 @@ export class WorkspaceRemovals {
   }
 
   /**
-   * Multi-workspace mode: an installation stored now. Its time is kept, so removals sent before it are told
-   * from ones of this installation (see `remove`), and an org-wide removal does not refuse a workspace of the
-   * org installed on its own since (inbox/queue.ts ADMIT); then as `installedAgain`.
+   * Multi-workspace mode: an installation stored, or the org-wide app added to a workspace, `at` (when Slack
+   * sent that event; now by default). Its time is kept, so removals sent before it are told from ones of this
+   * installation (see `remove`), and an org-wide removal does not refuse a workspace of the org installed on
+   * its own since (inbox/queue.ts ADMIT). A late retry of an older event moves neither the time back nor
+   * lifts a removal recorded after it was sent.
    */
-  async installed(workspace: RemovedWorkspace): Promise<void> {
+  async installed(workspace: RemovedWorkspace, at?: Date): Promise<void> {
+    const scope = removalScope(workspace);
+    const time = at?.toISOString() ?? null;
     await this.db.query(
-      `INSERT INTO workspace_installs (scope, installed_at) VALUES ($1, now())
-       ON CONFLICT (scope) DO UPDATE SET installed_at = excluded.installed_at`,
-      [removalScope(workspace)],
+      `INSERT INTO workspace_installs (scope, installed_at) VALUES ($1, COALESCE($2::timestamptz, now()))
+       ON CONFLICT (scope) DO UPDATE
+         SET installed_at = GREATEST(workspace_installs.installed_at, excluded.installed_at)`,
+      [scope, time],
     );
-    await this.installedAgain(workspace);
+    await this.db.query(
+      `DELETE FROM workspace_removals
+       WHERE scope = $1 AND done_at IS NOT NULL AND requested_at < COALESCE($2::timestamptz, now())`,
+      [scope, time],
+    );
   }
 
   private async reinstalledSince(scope: string, sentAt: Date): Promise<boolean> {
@@ -196,7 +211,8 @@ export class WorkspaceRemovals {
         `UPDATE workspace_removals SET done_at = now(), next_attempt_at = 'infinity' WHERE scope = $1`,
         [removal.scope],
       );
-      // Installed again meanwhile: the removal was of the installation replaced; kept, it would refuse the new one.
+      // Installed again meanwhile: the removal was of the installation replaced. Housekeeping only: ADMIT
+      // ignores such a removal already, so dying before (or failing at) this leaves nothing refused.
       await this.db.query(
         `DELETE FROM workspace_removals r WHERE scope = $1 AND EXISTS (SELECT 1 FROM workspace_installs i
            WHERE i.scope = r.scope AND i.installed_at > r.requested_at)`,
@@ -231,8 +247,9 @@ export class WorkspaceRemovals {
   private async work(workspace: RemovedWorkspace, recordedAt: Date): Promise<RemovalOutcome> {
     await this.options.forgetInstallation?.(workspace, recordedAt);
     if (workspace.isEnterpriseInstall && workspace.enterpriseId) {
-      const cancelledJobs = await this.jobs.cancelOpenOfOrg(workspace.enterpriseId);
-      const retired = await this.sessions.retireOrg(workspace.enterpriseId, 'workspace-gone');
+      // A workspace of the org installed on its own since is served by that install: its work stays.
+      const cancelledJobs = await this.jobs.cancelOpenOfOrg(workspace.enterpriseId, recordedAt);
+      const retired = await this.sessions.retireOrg(workspace.enterpriseId, 'workspace-gone', recordedAt);
       return { cancelledJobs, retiredSessions: retired.length };
     }
     const teamId = workspace.teamId ?? '';

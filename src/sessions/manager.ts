@@ -59,9 +59,12 @@ export class SessionManager {
     return sessions;
   }
 
-  /** Ends every conversation of an org's workspaces (an org-wide uninstall); returns them. */
-  async retireOrg(enterpriseId: string, reason: DeletionReason): Promise<ThreadSession[]> {
-    const sessions = await this.store.listOfOrg(enterpriseId);
+  /**
+   * Ends every conversation of an org's workspaces (an org-wide uninstall) but those of a workspace that
+   * installed the app on its own after `removedAt`; returns them.
+   */
+  async retireOrg(enterpriseId: string, reason: DeletionReason, removedAt?: Date): Promise<ThreadSession[]> {
+    const sessions = await this.store.listOfOrg(enterpriseId, removedAt);
     await this.retire(sessions, reason);
     return sessions;
   }

@@ -110,13 +110,18 @@ export class SessionStore {
     return sessions.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
   }
 
-  /** Every mapping of the org's workspaces (Enterprise Grid), for an org-wide uninstall. */
-  async listOfOrg(enterpriseId: string): Promise<SessionWithActivity[]> {
+  /**
+   * Every mapping of the org's workspaces (Enterprise Grid), for an org-wide uninstall, but those of a
+   * workspace installed on its own after `removedAt` (workspace_installs, kept by inbox/removals.ts).
+   */
+  async listOfOrg(enterpriseId: string, removedAt?: Date): Promise<SessionWithActivity[]> {
     return this.withMappings(
       await this.guard('read', () =>
         this.db.query<LifecycleRow>(
-          'SELECT key, last_active_at FROM session_activity WHERE enterprise_id = $1',
-          [enterpriseId],
+          `SELECT key, last_active_at FROM session_activity a WHERE enterprise_id = $1
+             AND NOT EXISTS (SELECT 1 FROM workspace_installs i
+               WHERE i.scope = 'team:' || a.team_id AND i.installed_at > $2::timestamptz)`,
+          [enterpriseId, removedAt?.toISOString() ?? 'infinity'],
         ),
       ),
     );

@@ -260,11 +260,36 @@ describe('many workspaces, installed with "Add to Slack"', () => {
     expect(agent.requestsFor('deleteSession')).toHaveLength(deletions);
     expect(alive()).toContain(east);
 
-    // Added back: the org install serves the workspace again.
+    // Added back (in a later second than the removal was recorded: Slack's event_time is in whole seconds,
+    // and an add is taken as sent after a removal only if its second is): the org install serves it again.
+    const removedAt = Date.now();
+    await waitFor(() => Date.now() >= (Math.floor(removedAt / 1000) + 1) * 1000, 'a second later');
     const granted = slack.tenancy.addToWorkspace('E1', 'T4');
     expect(granted).toMatchObject({ team_id: null, enterprise_id: 'E1', event: { team_ids: ['T4'] } });
     expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, granted)).status).toBe(200);
     expect(await started('T4', 'C4', 'west is back')).not.toBe('');
+  });
+
+  it('a late retry of adding the org-wide app to a workspace, arriving after it was removed from it again, does not serve it again', async () => {
+    const refused = async () =>
+      (await metric(bot, 'slack_events_ignored_total{type="app_mention",reason="workspace-removed"}')) ?? 0;
+    const granted = slack.tenancy.addToWorkspace('E1', 'T4');
+    expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, granted)).status).toBe(200);
+    // A mention sent while the app served there, whose delivery failed: Slack retries it for up to an hour.
+    const ts = nextTs();
+    const mention = slack.tenancy.addressed(
+      appMentionEvent({ teamId: 'T4', channel: 'C4', user: 'U0ALICE', text: '<@U0BOTE1> late', ts }),
+    );
+    const revoked = slack.tenancy.removeFromWorkspace('E1', 'T4');
+    expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, revoked)).status).toBe(200);
+    await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'removal done');
+
+    const retry = { retryNum: 1, retryReason: 'http_timeout' };
+    expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, granted, retry)).status).toBe(200);
+    const before = await refused();
+    expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, mention, retry)).status).toBe(200);
+    expect(await refused()).toBe(before + 1);
+    expect(slack.callsOf('chat.postMessage').some((call) => call.args.thread_ts === ts)).toBe(false);
   });
 
   it('an org-wide uninstall does not refuse a workspace of the org that then installs the app on its own', async () => {

@@ -136,6 +136,80 @@ forEachStore(runPostgres, (kind) => {
       expect(await sessions.list({ teamId: 'T2' })).toEqual([]);
     });
 
+    const jobOf = (teamId: string, enterpriseId?: string) => ({
+      threadKey: `${teamId}:C1:9.0`,
+      dedupeKey: `${teamId}:C1:9.0:message`,
+      kind: 'message' as const,
+      payload: {},
+      ...(enterpriseId ? { enterpriseId } : {}),
+    });
+
+    it('a late retry of an add to a workspace, sent before the later removal from it, does not let it in again', async () => {
+      const worker = removals();
+      worker.start();
+      const grantedAt = new Date(Date.now() - 60_000);
+      await worker.installed(WORKSPACE, grantedAt);
+      await worker.remove(WORKSPACE, 'team_access_revoked', new Date(Date.now() - 30_000));
+      await waitFor(async () => (await worker.pendingCount()) === 0, 'the removal done');
+
+      await worker.installed(WORKSPACE, grantedAt); // Slack's retry of the add, delivered after the removal
+      expect((await inbox.admit(jobOf('T1'), NO_LIMITS)).outcome).toBe('workspace-removed');
+      // An add sent after the removal lets it in again.
+      await worker.installed(WORKSPACE, new Date());
+      expect((await inbox.admit(jobOf('T1'), NO_LIMITS)).outcome).toBe('inserted');
+    });
+
+    it('a later removal is still recorded after a late retry of an earlier add', async () => {
+      const worker = removals();
+      await worker.stop();
+      const grantedAt = new Date(Date.now() - 60_000);
+      await worker.installed(WORKSPACE, new Date(Date.now() - 10_000));
+      await worker.installed(WORKSPACE, grantedAt); // the older add, retried late: the install time stays
+      await worker.remove(WORKSPACE, 'team_access_revoked', new Date(Date.now() - 5_000));
+      expect(await worker.pendingCount()).toBe(1);
+    });
+
+    it('admits a workspace installed again after its removal, even if the process died before forgetting the removal', async () => {
+      const crashed = removals();
+      await crashed.stop();
+      await crashed.remove(WORKSPACE, 'app_uninstalled');
+      await crashed.installed(WORKSPACE); // installed again while the removal is still under way
+      // As the removal's process leaves it when it dies right after marking it done.
+      await db.query(`UPDATE workspace_removals SET done_at = now(), next_attempt_at = 'infinity'`);
+      expect((await inbox.admit(jobOf('T1'), NO_LIMITS)).outcome).toBe('inserted');
+
+      // Removed once more: recorded, and refused again once done.
+      const worker = removals();
+      worker.start();
+      await worker.remove(WORKSPACE, 'app_uninstalled');
+      await waitFor(async () => (await worker.pendingCount()) === 0, 'the new removal done');
+      expect(
+        (await inbox.admit({ ...jobOf('T1'), dedupeKey: 'T1:C1:10.0:message' }, NO_LIMITS)).outcome,
+      ).toBe('workspace-removed');
+      expect(await inbox.counts()).toEqual({ pending: 0, running: 0 });
+    });
+
+    it("an org's removal still under way leaves alone a workspace of the org installed on its own since", async () => {
+      const inOrg = (teamId: string, threadTs: string) =>
+        sessions.sessionFor({ teamId, enterpriseId: 'E1', channelId: 'C1', threadTs }, 'agent-a', 'U1');
+      const { session: old } = await inOrg('T2', '2.0');
+      const worker = removals();
+      await worker.stop(); // recorded, not worked on yet (as a removal waiting for its retry)
+      await worker.remove({ enterpriseId: 'E1', isEnterpriseInstall: true }, 'app_uninstalled');
+      await worker.installed({ teamId: 'T1', enterpriseId: 'E1', isEnterpriseInstall: false });
+      const { session: fresh } = await inOrg('T1', '1.0');
+      expect((await inbox.admit(jobOf('T1', 'E1'), NO_LIMITS)).outcome).toBe('inserted');
+
+      const next = removals();
+      next.start();
+      await waitFor(async () => (await next.pendingCount()) === 0, 'the org removed');
+      await waitFor(() => agent.sessionsOf('agent-a').length === 1, "the old install's session deleted");
+      expect(agent.sessionsOf('agent-a').map((s) => s.uuid)).toEqual([fresh.sessionId]);
+      expect(agent.sessionsOf('agent-a').map((s) => s.uuid)).not.toContain(old.sessionId);
+      expect(await inbox.counts()).toEqual({ pending: 1, running: 0 });
+      expect(await sessions.list({ teamId: 'T1' })).toHaveLength(1);
+    });
+
     it('records one removal per workspace or org, however often it is asked', async () => {
       const worker = removals();
       await worker.stop();

@@ -68,11 +68,12 @@ export function register(events: EventRouter, deps: LifecycleDeps): void {
     );
   });
   // Added to workspaces: the org install serves them already; only an earlier removal of theirs is lifted.
+  // As sent: a late retry of the add lifts no removal sent after it.
   events.on('team_access_granted', async (envelope) => {
     const enterpriseId = installationOf(envelope).enterpriseId;
     const teamIds = teamIdsOf(envelope);
     for (const teamId of teamIds)
-      await deps.removals.installed({ teamId, enterpriseId, isEnterpriseInstall: false });
+      await deps.removals.installed({ teamId, enterpriseId, isEnterpriseInstall: false }, sentAtOf(envelope));
     deps.logger.info(
       { teams: teamIds, enterprise: enterpriseId, event: envelope.event.type },
       'org-wide app added to workspaces',
