@@ -68,6 +68,9 @@ describe.runIf(haveBrowser || REQUIRED)('installing from the "Add to Slack" page
     await cleanup();
   });
 
+  /** The bot's redirect URL, where Slack sends the browser back (the page the person then reads). */
+  const backHere = (url: URL) => url.pathname === '/slack/oauth_redirect';
+
   /** Opens the install page, checks what it tells the person, and clicks "Add to Slack" to the consent page. */
   async function openConsentFromInstallPage(): Promise<void> {
     const opened = await page.goto(`${bot.baseUrl}/slack/install`);
@@ -81,10 +84,10 @@ describe.runIf(haveBrowser || REQUIRED)('installing from the "Add to Slack" page
 
   it('Add to Slack, then Allow, lands on the success page, and the workspace is answered with its token', async () => {
     await openConsentFromInstallPage();
-    const back = page.waitForResponse((response) => new URL(response.url()).pathname === '/slack/oauth_redirect');
+    const back = page.waitForResponse((response) => backHere(new URL(response.url())));
     await page.getByRole('button', { name: 'Allow' }).click();
-    const landed = await back;
-    expect(landed.status()).toBe(200);
+    expect((await back).status()).toBe(200);
+    await page.waitForURL(backHere);
     const finalUrl = new URL(page.url());
     expect(`${finalUrl.origin}${finalUrl.pathname}`).toBe(`${bot.baseUrl}/slack/oauth_redirect`);
     expect(finalUrl.searchParams.get('code')).toBeTruthy();
@@ -101,10 +104,37 @@ describe.runIf(haveBrowser || REQUIRED)('installing from the "Add to Slack" page
 
   it('Cancel on the consent page says the app was not installed, and nothing is installed', async () => {
     await openConsentFromInstallPage();
-    const back = page.waitForResponse((response) => new URL(response.url()).pathname === '/slack/oauth_redirect');
+    const back = page.waitForResponse((response) => backHere(new URL(response.url())));
     await page.getByRole('button', { name: 'Cancel' }).click();
-    await back;
+    // A person's own choice, not a server fault (Bolt's default page says "Oops, Something Went Wrong!", 500).
+    expect((await back).status()).toBe(200);
+    await page.waitForURL(backHere);
+    expect(await page.getByRole('heading').textContent()).toBe('The agent was not added to Slack');
+    expect(await page.textContent('body')).toMatch(/You cancelled on Slack's page/);
+    await page.getByRole('link', { name: 'Start again' }).click();
+    await page.waitForURL(`${bot.baseUrl}/slack/install`);
+    expect(await page.getByRole('note').textContent()).toBe(AI_DISCLAIMER);
     expect(slack.callsOf('oauth.v2.access')).toEqual([]);
     expect(slack.tenancy.installation('T2')).toBeUndefined();
+  });
+
+  it('a consent page opened from the install page in another browser does not install', async () => {
+    await openConsentFromInstallPage();
+    const elsewhere = await browser.newContext();
+    try {
+      // The same link, without the cookie the install page set in the first browser.
+      const other = await elsewhere.newPage();
+      await other.goto(page.url());
+      await other.getByLabel('Install on').selectOption('team:T2');
+      const back = other.waitForResponse((response) => backHere(new URL(response.url())));
+      await other.getByRole('button', { name: 'Allow' }).click();
+      expect((await back).status()).toBe(400);
+      await other.waitForURL(backHere);
+      expect(await other.getByRole('heading').textContent()).toBe('The agent was not added to Slack');
+      expect(await other.textContent('body')).toMatch(/opened in another browser than the install page/);
+    } finally {
+      await elsewhere.close();
+    }
+    expect(slack.callsOf('oauth.v2.access')).toEqual([]);
   });
 });
