@@ -179,11 +179,11 @@ export class AnswerJob {
       await this.posts.postOutput(job, message, target, { text: notice, isNotice: true, wantedAsked: true });
       return { kind: 'done' };
     }
-    const { reply, session, created } = answer;
+    const { reply, session, created, active } = answer;
     await this.deliver(job, message, target, { text: reply, isNotice: false, sessionId: session.sessionId });
-    // Off the answer's path: the reply is in the thread already. A session created for this message has its
-    // activity from its creation, seconds ago.
-    if (!created) await this.context.touch(session, logger);
+    // Off the answer's path: the reply is in the thread already. Nearly always recorded with "sent" already
+    // (see Answer); here only a row to rebuild (the previous release's).
+    if (!created && !active) await this.context.touch(session, logger);
     return { kind: 'done' };
   }
 

@@ -88,8 +88,12 @@ export class JobInterruptedError extends Error {
 export interface JobProgress {
   /** Throws JobInterruptedError unless the job is still this owner's and its author has not stopped it. */
   assertWanted(job: ClaimedJob): Promise<void>;
-  /** Recorded before the prompt leaves: whatever crashes after this, it is never sent again. */
-  markSent(job: ClaimedJob, sessionId: string): Promise<void>;
+  /**
+   * Recorded before the prompt leaves: whatever crashes after this, it is never sent again. With
+   * `activityKey` (the conversation's lifecycle row, see activityRowKey), the same statement records the
+   * thread's activity; true when it did (false: no complete row to update, which `touch` rebuilds).
+   */
+  markSent(job: ClaimedJob, sessionId: string, activityKey?: string): Promise<boolean>;
   /**
    * Whether the process that sent the prompt is gone (its answer then given up for good), or still heard
    * from; undefined: nothing to judge any more (the answer is in, or the job is no longer this owner's).

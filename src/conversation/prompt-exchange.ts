@@ -2,7 +2,7 @@ import { isAgentServiceError } from '../agent/errors.js';
 import { botUserIdHere } from '../installations/workspace-scope.js';
 import type { Logger } from '../observability/logger.js';
 import { isDmChannel, isThreadReply } from '../sessions/conversation-of.js';
-import type { ThreadSession } from '../sessions/store.js';
+import { activityRowKey, type ThreadSession } from '../sessions/store.js';
 import type { Working } from '../slack-out/indicators.js';
 import type { JobContext } from './job-context.js';
 import { type ClaimedJob, JobInterruptedError } from './job-progress.js';
@@ -11,11 +11,15 @@ import { SESSION_RESTARTED_NOTICE } from './notices.js';
 import { titleFromPrompt } from './prompt.js';
 import { withThreadContext } from './thread-context.js';
 
-/** The agent's answer, and the session it came from (`created`: made for this message). */
+/**
+ * The agent's answer, and the session it came from (`created`: made for this message). `active`: the thread's
+ * activity was recorded with "sent" (a session made for the message has its activity from its creation).
+ */
 export interface Answer {
   reply: string;
   session: ThreadSession;
   created: boolean;
+  active: boolean;
 }
 
 /**
@@ -57,7 +61,7 @@ export class PromptExchange {
       });
     }
     if (message.agentViewDm) sent = await this.withViewedChannel(message, sent);
-    await this.markSent(job, session, created);
+    let active = await this.markSent(job, session, created);
     let reply: string;
     try {
       reply = (await agent.sendMessage(agentId, session.sessionId, sent)).text;
@@ -68,7 +72,7 @@ export class PromptExchange {
       await progress.assertWanted(job);
       session = await sessions.replace(session);
       created = true;
-      await this.markSent(job, session, created);
+      active = await this.markSent(job, session, created);
       void this.context.options.replies.notice(
         { channel: message.thread.channelId, threadTs: message.replyThreadTs },
         SESSION_RESTARTED_NOTICE,
@@ -76,13 +80,17 @@ export class PromptExchange {
       reply = (await agent.sendMessage(agentId, session.sessionId, sent)).text;
     }
     logger.debug({ session: session.sessionId, chars: reply.length }, 'agent replied');
-    return { reply, session, created };
+    return { reply, session, created, active };
   }
 
-  /** Records that the prompt goes to `session`; a session made for a job cancelled meanwhile is retired. */
-  private async markSent(job: ClaimedJob, session: ThreadSession, created: boolean): Promise<void> {
+  /**
+   * Records that the prompt goes to `session`, with the thread's activity unless the session is new (see
+   * Answer); a session made for a job cancelled meanwhile is retired.
+   */
+  private async markSent(job: ClaimedJob, session: ThreadSession, created: boolean): Promise<boolean> {
     const { progress, sessions } = this.context.options;
-    await progress.markSent(job, session.sessionId).catch(async (error: unknown) => {
+    const activityKey = created ? undefined : activityRowKey(session);
+    return progress.markSent(job, session.sessionId, activityKey).catch(async (error: unknown) => {
       // The conversation ended while its session was being made (its channel closed, the app uninstalled):
       // the clean-up listed the conversations before this one existed, so the unused session goes here.
       if (created && error instanceof JobInterruptedError && error.reason === 'cancelled')

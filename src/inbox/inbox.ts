@@ -88,8 +88,8 @@ export class Inbox implements JobProgress {
   assertWanted(job: ClaimedJob): Promise<void> {
     return this.progress.assertWanted(job);
   }
-  markSent(job: ClaimedJob, sessionId: string): Promise<void> {
-    return this.progress.markSent(job, sessionId);
+  markSent(job: ClaimedJob, sessionId: string, activityKey?: string): Promise<boolean> {
+    return this.progress.markSent(job, sessionId, activityKey);
   }
   judgeSender(job: ClaimedJob, force: boolean): Promise<SenderVerdict | undefined> {
     return this.progress.judgeSender(job, force);

@@ -5,6 +5,7 @@ import {
   type JobProgress,
   type SenderVerdict,
 } from '../conversation/job-progress.js';
+import { activityUpdateSql } from '../sessions/store.js';
 import type { Database } from '../store/database.js';
 import { OPEN, throwUnlessWanted, type WantedRow } from './job-rows.js';
 import { heartbeatEveryMs } from './queue.js';
@@ -48,11 +49,26 @@ export class InboxJobProgress implements JobProgress {
     throwUnlessWanted(rows[0], this.owner);
   }
 
-  /** Recorded before the prompt leaves: whatever crashes after this, it is never sent again. */
-  async markSent(job: ClaimedJob, sessionId: string): Promise<void> {
-    await this.persist(() =>
-      this.progress(job, 'sent_at = now(), session_id = $3, sent_by = $2', [sessionId]),
+  /**
+   * Recorded before the prompt leaves: whatever crashes after this, it is never sent again. The thread's
+   * activity rides on it (`activityKey`), so a message under way costs no statement, nor commit, for it.
+   */
+  async markSent(job: ClaimedJob, sessionId: string, activityKey?: string): Promise<boolean> {
+    const assignments = 'sent_at = now(), session_id = $3, sent_by = $2';
+    if (activityKey === undefined) {
+      await this.persist(() => this.progress(job, assignments, [sessionId]));
+      return false;
+    }
+    const rows = await this.persist(() =>
+      this.db.query<{ active: boolean }>(
+        `WITH sent AS (${progressSql(assignments)}),
+         active AS (${activityUpdateSql('$4', 'now()', 'EXISTS (SELECT 1 FROM sent)')})
+         SELECT EXISTS (SELECT 1 FROM active) AS active FROM sent`,
+        [job.id, this.owner, sessionId, activityKey],
+      ),
     );
+    if (rows.length === 0) await this.assertWanted(job);
+    return rows[0]?.active === true;
   }
 
   /**
@@ -120,11 +136,13 @@ export class InboxJobProgress implements JobProgress {
 
   /** A progress write that lands only while the job is this owner's and wanted; otherwise it interrupts. */
   private async progress(job: ClaimedJob, assignments: string, values: unknown[]): Promise<void> {
-    const rows = await this.db.query(
-      `UPDATE inbox SET ${assignments} WHERE id = $1 AND owner = $2 AND state = 'running' AND NOT stop_requested
-       RETURNING 1`,
-      [job.id, this.owner, ...values],
-    );
+    const rows = await this.db.query(progressSql(assignments), [job.id, this.owner, ...values]);
     if (rows.length === 0) await this.assertWanted(job);
   }
+}
+
+/** A progress write ($1 job, $2 owner) that lands only while the job is this owner's and wanted. */
+function progressSql(assignments: string): string {
+  return `UPDATE inbox SET ${assignments} WHERE id = $1 AND owner = $2 AND state = 'running' AND NOT stop_requested
+       RETURNING 1`;
 }

@@ -36,6 +36,22 @@ const UPSERT_ROW = `INSERT INTO session_activity
     thread_ts = EXCLUDED.thread_ts, agent_id = EXCLUDED.agent_id, started_by = EXCLUDED.started_by,
     last_active_at = GREATEST(session_activity.last_active_at, EXCLUDED.last_active_at)`;
 
+/**
+ * The activity write of a conversation whose row is complete (`key`: its row key, `at`: an SQL timestamp,
+ * `when`: a further condition), returning a row when it landed. Shared with the inbox, whose "sent" record
+ * carries it: a prompt sent is activity. A row missing or left incomplete by the previous release is rebuilt
+ * by `recordActivity`.
+ */
+export function activityUpdateSql(key: string, at: string, when = 'true'): string {
+  return `UPDATE session_activity SET last_active_at = GREATEST(last_active_at, ${at})
+    WHERE key = ${key} AND team_id IS NOT NULL AND ${when} RETURNING 1`;
+}
+
+/** The lifecycle row key of a thread's conversation with one agent (see activityUpdateSql). */
+export function activityRowKey(session: ThreadKey & { agentId: string }): string {
+  return rowKey(sessionKeyString(session, session.agentId));
+}
+
 interface LifecycleRow {
   key: string;
   last_active_at: Date | string;
@@ -84,11 +100,10 @@ export class SessionStore {
    */
   async recordActivity(session: ThreadKey & { agentId: string }, at = new Date()): Promise<void> {
     const key = sessionKeyString(session, session.agentId);
-    const updated = await this.db.query(
-      `UPDATE session_activity SET last_active_at = GREATEST(last_active_at, $2::timestamptz)
-       WHERE key = $1 AND team_id IS NOT NULL RETURNING 1`,
-      [rowKey(key), at.toISOString()],
-    );
+    const updated = await this.db.query(activityUpdateSql('$1', '$2::timestamptz'), [
+      rowKey(key),
+      at.toISOString(),
+    ]);
     if (updated.length > 0) return;
     const mapping = await this.guard('read', () => this.keyv.get(key));
     if (isThreadSession(mapping)) await this.db.query(UPSERT_ROW, rowOf(mapping, at));

@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import {
   App,
   type AppOptions,
@@ -14,7 +14,12 @@ import { dropConnectionsWhileClosing } from '../observability/server-close.js';
 import type { Tracing } from '../observability/tracing.js';
 import { type EventEnvelope, envelopeOf } from './events.js';
 import { GuardedHTTPReceiver } from './http-receiver.js';
-import { renderInstallPage } from './install-page.js';
+import {
+  INSTALL_PATH,
+  OAUTH_REDIRECT_PATH,
+  renderInstallFailurePage,
+  renderInstallPage,
+} from './install-page.js';
 
 /** A client that has not sent its whole request by then is cut off (Slack sends at once). */
 const REQUEST_TIMEOUT_MS = 10_000;
@@ -112,10 +117,6 @@ export type SlackAppCredentials =
       /** Bot scopes asked for on the install page. */
       scopes: string[];
     };
-
-/** Where the install flow lives: "Add to Slack" on the first, Slack sends the installer back to the second. */
-export const INSTALL_PATH = '/slack/install';
-export const OAUTH_REDIRECT_PATH = '/slack/oauth_redirect';
 
 export interface SlackAppOptions {
   credentials: SlackAppCredentials;
@@ -248,6 +249,13 @@ function installerOf(
       authorizationUrl: new URL('../oauth/v2/authorize', options.apiUrl).toString(),
       // Our page, not Bolt's: it carries the AI disclaimer Slack asks for beside "Add to Slack".
       renderHtmlForInstallPath: renderInstallPage,
+      // Our page, not Bolt's, when no installation came of the redirect: a Cancel is not "Something Went Wrong".
+      callbackOptions: {
+        failure: (error: { code: string }, _options: unknown, _req: unknown, res: ServerResponse) => {
+          const page = renderInstallFailurePage(error.code);
+          res.writeHead(page.status, { 'content-type': 'text/html; charset=utf-8' }).end(page.html);
+        },
+      },
       stateVerification: true,
       clientOptions: { slackApiUrl: options.apiUrl },
     },

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type ClaimedJob, JobInterruptedError } from '../../src/conversation/job-progress.js';
 import { Inbox } from '../../src/inbox/inbox.js';
+import { activityRowKey } from '../../src/sessions/store.js';
 import { type Database, openDatabase } from '../../src/store/database.js';
 import { migrate } from '../../src/store/schema.js';
 import { embeddedStorePerSuite } from '../helpers/embedded-store.js';
@@ -188,6 +189,49 @@ function inboxContract(name: string, storePerSuite: () => { readonly db: Databas
       );
       expect(done).toEqual({ agent_reply: null, payload: '{}', state: 'done' });
       expect(await a.wasSent('t1:1')).toBe(true);
+    });
+
+    it("records the thread's activity with the prompt's \"sent\", only while the job is this owner's", async () => {
+      const { db, a, b } = await fresh();
+      const thread = { teamId: 'T1', channelId: 'C1', threadTs: '1.0', agentId: 'agent' };
+      const key = activityRowKey(thread);
+      const activeAt = async () => {
+        const [row] = await db.query<{ at: Date | string }>(
+          'SELECT last_active_at AS at FROM session_activity WHERE key = $1',
+          [key],
+        );
+        return new Date(row?.at ?? 0).getTime();
+      };
+      await db.query(
+        `INSERT INTO session_activity (key, team_id, channel_id, thread_ts, agent_id, started_by, last_active_at)
+         VALUES ($1, 'T1', 'C1', '1.0', 'agent', 'U1', now() - interval '1 day')`,
+        [key],
+      );
+      const dayAgo = await activeAt();
+      await a.admit(message('t1', '1'), NO_LIMITS);
+      const [first] = (await a.claim(1)) as [ClaimedJob];
+      expect(await a.markSent(first, 's-1', key)).toBe(true);
+      const sentAt = await activeAt();
+      expect(sentAt).toBeGreaterThan(dayAgo + 60_000);
+      expect(await a.wasSent('t1:1')).toBe(true);
+
+      // A job taken over meanwhile: neither "sent" nor the activity lands.
+      await a.finish(first);
+      await a.admit(message('t1', '2'), NO_LIMITS);
+      const [second] = (await a.claim(1)) as [ClaimedJob];
+      await db.query(`UPDATE inbox SET lease_until = now() - interval '1 second'`);
+      await b.claim(1);
+      await db.query(`UPDATE session_activity SET last_active_at = now() - interval '1 day'`);
+      await expect(a.markSent(second, 's-1', key)).rejects.toBeInstanceOf(JobInterruptedError);
+      expect(await activeAt()).toBeLessThan(sentAt - 60_000);
+      expect(await a.wasSent('t1:2')).toBe(false);
+
+      // A row the previous release left incomplete is not counted as recorded: the caller rebuilds it.
+      await db.query('UPDATE session_activity SET team_id = NULL');
+      await a.admit(message('t2', '1'), NO_LIMITS);
+      const [third] = (await a.claim(1)) as [ClaimedJob];
+      expect(await a.markSent(third, 's-2', key)).toBe(false);
+      expect(await a.wasSent('t2:1')).toBe(true);
     });
 
     it("stops only the stopper's own work, once per request, in one transaction", async () => {

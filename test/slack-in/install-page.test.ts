@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { AI_DISCLAIMER, renderInstallPage } from '../../src/slack-in/install-page.js';
+import {
+  AI_DISCLAIMER,
+  INSTALL_PATH,
+  renderInstallFailurePage,
+  renderInstallPage,
+} from '../../src/slack-in/install-page.js';
 
 const AUTHORIZE =
   'https://slack.com/oauth/v2/authorize?scope=chat%3Awrite,commands&state=abc.def&client_id=1.2&redirect_uri=https%3A%2F%2Fbridge.example.com%2Fslack%2Foauth_redirect';
@@ -23,5 +28,30 @@ describe('the install page', () => {
       'https://slack.com/oauth/v2/authorize?state="><script>alert(1)</script>',
     );
     expect(hostile).not.toContain('<script>');
+  });
+});
+
+describe('the page after a failed install', () => {
+  it('tells a person who cancelled that nothing was installed, without calling it an error', () => {
+    const failed = renderInstallFailurePage('slack_oauth_installer_authorization_error');
+    expect(failed.status).toBe(200);
+    expect(failed.html).toContain("You cancelled on Slack's page, so nothing was installed.");
+    expect(failed.html).not.toMatch(/wrong|error/i);
+  });
+
+  it('sends a person whose link expired or came from another browser back to the install page', () => {
+    for (const code of ['slack_oauth_invalid_state', 'slack_oauth_missing_state']) {
+      const failed = renderInstallFailurePage(code);
+      expect(failed.status).toBe(400);
+      expect(failed.html).toMatch(/expired, or was opened in another browser/);
+      expect(failed.html).toContain(`href="${INSTALL_PATH}"`);
+    }
+  });
+
+  it('names no internal error code, whatever else went wrong', () => {
+    const failed = renderInstallFailurePage('slack_oauth_installer_authorization_error_x"><script>');
+    expect(failed.status).toBe(500);
+    expect(failed.html).not.toMatch(/slack_oauth|<script>/);
+    expect(failed.html).toMatch(/The install could not be completed/);
   });
 });
