@@ -59,15 +59,15 @@ describe.runIf(runPostgres)('Slack refusing the answer', () => {
       );
       return row?.at ? new Date(row.at).getTime() : 0;
     };
-    const before = await lastActive();
-    await sleep(50);
-
     // Slack refuses the second answer once: it is kept and posted on the next attempt.
     fakes.slack.failNext('chat.postMessage', { type: 'http', status: 503 }, 1, isAnswerPost);
     await fakes.ask(bot.eventsUrl, CHANNEL, 'second', { root });
+    // Its prompt's "sent" recorded activity already; the late post records it again.
+    await waitFor(() => answerPosts(root).length >= 2, 'the refused post of the second answer', 30_000);
+    const refusedAt = await lastActive();
     await waitFor(() => threadTexts(root).some((t) => t.includes('second')), 'the second answer', 30_000);
     await waitFor(
-      async () => (await lastActive()) > before,
+      async () => (await lastActive()) > refusedAt,
       'activity recorded for the second answer',
       5_000,
     );
