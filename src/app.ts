@@ -106,11 +106,11 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   installations?.onRemoved((workspace) => removals.remove(workspace, 'token_invalid'));
   // Installed again: the workspace's events are taken again. OAuth mode: when the install is stored.
   // Single-workspace mode: auth.test succeeded at start-up, so the token (new after a reinstall: an uninstall
-  // revokes the old one) works. A retried delivery cannot be told from a reinstall by itself, so events alone
-  // never lift a removal.
+  // revokes the old one) works; recorded as an install, so a late retry of the uninstall before it is ignored.
+  // A retried delivery cannot be told from a reinstall by itself, so events alone never lift a removal.
   installations?.onInstalled((workspace) => removals.installed(workspace));
   if (!installations && identity.teamId)
-    await removals.installedAgain({ teamId: identity.teamId, isEnterpriseInstall: false });
+    await removals.installed({ teamId: identity.teamId, isEnterpriseInstall: false });
   const claims = new MessageClaims(db);
   const marks = new ConversationMarks(db);
   const viewing = new ViewingContext(db);

@@ -139,21 +139,13 @@ export class WorkspaceRemovals {
   }
 
   /**
-   * The app is installed there again: a finished removal of that workspace (or org-wide install) no longer
-   * refuses its events. One still under way is left to finish (its clean-up concerns the old install).
-   */
-  async installedAgain(workspace: RemovedWorkspace): Promise<void> {
-    await this.db.query('DELETE FROM workspace_removals WHERE scope = $1 AND done_at IS NOT NULL', [
-      removalScope(workspace),
-    ]);
-  }
-
-  /**
-   * Multi-workspace mode: an installation stored, or the org-wide app added to a workspace, `at` (when Slack
-   * sent that event; now by default). Its time is kept, so removals sent before it are told from ones of this
-   * installation (see `remove`), and an org-wide removal does not refuse a workspace of the org installed on
-   * its own since (inbox/queue.ts ADMIT). A late retry of an older event moves neither the time back nor
-   * lifts a removal recorded after it was sent.
+   * The app is installed there (again): an installation stored, the org-wide app added to a workspace, or
+   * (single-workspace mode) a start whose token works, `at` (when Slack sent that event; now by default). A
+   * finished removal recorded before it no longer refuses its events; one still under way is left to finish
+   * (its clean-up concerns the old install). Its time is kept, so removals sent before it are told from ones
+   * of this installation (see `remove`), and an org-wide removal does not refuse a workspace of the org
+   * installed on its own since (inbox/queue.ts ADMIT). A late retry of an older event moves neither the time
+   * back nor lifts a removal recorded after it was sent.
    */
   async installed(workspace: RemovedWorkspace, at?: Date): Promise<void> {
     const scope = removalScope(workspace);

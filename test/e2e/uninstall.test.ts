@@ -203,6 +203,27 @@ describe('uninstall and revocation (embedded store)', () => {
     expect(live(agent)).toContain(back.session);
   });
 
+  it('single workspace: a late retry of the uninstall, delivered after a start with the new token, is ignored', async () => {
+    const gone = workspaceGoneEvent('app_uninstalled');
+    expect((await send(gone)).status).toBe(200);
+    await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'removal done');
+    // Reinstalled in a later second (Slack's event_time is in whole seconds), and started with the new token.
+    await waitFor(() => Date.now() >= (gone.event_time + 1) * 1000, 'a second later');
+    await bot.stop();
+    bot = await startBot({ slack, agent, store, env });
+    const back = await startThread('C0BACK');
+
+    // Slack retries an event for up to an hour: the same uninstall again, after the reinstall.
+    const retried = await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, gone, {
+      retryNum: 3,
+      retryReason: 'http_timeout',
+    });
+    expect(retried.status).toBe(200);
+    await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'nothing pending');
+    await startThread('C0STILL');
+    expect(live(agent)).toContain(back.session);
+  });
+
   it("single workspace: Slack's own uninstall ends its conversations, and the bot keeps running and says what to do", async () => {
     const thread = await startThread('C0ONE');
     const { appUninstalled, tokensRevoked } = slack.tenancy.uninstall({ teamId: 'T0TEAM' });
