@@ -164,7 +164,8 @@ describe("a developer's .env in the project's root", () => {
     const files = Object.keys(PROBES);
     const names = Object.values(PROBES).map((name) => name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
     const report = path.join(copy, 'report.json');
-    const env: Record<string, string> = { HOME: process.env.HOME ?? '' };
+    // Its workers take ports from slices of their own, apart from this run's workers (test/helpers/free-port.ts).
+    const env: Record<string, string> = { HOME: process.env.HOME ?? '', TEST_PORT_SLICE_OFFSET: '8' };
     if (process.env.TEST_DATABASE_URL) env.TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
     const vitest = await run(
       process.execPath,

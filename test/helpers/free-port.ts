@@ -8,10 +8,22 @@ import { createServer } from 'node:net';
  * from the range above, never from this band.
  */
 const BAND_START = 15_000;
-const BAND_END = 32_000;
+const SLICE_SIZE = 1_000;
+const SLICES = 17;
 
-/** Each process walks the band from its own random point, so parallel test processes seldom meet. */
-let next = randomInt(BAND_START, BAND_END);
+/**
+ * Each test worker walks a slice of the band of its own (Vitest numbers the workers running at once), so two
+ * workers never hand out the same port: a bot in a child process binds its port seconds after it was
+ * probed, and another worker probing the same port meanwhile found it free (EADDRINUSE, or a readiness
+ * probe answered by the other worker's bot). A nested run shifts its slices by TEST_PORT_SLICE_OFFSET.
+ */
+const worker =
+  Number(process.env.VITEST_POOL_ID ?? randomInt(SLICES)) + Number(process.env.TEST_PORT_SLICE_OFFSET ?? 0);
+const SLICE_START = BAND_START + (worker % SLICES) * SLICE_SIZE;
+const SLICE_END = SLICE_START + SLICE_SIZE;
+
+/** Each process walks its slice from a random point. */
+let next = randomInt(SLICE_START, SLICE_END);
 
 /** Ports already handed out in this process: never the same one twice (PORT and ADMIN_PORT once were). */
 const handedOut = new Set<number>();
@@ -28,12 +40,12 @@ function isFree(port: number): Promise<boolean> {
 
 /** A TCP port that is free now, outside the system's ephemeral range, never one this process was given. */
 export async function freePort(): Promise<number> {
-  for (let tries = 0; tries < BAND_END - BAND_START; tries++) {
+  for (let tries = 0; tries < SLICE_SIZE; tries++) {
     const port = next;
-    next = next + 1 >= BAND_END ? BAND_START : next + 1;
+    next = next + 1 >= SLICE_END ? SLICE_START : next + 1;
     if (handedOut.has(port) || !(await isFree(port))) continue;
     handedOut.add(port);
     return port;
   }
-  throw new Error(`no free port between ${BAND_START} and ${BAND_END}`);
+  throw new Error(`no free port between ${SLICE_START} and ${SLICE_END}`);
 }
