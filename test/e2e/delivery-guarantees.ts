@@ -305,7 +305,9 @@ export function guarantees(topology: Topology) {
         expect(late.status).not.toBe(200);
         const { code } = await victim.exited;
         expect(code).toBe(0);
-        expect(Date.now() - signalled).toBeLessThan(8_000);
+        // Within the drain bound (SHUTDOWN_TIMEOUT_MS, 8 s) and the process's exit; on Node 24 in CI the drain
+        // once reached its bound (8.08 s) after the answer was posted.
+        expect(Date.now() - signalled).toBeLessThan(10_000);
         const posts = slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root);
         expect(posts.map(textOf)).toEqual(['echo[s-1#1]: finish me']);
         expect(prompts(agent)).not.toContain('too late');

