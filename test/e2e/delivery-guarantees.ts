@@ -288,7 +288,10 @@ export function guarantees(topology: Topology) {
 
     if (topology.part === 'delivery') {
       it('drains on SIGTERM: refuses new events, finishes the answer in progress and exits 0', async () => {
-        const { victim } = await spawnSurvivorAndVictim();
+        // A drain bound far above what finishing the answer takes, so a drain that waits out its bound instead of
+        // ending when the work does is told apart from a slow machine.
+        const victim = await spawnChild({ ...ENV, SHUTDOWN_TIMEOUT_MS: '30000' });
+        child = victim;
         agent.setLatency(1_500, 'sendMessage');
         const root = nextTs();
         await send(victim.eventsUrl, mentionBody('finish me', root));
@@ -305,9 +308,9 @@ export function guarantees(topology: Topology) {
         expect(late.status).not.toBe(200);
         const { code } = await victim.exited;
         expect(code).toBe(0);
-        // Within the drain bound (SHUTDOWN_TIMEOUT_MS, 8 s) and the process's exit. Known defect, open: on Node 24
-        // the drain waits out its bound after the answer is posted (8-10 s), so the bound is checked on Node 20.
-        if (process.versions.node.startsWith('20.')) expect(Date.now() - signalled).toBeLessThan(10_000);
+        // It ends when the answer is posted (1.5-2 s here, idle or busy), not at its bound.
+        expect(Date.now() - signalled, victim.output()).toBeLessThan(10_000);
+        expect(victim.output()).not.toContain('shutdown drain bound reached');
         const posts = slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root);
         expect(posts.map(textOf)).toEqual(['echo[s-1#1]: finish me']);
         expect(prompts(agent)).not.toContain('too late');
