@@ -74,6 +74,11 @@ export class RateLimiter {
     return Math.max(1, Math.ceil((1 - bucket.tokens) / perMs / 1000));
   }
 
+  /** Gives every method (and channel) its full allowance again, as after a quiet minute. */
+  reset(): void {
+    this.buckets.clear();
+  }
+
   private limitOf(method: string, tier: MethodContract['tier']): RateLimit {
     const override = this.overrides[method];
     if (override) return override;

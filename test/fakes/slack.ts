@@ -709,6 +709,14 @@ export class FakeSlack {
     this.calls.length = 0;
   }
 
+  /**
+   * Gives every method its full rate-limit allowance again, as after a quiet minute: for tests sharing one
+   * fake Slack, so a case does not spend the allowance of the next.
+   */
+  resetRateLimits(): void {
+    this.rateLimiter.reset();
+  }
+
   waitForCall(
     method: string,
     predicate?: (call: SlackApiCall) => boolean,
