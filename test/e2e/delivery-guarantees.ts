@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/store/database.js';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
@@ -11,6 +11,12 @@ import { sleep, waitFor } from '../helpers/wait.js';
 
 export const CHANNEL = 'C0DELIVER';
 export const ENV = { JOB_LEASE_MS: '3000', SLOW_NOTICE_MS: '0', SHUTDOWN_TIMEOUT_MS: '8000' };
+/**
+ * A takeover waits out the dead or stopped process's lease (PostgreSQL) and two of its heartbeats before
+ * calling an answer lost: a shorter lease, as only one process runs at a time in those cases (the first, then
+ * the next owner), so none can lose a job it is running to another.
+ */
+const TAKEOVER_ENV = { ...ENV, JOB_LEASE_MS: '1000' };
 const textOf = (call: SlackApiCall) => String(call.args.text);
 const prompts = (agent: AgentServiceEmulator) => agent.requestsFor('sendMessage').map((r) => r.prompt);
 
@@ -29,17 +35,165 @@ export interface Topology {
 /** What a message may rely on, however Slack delivers it and whatever happens to the process answering it. */
 export function guarantees(topology: Topology) {
   describe(topology.name, () => {
+    if (topology.part === 'delivery') sharedInstanceCases(topology);
+    ownProcessCases(topology);
+  });
+}
+
+const send = (url: string, body: unknown, retryNum?: number) =>
+  postSignedEvent(url, SIGNING_SECRET, body, retryNum === undefined ? {} : { retryNum });
+const mentionBody = (text: string, ts: string, threadTs?: string, channel = CHANNEL) =>
+  appMentionEvent({ channel, user: 'U0ALICE', text: `<@U0BOT> ${text}`, ts, threadTs });
+
+/**
+ * The cases that need only running instances share them, with their fakes and store: each case works in
+ * threads and channels of its own and counts only the agent traffic it caused, so it passes alone or after
+ * the others.
+ */
+function sharedInstanceCases(topology: Topology): void {
+  describe('on instances the cases share', () => {
+    let slack: FakeSlack;
+    let agent: AgentServiceEmulator;
+    let cleanup: (() => Promise<void>) | undefined;
+    let a: RunningBot | undefined;
+    let b: RunningBot | undefined;
+
+    beforeAll(async () => {
+      let store: StoreChoice;
+      ({ store, cleanup } = await topology.prepare());
+      slack = await FakeSlack.start();
+      agent = await AgentServiceEmulator.start();
+      // Two instances on one store (PostgreSQL), one on the embedded store.
+      a = await startBot({ slack, agent, store, env: ENV });
+      b = topology.twoInstances ? await startBot({ slack, agent, store, env: ENV }) : a;
+    });
+    // Each case starts with Slack's full allowance (reactions.remove takes 20 a minute), as on a fresh fake.
+    beforeEach(() => slack.resetRateLimits());
+    afterEach(() => {
+      agent.setLatency(0, 'sendMessage');
+      agent.setLatency(0, 'createSession');
+    });
+    afterAll(async () => {
+      await a?.stop();
+      if (b !== a) await b?.stop();
+      await Promise.all([slack?.stop(), agent?.stop(), cleanup?.()]);
+    });
+
+    const instances = (): { a: RunningBot; b: RunningBot } => {
+      if (!a || !b) throw new Error('the instances did not start');
+      return { a, b };
+    };
+    /** The agent traffic from here on: what the case calling it caused (cases run one after another). */
+    function trafficFromNow() {
+      const sends = agent.requestsFor('sendMessage').length;
+      const creates = agent.requestsFor('createSession').length;
+      const sessions = agent.sessionsOf(AGENT_ID).length;
+      const sent = () => agent.requestsFor('sendMessage').slice(sends);
+      return {
+        prompts: () => sent().map((r) => r.prompt),
+        createSessions: () => agent.requestsFor('createSession').slice(creates),
+        newSessions: () => agent.sessionsOf(AGENT_ID).length - sessions,
+        /** The most prompts in flight at once in any one session the case sent to. */
+        maxConcurrentSends: () =>
+          Math.max(0, ...sent().map((r) => agent.maxConcurrentSends(r.sessionId ?? ''))),
+      };
+    }
+
+    it('delivers one thread in order, one message at a time, whichever instance gets each message', async () => {
+      const { a, b } = instances();
+      const traffic = trafficFromNow();
+      agent.setLatency(120, 'sendMessage');
+      const root = nextTs();
+      const texts = ['m0', 'm1', 'm2', 'm3', 'm4', 'm5'];
+      for (const [i, text] of texts.entries()) {
+        const target = i % 2 === 0 ? a : b;
+        const result = await send(
+          target.eventsUrl,
+          mentionBody(text, i === 0 ? root : nextTs(), i === 0 ? undefined : root),
+        );
+        expect(result.status).toBe(200);
+      }
+      const replies = await slack.waitForCalls(
+        'chat.postMessage',
+        6,
+        (c) => c.args.thread_ts === root,
+        10_000,
+      );
+      expect(traffic.prompts()).toEqual(texts);
+      expect(replies.map((reply) => textOf(reply).replace(/^echo\[s-\d+#\d+\]: /, ''))).toEqual(texts);
+      expect(traffic.createSessions()).toHaveLength(1);
+      expect(traffic.maxConcurrentSends()).toBe(1);
+    });
+
+    it("creates one session when a new thread's first messages reach both instances at once", async () => {
+      const { a, b } = instances();
+      const traffic = trafficFromNow();
+      agent.setLatency(100, 'createSession');
+      // Ten new threads, each opened on one instance and answered into on the other at the same moment; each in
+      // its own channel, as Slack takes about one post a second per channel.
+      const roots = Array.from({ length: 10 }, () => nextTs());
+      const results = await Promise.all(
+        roots.flatMap((root, i) => [
+          send(a.eventsUrl, mentionBody(`first ${i}`, root, undefined, `${CHANNEL}${i}`)),
+          send(b.eventsUrl, mentionBody(`second ${i}`, nextTs(), root, `${CHANNEL}${i}`)),
+        ]),
+      );
+      expect(results.every((r) => r.status === 200)).toBe(true);
+      for (const root of roots)
+        await slack.waitForCalls('chat.postMessage', 2, (c) => c.args.thread_ts === root, 10_000);
+      expect(traffic.createSessions()).toHaveLength(10);
+      expect(traffic.newSessions()).toBe(10);
+      expect(traffic.maxConcurrentSends()).toBe(1);
+    });
+
+    it("relays a message once when Slack's retries land on different instances", async () => {
+      const { a, b } = instances();
+      const traffic = trafficFromNow();
+      const root = nextTs();
+      await send(a.eventsUrl, mentionBody('start', root));
+      await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+      const ts = nextTs();
+      const event = mentionBody('only once', ts, root);
+      const asMessage = messageEvent({
+        channel: CHANNEL,
+        channelType: 'channel',
+        user: 'U0ALICE',
+        text: '<@U0BOT> only once',
+        ts,
+        threadTs: root,
+      });
+      const statuses = await Promise.all([
+        send(a.eventsUrl, event),
+        send(b.eventsUrl, event, 1),
+        send(a.eventsUrl, event, 2),
+        send(b.eventsUrl, asMessage),
+      ]);
+      expect(statuses.map((s) => s.status)).toEqual([200, 200, 200, 200]);
+      await slack.waitForCall('chat.postMessage', (c) => textOf(c).endsWith('only once'));
+      await sleep(500);
+      expect(traffic.prompts().filter((p) => p === 'only once')).toHaveLength(1);
+      expect(slack.callsOf('chat.postMessage').filter((c) => textOf(c).endsWith('only once'))).toHaveLength(
+        1,
+      );
+    });
+  });
+}
+
+/**
+ * The cases that run the bot in a child process (to kill it, or send it SIGTERM), each on fakes and a store
+ * of its own.
+ */
+function ownProcessCases(topology: Topology): void {
+  describe('in a process of its own', () => {
     let slack: FakeSlack;
     let agent: AgentServiceEmulator;
     let store: StoreChoice;
     let cleanup: () => Promise<void>;
     let a: RunningBot | undefined;
-    let b: RunningBot | undefined;
     let child: BotProcess | undefined;
 
-    // Only the fakes and the store before each case: the cases that need in-process instances start them
-    // (startInstances); the others run the bot in a child process first, and an instance started here
-    // would only be stopped again.
+    // Only the fakes and the store before each case: the bot runs in a child process first, and an instance
+    // started here would only be stopped again.
     beforeEach(async () => {
       ({ store, cleanup } = await topology.prepare());
       slack = await FakeSlack.start();
@@ -50,15 +204,9 @@ export function guarantees(topology: Topology) {
       await child?.exited;
       child = undefined;
       await a?.stop();
-      if (b !== a) await b?.stop();
-      a = b = undefined;
+      a = undefined;
       await Promise.all([slack.stop(), agent.stop(), cleanup()]);
     });
-
-    const send = (url: string, body: unknown, retryNum?: number) =>
-      postSignedEvent(url, SIGNING_SECRET, body, retryNum === undefined ? {} : { retryNum });
-    const mentionBody = (text: string, ts: string, threadTs?: string, channel = CHANNEL) =>
-      appMentionEvent({ channel, user: 'U0ALICE', text: `<@U0BOT> ${text}`, ts, threadTs });
 
     /** After a takeover: the job finished (indicator cleared), one reply in the thread, one prompt. */
     async function expectAnsweredOnce(root: string, prompt: string): Promise<void> {
@@ -73,13 +221,6 @@ export function guarantees(topology: Topology) {
       expect(prompts(agent)).toEqual([prompt]);
     }
 
-    /** The in-process instances: two on one store (PostgreSQL), one on the embedded store. */
-    async function startInstances(): Promise<{ a: RunningBot; b: RunningBot }> {
-      a = await startBot({ slack, agent, store, env: ENV });
-      b = topology.twoInstances ? await startBot({ slack, agent, store, env: ENV }) : a;
-      return { a, b };
-    }
-
     /** The bot in a child process, on this case's store. */
     const spawnChild = (env: Record<string, string>) => spawnBot({ slack, agent, store, env });
 
@@ -91,92 +232,15 @@ export function guarantees(topology: Topology) {
       victim: BotProcess;
       survivor: () => Promise<RunningBot>;
     }> {
-      child = await spawnChild(ENV);
+      child = await spawnChild(TAKEOVER_ENV);
       return {
         victim: child,
-        // With PostgreSQL another replica takes the job over once its lease runs out; embedded: at start.
+        // With PostgreSQL the survivor takes the job over once its lease runs out; embedded: at start.
         survivor: async () => {
-          a = b = await startBot({ slack, agent, store, env: ENV });
+          a = await startBot({ slack, agent, store, env: TAKEOVER_ENV });
           return a;
         },
       };
-    }
-
-    if (topology.part === 'delivery') {
-      it('delivers one thread in order, one message at a time, whichever instance gets each message', async () => {
-        const { a, b } = await startInstances();
-        agent.setLatency(120, 'sendMessage');
-        const root = nextTs();
-        const texts = ['m0', 'm1', 'm2', 'm3', 'm4', 'm5'];
-        for (const [i, text] of texts.entries()) {
-          const target = i % 2 === 0 ? a : b;
-          const result = await send(
-            target.eventsUrl,
-            mentionBody(text, i === 0 ? root : nextTs(), i === 0 ? undefined : root),
-          );
-          expect(result.status).toBe(200);
-        }
-        const replies = await slack.waitForCalls(
-          'chat.postMessage',
-          6,
-          (c) => c.args.thread_ts === root,
-          10_000,
-        );
-        expect(prompts(agent)).toEqual(texts);
-        expect(replies.map((reply) => textOf(reply).replace(/^echo\[s-\d+#\d+\]: /, ''))).toEqual(texts);
-        expect(agent.requestsFor('createSession')).toHaveLength(1);
-        expect(agent.maxConcurrentSends()).toBe(1);
-      });
-
-      it("creates one session when a new thread's first messages reach both instances at once", async () => {
-        const { a, b } = await startInstances();
-        agent.setLatency(100, 'createSession');
-        // Ten new threads, each opened on one instance and answered into on the other at the same moment; each in
-        // its own channel, as Slack takes about one post a second per channel.
-        const roots = Array.from({ length: 10 }, () => nextTs());
-        const results = await Promise.all(
-          roots.flatMap((root, i) => [
-            send(a.eventsUrl, mentionBody(`first ${i}`, root, undefined, `${CHANNEL}${i}`)),
-            send(b.eventsUrl, mentionBody(`second ${i}`, nextTs(), root, `${CHANNEL}${i}`)),
-          ]),
-        );
-        expect(results.every((r) => r.status === 200)).toBe(true);
-        for (const root of roots)
-          await slack.waitForCalls('chat.postMessage', 2, (c) => c.args.thread_ts === root, 10_000);
-        expect(agent.requestsFor('createSession')).toHaveLength(10);
-        expect(agent.sessionsOf(AGENT_ID)).toHaveLength(10);
-        expect(agent.maxConcurrentSends()).toBe(1);
-      });
-
-      it("relays a message once when Slack's retries land on different instances", async () => {
-        const { a, b } = await startInstances();
-        const root = nextTs();
-        await send(a.eventsUrl, mentionBody('start', root));
-        await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
-        const ts = nextTs();
-        const event = mentionBody('only once', ts, root);
-        const asMessage = messageEvent({
-          channel: CHANNEL,
-          channelType: 'channel',
-          user: 'U0ALICE',
-          text: '<@U0BOT> only once',
-          ts,
-          threadTs: root,
-        });
-        const statuses = await Promise.all([
-          send(a.eventsUrl, event),
-          send(b.eventsUrl, event, 1),
-          send(a.eventsUrl, event, 2),
-          send(b.eventsUrl, asMessage),
-        ]);
-        expect(statuses.map((s) => s.status)).toEqual([200, 200, 200, 200]);
-        await slack.waitForCall('chat.postMessage', (c) => textOf(c).endsWith('only once'));
-        await sleep(500);
-        expect(prompts(agent).filter((p) => p === 'only once')).toHaveLength(1);
-        expect(slack.callsOf('chat.postMessage').filter((c) => textOf(c).endsWith('only once'))).toHaveLength(
-          1,
-        );
-      });
     }
 
     if (topology.part === 'takeover') {
@@ -318,7 +382,7 @@ export function guarantees(topology: Topology) {
 
       it('past the drain bound, leaves the answer still coming for the next owner instead of calling the agent down', async () => {
         // The survivor calls the answer lost AGENT_TIMEOUT_MS (+ a grace) after the prompt left.
-        const env = { ...ENV, SHUTDOWN_TIMEOUT_MS: '300', AGENT_TIMEOUT_MS: '2000' };
+        const env = { ...TAKEOVER_ENV, SHUTDOWN_TIMEOUT_MS: '300', AGENT_TIMEOUT_MS: '2000' };
         // A trace collector that never answers keeps the stopping process (and its store) up for seconds after
         // the drain bound: time enough for a job that was not abandoned to post something.
         const collector = createServer(() => {});
@@ -336,7 +400,7 @@ export function guarantees(topology: Topology) {
         // Its connection to the agent was closed on the way out: that is no fault of the agent service.
         expect(slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root)).toEqual([]);
 
-        a = b = await startBot({ slack, agent, store, env });
+        a = await startBot({ slack, agent, store, env });
         const notice = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root, 25_000);
         expect(textOf(notice)).toMatch(/restarted while the agent was answering/);
         expect(prompts(agent).filter((p) => p === 'cut short')).toHaveLength(1);
