@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
 import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
@@ -6,29 +6,31 @@ import { appMentionEvent, nextTs } from '../helpers/slack-events.js';
 import { metric, type RunningBot, startBot } from '../helpers/stack.js';
 import { waitFor } from '../helpers/wait.js';
 
+// One bot in Socket Mode for the file's cases: each talks in a channel of its own or only asks the
+// endpoints, and the one that cuts the WebSocket waits until the bot has reconnected.
+let slack: FakeSlack;
+let agent: AgentServiceEmulator;
+let bot: RunningBot;
+let dataDir: TempDataDir;
+
+beforeAll(async () => {
+  dataDir = await freshDataDir();
+  slack = await FakeSlack.start();
+  agent = await AgentServiceEmulator.start();
+  bot = await startBot({
+    slack,
+    agent,
+    store: { kind: 'embedded', dataDir: dataDir.path },
+    socketMode: true,
+  });
+  await slack.waitForSocketConnection();
+});
+afterAll(async () => {
+  await bot?.stop();
+  await Promise.all([slack?.stop(), agent?.stop(), dataDir?.remove()]);
+});
+
 describe('Socket Mode', () => {
-  let slack: FakeSlack;
-  let agent: AgentServiceEmulator;
-  let bot: RunningBot;
-  let dataDir: TempDataDir;
-
-  beforeEach(async () => {
-    dataDir = await freshDataDir();
-    slack = await FakeSlack.start();
-    agent = await AgentServiceEmulator.start();
-    bot = await startBot({
-      slack,
-      agent,
-      store: { kind: 'embedded', dataDir: dataDir.path },
-      socketMode: true,
-    });
-    await slack.waitForSocketConnection();
-  });
-  afterEach(async () => {
-    await bot.stop();
-    await Promise.all([slack.stop(), agent.stop(), dataDir.remove()]);
-  });
-
   it('answers a mention delivered over the WebSocket, acknowledging the envelope', async () => {
     const rootTs = nextTs();
     const { envelopeId } = await slack.sendSocketEvent(
@@ -62,33 +64,19 @@ describe('Socket Mode', () => {
 
 describe('Socket Mode readiness', () => {
   it('drops while the WebSocket to Slack stays closed past a short grace, counts the reconnect, and recovers', async () => {
-    const dataDir = await freshDataDir();
-    const slack = await FakeSlack.start();
-    const agent = await AgentServiceEmulator.start();
-    const bot = await startBot({
-      slack,
-      agent,
-      store: { kind: 'embedded', dataDir: dataDir.path },
-      socketMode: true,
-    });
     const ready = async () => (await fetch(`${bot.baseUrl}/readyz`)).status;
-    try {
-      await slack.waitForSocketConnection();
-      expect(await ready()).toBe(200);
-      expect(await metric(bot, 'slack_socket_connected')).toBe(1);
-      // Slack goes away: the socket drops and new connections are refused for a while.
-      // (The client notices the drop and starts reconnecting a few seconds later.)
-      slack.failFor('apps.connections.open', { type: 'http', status: 503 }, 14_000);
-      slack.dropSocketConnections();
-      await waitFor(async () => (await ready()) === 503, 'not ready once the grace period is over', 14_000);
-      expect(await (await fetch(`${bot.adminUrl}/readyz`)).json()).toMatchObject({ slack: 'disconnected' });
-      expect(await metric(bot, 'slack_socket_connected')).toBe(0);
-      // Slack is back: the client reconnects by itself and the bot is ready again.
-      await waitFor(async () => (await ready()) === 200, 'ready after the reconnect', 40_000);
-      expect(await metric(bot, 'slack_socket_reconnects_total')).toBe(1);
-    } finally {
-      await bot.stop();
-      await Promise.all([slack.stop(), agent.stop(), dataDir.remove()]);
-    }
+    expect(await ready()).toBe(200);
+    expect(await metric(bot, 'slack_socket_connected')).toBe(1);
+    const reconnects = (await metric(bot, 'slack_socket_reconnects_total')) ?? Number.NaN;
+    // Slack goes away: the socket drops and new connections are refused for a while.
+    // (The client notices the drop and starts reconnecting a few seconds later.)
+    slack.failFor('apps.connections.open', { type: 'http', status: 503 }, 14_000);
+    slack.dropSocketConnections();
+    await waitFor(async () => (await ready()) === 503, 'not ready once the grace period is over', 14_000);
+    expect(await (await fetch(`${bot.adminUrl}/readyz`)).json()).toMatchObject({ slack: 'disconnected' });
+    expect(await metric(bot, 'slack_socket_connected')).toBe(0);
+    // Slack is back: the client reconnects by itself and the bot is ready again.
+    await waitFor(async () => (await ready()) === 200, 'ready after the reconnect', 40_000);
+    expect(await metric(bot, 'slack_socket_reconnects_total')).toBe(reconnects + 1);
   });
 });
