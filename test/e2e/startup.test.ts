@@ -234,24 +234,25 @@ describe('start-up with the real services', () => {
 
   it('starts anyway, within a few seconds, when the agent service is unreachable or hangs, and says so', async () => {
     const unreachable = await environment({ AGENT_BASE_URL: `http://127.0.0.1:${await freePort()}/v1` });
+    agent.injectFailure('listSessions', { type: 'hang' });
+    const hanging = await environment();
+    const checksBefore = agent.requestsFor('listSessions').length;
+    // Both bots start at once: the first never reaches the agent service the second's check hangs on.
     const first = runBot(unreachable);
     running.push(first);
+    const second = runBot(hanging);
+    running.push(second);
     await ready(unreachable, first);
     expect(first.output()).toMatch(
       /"level":50.*the agent service could not be checked at start-up; starting anyway/,
     );
 
-    agent.injectFailure('listSessions', { type: 'hang' });
-    const hanging = await environment();
-    const checksBefore = agent.requestsFor('listSessions').length;
-    const second = runBot(hanging);
-    running.push(second);
-    await waitFor(
-      () => agent.requestsFor('listSessions').length > checksBefore,
+    const check = await waitFor(
+      () => agent.requestsFor('listSessions')[checksBefore],
       'the start-up check reaching the agent service',
       30_000,
     );
-    const checkSeen = Date.now();
+    const checkSeen = check.startedAt;
     await ready(hanging, second);
     // The check gives up after 3 s; without that bound the bot would wait out AGENT_TIMEOUT_MS (90 s). Timed from
     // the check's request to the bot's own log line, so a machine busy starting processes does not count.
