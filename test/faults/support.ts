@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { afterEach, beforeEach, expect } from 'vitest';
+import { afterEach, beforeEach, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackMessage } from '../fakes/slack.js';
 import { TcpProxy } from '../fakes/tcp-proxy.js';
@@ -152,6 +152,24 @@ export function perTestFakes(): PerTestFakes {
   afterEach(() => fakes.stop());
   return fakes;
 }
+
+/**
+ * `it` with a fresh fake Slack, agent emulator and PostgreSQL database of the test's own (`fakes`), as
+ * `perTestFakes` gives, stopped after it: cases that each wait seconds on the bot's timers can then run side by
+ * side (a `describe` with `{ concurrent: true }`), as none shares anything with another.
+ */
+export const itWithFakes = it.extend<{ fakes: PerTestFakes }>({
+  // biome-ignore lint/correctness/noEmptyPattern: Vitest reads what a fixture depends on from this pattern.
+  fakes: async ({}, use) => {
+    const fakes = new PerTestFakes();
+    await fakes.start();
+    try {
+      await use(fakes);
+    } finally {
+      await fakes.stop();
+    }
+  },
+});
 
 export class PerTestFakes {
   slack!: FakeSlack;
