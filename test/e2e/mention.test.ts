@@ -6,12 +6,14 @@ import { appMentionEvent, nextTs, postSignedEvent } from '../helpers/slack-event
 import {
   AGENT_ID,
   mention,
+  metric,
   type RunningBot,
   SIGNING_SECRET,
   type StoreChoice,
   startBot,
 } from '../helpers/stack.js';
 import { forEachStore, type StoreCases } from '../helpers/stores.js';
+import { waitFor } from '../helpers/wait.js';
 
 const runPostgres = await shouldRunPostgresTests();
 
@@ -58,7 +60,14 @@ function conversationSuite(
     let sessionsBefore = new Set<string>();
     let createsBefore = 0;
     let postsBefore = 0;
-    beforeEach(() => {
+    beforeEach(async () => {
+      // What a case before this one left under way (it failed midway) would count as this case's.
+      await waitFor(
+        async () =>
+          (await metric(bot, 'jobs_in_flight')) === 0 &&
+          (await metric(bot, 'inbox_open_jobs{state="pending"}')) === 0,
+        'the jobs of the cases before this one finished',
+      );
       channelsUsed += 1;
       CHANNEL = `C0GENERAL${channelsUsed}`;
       sessionsBefore = new Set(agent.sessionsOf(AGENT_ID).map((session) => session.uuid));
