@@ -156,6 +156,17 @@ describe('npm run sessions (orphan prune)', () => {
     expect(agent.requestsFor('deleteSession')).toHaveLength(0);
   });
 
+  it('says why a workspace lists no sessions when listed ids cannot be matched to recorded ones', async () => {
+    agent.addSession('agent-main');
+    await mapped('some-other-id-scheme', '1.1');
+    const code = await runSessionsCommand(
+      { agent: client, store, agents: ['agent-main'], write: (line) => output.push(line) },
+      { action: 'list', apply: false, minAgeMs: 0, workspace: { teamId: 'T1' } },
+    );
+    expect(code).toBe(0);
+    expect(output.at(-1)).toMatch(/^warning: agent-main: none of the 1 listed session ids matches/);
+  });
+
   it('lists one workspace, or one org, of a bridge serving several, with --team or --enterprise', async () => {
     const inWorkspace = async (teamId: string, threadTs: string, enterpriseId?: string) => {
       const sessionId = agent.addSession('agent-main');
