@@ -1,11 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { rm } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
+import { cp, mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { type Bot, createBot } from '../src/app.js';
 import { loadConfig, secretsOf } from '../src/config/index.js';
 import { createLogger } from '../src/observability/logger.js';
 import { AGENT_VIEW_SCOPES, REQUIRED_BOT_SCOPES } from '../src/slack-in/requirements.js';
-import { embeddedStoreOwner } from '../src/store/database.js';
+import { embeddedStoreOwner, openDatabase } from '../src/store/database.js';
+import { migrate, SCHEMA_VERSION } from '../src/store/schema.js';
 import { AgentServiceEmulator } from '../test/fakes/agent-service.js';
 import { FakeSlack } from '../test/fakes/slack.js';
 import { freePort } from '../test/helpers/free-port.js';
@@ -221,6 +224,7 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
 /**
  * The fake Slack and the emulator start empty every time, so the store does too: mappings from an earlier
  * run would point at threads and sessions that no longer exist. A store another demo is using is left alone.
+ * Each run starts on a copy of an empty store kept beside it: initialising one (PGlite's initdb) takes seconds.
  */
 async function freshStoreDir(dataDir: string): Promise<string> {
   const storeDir = path.resolve(dataDir, 'store');
@@ -230,5 +234,47 @@ async function freshStoreDir(dataDir: string): Promise<string> {
       `${dataDir} is in use by another demo (process ${owner}); stop it or pick another --data-dir`,
     );
   await rm(storeDir, { recursive: true, force: true });
+  await cp(await emptyStore(dataDir), storeDir, { recursive: true });
   return storeDir;
+}
+
+/**
+ * Where the demo keeps its empty store under `dataDir`: one per PGlite version and schema version, so a demo
+ * of another version of the bot (or of PGlite) makes its own instead of starting on one it cannot open.
+ */
+export function emptyStoreDir(dataDir: string): string {
+  return path.resolve(dataDir, `empty-store-pglite-${pgliteVersion()}-schema-${SCHEMA_VERSION}`);
+}
+
+function pgliteVersion(): string {
+  // Its package.json is not exported: it is beside the folder of the module Node resolves.
+  const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
+  const manifest = path.join(path.dirname(entry), '..', 'package.json');
+  return (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version;
+}
+
+/** The empty store, made on the first run: made aside and renamed, so it is whole or absent. */
+async function emptyStore(dataDir: string): Promise<string> {
+  const template = emptyStoreDir(dataDir);
+  if (existsSync(template)) return template;
+  await mkdir(dataDir, { recursive: true });
+  for (const entry of await readdir(dataDir)) {
+    // Another version's, or one a stopped run left half made.
+    if (entry.startsWith('empty-store-'))
+      await rm(path.join(dataDir, entry), { recursive: true, force: true });
+  }
+  const staging = await mkdtemp(path.join(dataDir, 'empty-store-staging-'));
+  try {
+    const db = await openDatabase({ kind: 'embedded', dataDir: staging });
+    try {
+      await migrate(db);
+    } finally {
+      await db.close();
+    }
+    await rename(staging, template);
+  } catch (error) {
+    await rm(staging, { recursive: true, force: true });
+    throw error;
+  }
+  return template;
 }

@@ -29,7 +29,8 @@ if (args.help) {
 
   --port N         page port (env DEMO_PORT, default 3030; 0: any free port)
   --data-dir DIR   where the bot's embedded store lives (env DEMO_DATA_DIR, default ./data/demo);
-                   it starts empty each run, like the fake Slack and the emulator
+                   it starts empty each run, like the fake Slack and the emulator, as a copy of an
+                   empty store the first run keeps there (so later runs start sooner)
 
 Set AGENT_BASE_URL, AGENT_API_KEY and AGENT_ID to talk to a real agent service instead of the emulator;
 DEMO_AGENT_LATENCY_MS sets the emulator's answer time (default 2000); with the emulator AGENT_TIMEOUT_MS

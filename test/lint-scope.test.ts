@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 describe('the lint step', () => {
@@ -11,11 +12,17 @@ describe('the lint step', () => {
     writeFileSync(files[0] as string, 'export const notes: any = 1\n');
     writeFileSync(files[1] as string, '{"a": 1,,}\n');
     try {
-      // As `npm run lint` runs it.
-      const result = spawnSync('npx', ['biome', 'check', '--error-on-warnings', '.'], {
+      // As `npm run lint` runs it: npm puts node_modules/.bin first on PATH (npx would look it up first).
+      const result = spawnSync('biome', ['check', '--error-on-warnings', '.'], {
         encoding: 'utf8',
         timeout: 60_000,
+        env: {
+          ...process.env,
+          PATH: `${path.resolve('node_modules/.bin')}${path.delimiter}${process.env.PATH}`,
+        },
       });
+      // It ran, and read neither.
+      expect(`${result.stdout}${result.stderr}`).toMatch(/Checked \d+ files/);
       expect(`${result.stdout}${result.stderr}`).not.toContain(stray);
     } finally {
       for (const file of files) rmSync(file, { force: true });

@@ -77,6 +77,8 @@ export async function runSessionsCommand(
 
   if (options.action === 'list' && options.workspace) {
     listWorkspace(rows, options.workspace, write);
+    // Without them a workspace that lists nothing because ids did not match looks like one with no sessions.
+    for (const refusal of refusals) write(`warning: ${refusal}`);
     return 0;
   }
   if (options.action === 'list') {

@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -156,6 +156,17 @@ describe('npm run sessions (orphan prune)', () => {
     expect(agent.requestsFor('deleteSession')).toHaveLength(0);
   });
 
+  it('says why a workspace lists no sessions when listed ids cannot be matched to recorded ones', async () => {
+    agent.addSession('agent-main');
+    await mapped('some-other-id-scheme', '1.1');
+    const code = await runSessionsCommand(
+      { agent: client, store, agents: ['agent-main'], write: (line) => output.push(line) },
+      { action: 'list', apply: false, minAgeMs: 0, workspace: { teamId: 'T1' } },
+    );
+    expect(code).toBe(0);
+    expect(output.at(-1)).toMatch(/^warning: agent-main: none of the 1 listed session ids matches/);
+  });
+
   it('lists one workspace, or one org, of a bridge serving several, with --team or --enterprise', async () => {
     const inWorkspace = async (teamId: string, threadTs: string, enterpriseId?: string) => {
       const sessionId = agent.addSession('agent-main');
@@ -209,35 +220,6 @@ describe('npm run sessions (orphan prune)', () => {
     expect(() => parseSessionsArgs(['list', '--team', ''])).toThrow(/--team/);
   });
 
-  it('reads --apply=N as the count to confirm, a bare --apply as a request for it, and refuses anything else', () => {
-    expect(parseSessionsArgs(['prune', '--apply=2'])).toMatchObject({ action: 'prune', apply: 2 });
-    expect(parseSessionsArgs(['prune', '--apply'])).toMatchObject({ action: 'prune', apply: true });
-    expect(parseSessionsArgs(['prune'])).toMatchObject({ action: 'prune', apply: false });
-    expect(() => parseSessionsArgs(['prune', '--apply=all'])).toThrow();
-  });
-
-  it('runs as a command: usage errors and configuration errors are one clear line', () => {
-    const usage = spawnSync(process.execPath, [...CLI, 'explode'], {
-      cwd: emptyWorkdir(),
-      encoding: 'utf8',
-      env: { PATH: process.env.PATH },
-    });
-    expect(usage.status).toBe(2);
-    expect(usage.stderr).toMatch(/^Usage: npm run sessions -- <list\|prune>/);
-    const config = spawnSync(process.execPath, [...CLI, 'list'], {
-      cwd: emptyWorkdir(),
-      encoding: 'utf8',
-      env: { PATH: process.env.PATH },
-    });
-    expect(config.status).toBe(2);
-    // Every missing variable, one line each.
-    expect(config.stderr.trim().split('\n')).toEqual([
-      'Configuration error: AGENT_BASE_URL is required (e.g. https://host/v1)',
-      'Configuration error: AGENT_API_KEY is required (the agent service API key)',
-      'Configuration error: AGENT_ID is required (the default agent id)',
-    ]);
-  });
-
   it('lists through the real entry point with the settings the bot uses, .env included', async () => {
     const session = agent.addSession('agent-main');
     // The command opens the embedded store itself, and one process at a time may: a data dir of its own.
@@ -256,5 +238,28 @@ describe('npm run sessions (orphan prune)', () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toContain(`agent-main\t${session}`);
     expect(result.stdout).toContain('1 sessions, 0 mapped to Slack conversations, 1 orphaned.');
+  });
+});
+
+// Neither opens a store nor needs the agent service: the command refuses before it would.
+describe('npm run sessions, its arguments and settings', () => {
+  it('reads --apply=N as the count to confirm, a bare --apply as a request for it, and refuses anything else', () => {
+    expect(parseSessionsArgs(['prune', '--apply=2'])).toMatchObject({ action: 'prune', apply: 2 });
+    expect(parseSessionsArgs(['prune', '--apply'])).toMatchObject({ action: 'prune', apply: true });
+    expect(parseSessionsArgs(['prune'])).toMatchObject({ action: 'prune', apply: false });
+    expect(() => parseSessionsArgs(['prune', '--apply=all'])).toThrow();
+  });
+
+  it('runs as a command: usage errors and configuration errors are one clear line', async () => {
+    const [usage, config] = await Promise.all([run_(['explode'], {}), run_(['list'], {})]);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toMatch(/^Usage: npm run sessions -- <list\|prune>/);
+    expect(config.code).toBe(2);
+    // Every missing variable, one line each.
+    expect(config.stderr.trim().split('\n')).toEqual([
+      'Configuration error: AGENT_BASE_URL is required (e.g. https://host/v1)',
+      'Configuration error: AGENT_API_KEY is required (the agent service API key)',
+      'Configuration error: AGENT_ID is required (the default agent id)',
+    ]);
   });
 });

@@ -1,10 +1,11 @@
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { type Browser, type CDPSession, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningDemo, startDemo } from '../../demo/demo.js';
+import type { TempDataDir } from '../helpers/embedded-store.js';
+import { dataDirOfAnEarlierRun } from './earlier-run.js';
 
 /** Debian's chromium package; CHROMIUM_PATH points elsewhere. `.ci/run` installs it. */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -24,17 +25,17 @@ const VIEWPORT = { width: 1400, height: 860 };
 
 describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
   let demo: RunningDemo;
-  let dataDir: string;
+  let dataDir: TempDataDir | undefined;
   let browser: Browser;
   let page: Page;
   /** Every request of the page's that failed (the favicon included), as `404 http://…`. */
   const failedRequests: string[] = [];
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(path.join(tmpdir(), 'bridge-demo-'));
+    dataDir = await dataDirOfAnEarlierRun();
     demo = await startDemo({
       port: 0,
-      dataDir,
+      dataDir: dataDir.path,
       emulatorLatencyMs: 2_000,
       // After "Restart bot" the bot calls an answer lost once the agent's time is up: short, for the test.
       botEnv: { AGENT_TIMEOUT_MS: '4000' },
@@ -52,7 +53,7 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
   afterAll(async () => {
     await browser?.close();
     await demo?.stop();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await dataDir?.remove();
   });
 
   const channel = (name: string) => page.locator(`[data-testid="channel-link"][data-channel-name="${name}"]`);

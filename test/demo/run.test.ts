@@ -1,23 +1,23 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { TempDataDir } from '../helpers/embedded-store.js';
+import { dataDirOfAnEarlierRun } from './earlier-run.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const ENV = { PATH: process.env.PATH, HOME: process.env.HOME, DEMO_AGENT_LATENCY_MS: '50' };
 
 /** `npm run demo` as a person types it in a terminal. */
 describe('npm run demo', () => {
-  let dataDir: string | undefined;
+  let dataDir: TempDataDir | undefined;
   let child: ChildProcess | undefined;
 
   afterAll(async () => {
     // Its own process group (see below): npm, the shell, tsx and node go together.
     if (child?.pid !== undefined && groupAlive(child.pid)) process.kill(-child.pid, 'SIGKILL');
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await dataDir?.remove();
   });
 
   it('starts with both flags given the way --help shows them', async () => {
@@ -29,13 +29,13 @@ describe('npm run demo', () => {
     expect(usage).toBeDefined();
 
     // The usage line with its placeholders filled in and its optional parts taken.
-    dataDir = await mkdtemp(path.join(tmpdir(), 'bridge-demo-run-'));
+    dataDir = await dataDirOfAnEarlierRun();
     const typed = (usage ?? '')
       .replace(/[[\]]/g, '')
       .replace(/\bN\b/, '0')
-      .replace(/\bDIR\b/, dataDir);
+      .replace(/\bDIR\b/, dataDir.path);
     expect(typed).toContain('--port 0');
-    expect(typed).toContain(`--data-dir ${dataDir}`);
+    expect(typed).toContain(`--data-dir ${dataDir.path}`);
 
     // Detached: a process group of its own, which receives Ctrl-C as a terminal's foreground group does.
     const [command = '', ...args] = typed.split(' ');
@@ -68,7 +68,7 @@ describe('npm run demo', () => {
     const page = await fetch(url);
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('<title>');
-    expect(existsSync(path.join(dataDir, 'store'))).toBe(true);
+    expect(existsSync(path.join(dataDir.path, 'store'))).toBe(true);
 
     // Ctrl-C: the demo stops cleanly, and nothing of it is left running (npm itself ends by the signal).
     process.kill(-(started.pid ?? 0), 'SIGINT');

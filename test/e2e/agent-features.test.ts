@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { DEFAULT_SCOPES, FakeSlack, type FakeSlackOptions, type SlackApiCall } from '../fakes/slack.js';
-import { botPerSuite, type SuiteBot } from '../helpers/bot-per-suite.js';
+import type { SuiteBot } from '../helpers/bot-per-suite.js';
 import { type BotProcess, spawnBot } from '../helpers/bot-process.js';
 import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import {
@@ -34,20 +34,80 @@ const prompts = (agent: AgentServiceEmulator) => agent.requestsFor('sendMessage'
 const transitions = (slack: FakeSlack, channel: string, threadTs: string) =>
   (slack.agentSession(channel, threadTs)?.history ?? []).map(({ status, via }) => `${status} via ${via}`);
 
-function useStack(env: Record<string, string>, slackOptions: FakeSlackOptions = {}): SuiteBot {
-  const stack = botPerSuite({
-    slack: {
-      users: { U0ALICE: { name: 'alice' }, U0BOB: { name: 'bob' } },
-      channels: {
-        C0PUBLIC: { name: 'design-review' },
-        C0ROADMAP: { name: 'roadmap' },
-        G0SECRET: { name: 'secret-plans', type: 'group', botIsMember: false },
-        G0PRIVATE: { name: 'private-plans', type: 'group' },
-        D0ALICE: { type: 'im', user: ALICE },
-      },
-      ...slackOptions,
+/** A bot of one configuration, shared by the describes that ask for that configuration. */
+interface SharedBot {
+  stack: SuiteBot;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Describes using it that have not finished yet. */
+  users: number;
+}
+
+const sharedBots = new Map<string, SharedBot>();
+// Whatever a filtered run (`-t`) left running.
+afterAll(async () => {
+  for (const shared of sharedBots.values()) await shared.stop();
+});
+
+function sharedBot(env: Record<string, string>, slackOptions: FakeSlackOptions): SharedBot {
+  const key = JSON.stringify([env, slackOptions]);
+  const known = sharedBots.get(key);
+  if (known) return known;
+  const stack = {} as SuiteBot;
+  let started: Promise<void> | undefined;
+  const shared: SharedBot = {
+    stack,
+    users: 0,
+    start: () => {
+      started ??= (async () => {
+        stack.dir = await freshDataDir();
+        stack.slack = await FakeSlack.start({
+          users: { U0ALICE: { name: 'alice' }, U0BOB: { name: 'bob' } },
+          channels: {
+            C0PUBLIC: { name: 'design-review' },
+            C0ROADMAP: { name: 'roadmap' },
+            G0SECRET: { name: 'secret-plans', type: 'group', botIsMember: false },
+            G0PRIVATE: { name: 'private-plans', type: 'group' },
+            D0ALICE: { type: 'im', user: ALICE },
+          },
+          ...slackOptions,
+        });
+        stack.agent = await AgentServiceEmulator.start();
+        stack.bot = await startBot({
+          slack: stack.slack,
+          agent: stack.agent,
+          store: { kind: 'embedded', dataDir: stack.dir.path },
+          env: { AGENT_TIMEOUT_MS: '2000', ...env },
+        });
+      })();
+      return started;
     },
-    env: { AGENT_TIMEOUT_MS: '2000', ...env },
+    stop: async () => {
+      if (!started) return;
+      const starting = started;
+      started = undefined;
+      await starting.catch(() => {});
+      await stack.bot?.stop();
+      await Promise.all([stack.slack?.stop(), stack.agent?.stop(), stack.dir?.remove()]);
+    },
+  };
+  sharedBots.set(key, shared);
+  return shared;
+}
+
+/**
+ * The bot of the enclosing describe. Describes asking for the same configuration share one (a bot start costs
+ * more than most tests here): it starts before the first of them and stops after the last. Each test has a
+ * channel and threads of its own, and counts only what it made.
+ */
+function useStack(env: Record<string, string>, slackOptions: FakeSlackOptions = {}): SuiteBot {
+  const shared = sharedBot(env, slackOptions);
+  const stack = shared.stack;
+  shared.users += 1;
+  beforeAll(() => shared.start());
+  afterAll(async () => {
+    shared.users -= 1;
+    if (shared.users === 0) await shared.stop();
   });
   // What these tests prove must not hinge on Slack's rate limits: a throttled call comes late, and out of order.
   let startedAt = 0;
@@ -647,8 +707,18 @@ describe('thread context within its limits', () => {
   });
 });
 
+/**
+ * A classic app with its feedback buttons and its thread context off, for this describe and 'a classic app (no
+ * agent_view)', so they share a bot: neither test's outcome depends on the other's setting.
+ */
+const CLASSIC_WITHOUT_EXTRAS = {
+  SLACK_AGENT_VIEW: 'false',
+  FEEDBACK_BUTTONS: 'false',
+  THREAD_CONTEXT_MESSAGES: '0',
+};
+
 describe('thread context turned off', () => {
-  const stack = useStack({ THREAD_CONTEXT_MESSAGES: '0' });
+  const stack = useStack(CLASSIC_WITHOUT_EXTRAS);
 
   it('sends a first mention mid-thread alone, without reading the thread', async () => {
     const { slack, agent, bot } = stack;
@@ -733,7 +803,7 @@ describe('an agent app: the Messages tab tells which channel the person looks at
 });
 
 describe('a classic app (no agent_view)', () => {
-  const stack = useStack({ SLACK_AGENT_VIEW: 'false', FEEDBACK_BUTTONS: 'false' });
+  const stack = useStack(CLASSIC_WITHOUT_EXTRAS);
 
   it('keeps reactions as before: no agent session calls; and no feedback buttons when they are off', async () => {
     const { slack, bot } = stack;

@@ -25,19 +25,18 @@ describe.runIf(haveBrowser || REQUIRED)('installing from the "Add to Slack" page
   let cleanup: () => Promise<void>;
   let context: BrowserContext;
   let page: Page;
+  let tokenExchangesBefore: number;
 
+  // One bot for the cases: each installs into a workspace of its own, in a browser context of its own.
   beforeAll(async () => {
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-  }, 30_000);
-
-  afterAll(async () => {
-    await browser?.close();
-  });
-
-  beforeEach(async () => {
     slack = await FakeSlack.start({
       preinstalled: false,
-      workspaces: [{ teamId: 'T2', name: 'Second' }],
+      workspaces: [
+        { teamId: 'T2', name: 'Second' },
+        { teamId: 'T3', name: 'Third' },
+        { teamId: 'T4', name: 'Fourth' },
+      ],
       channels: { C2: { teamId: 'T2' } },
     });
     agent = await AgentServiceEmulator.start();
@@ -56,34 +55,45 @@ describe.runIf(haveBrowser || REQUIRED)('installing from the "Add to Slack" page
       },
     });
     slack.oauth.setRedirectUrls([`${bot.baseUrl}/slack/oauth_redirect`]);
+  }, 30_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await bot?.stop();
+    await Promise.all([slack?.stop(), agent?.stop()]);
+    await cleanup?.();
+  });
+
+  beforeEach(async () => {
     // A fresh context per case: no cookie from an earlier install.
     context = await browser.newContext();
     page = await context.newPage();
+    tokenExchangesBefore = slack.callsOf('oauth.v2.access').length;
   });
 
   afterEach(async () => {
     await context?.close();
-    await bot.stop();
-    await Promise.all([slack.stop(), agent.stop()]);
-    await cleanup();
   });
+
+  /** The install codes the bot exchanged for tokens during this case. */
+  const tokenExchanges = () => slack.callsOf('oauth.v2.access').slice(tokenExchangesBefore);
 
   /** The bot's redirect URL, where Slack sends the browser back (the page the person then reads). */
   const backHere = (url: URL) => url.pathname === '/slack/oauth_redirect';
 
   /** Opens the install page, checks what it tells the person, and clicks "Add to Slack" to the consent page. */
-  async function openConsentFromInstallPage(): Promise<void> {
+  async function openConsentFromInstallPage(teamId: string): Promise<void> {
     const opened = await page.goto(`${bot.baseUrl}/slack/install`);
     expect(opened?.status()).toBe(200);
     expect(await page.getByRole('note').textContent()).toBe(AI_DISCLAIMER);
     await page.getByRole('link', { name: 'Add to Slack' }).click();
     await page.waitForURL((url) => url.pathname === '/oauth/v2/authorize');
     expect(await page.getByRole('heading').textContent()).toBe('Allow the app to access Slack');
-    await page.getByLabel('Install on').selectOption('team:T2');
+    await page.getByLabel('Install on').selectOption(`team:${teamId}`);
   }
 
   it('Add to Slack, then Allow, lands on the success page, and the workspace is answered with its token', async () => {
-    await openConsentFromInstallPage();
+    await openConsentFromInstallPage('T2');
     const back = page.waitForResponse((response) => backHere(new URL(response.url())));
     await page.getByRole('button', { name: 'Allow' }).click();
     expect((await back).status()).toBe(200);
@@ -103,7 +113,7 @@ describe.runIf(haveBrowser || REQUIRED)('installing from the "Add to Slack" page
   });
 
   it('Cancel on the consent page says the app was not installed, and nothing is installed', async () => {
-    await openConsentFromInstallPage();
+    await openConsentFromInstallPage('T3');
     const back = page.waitForResponse((response) => backHere(new URL(response.url())));
     await page.getByRole('button', { name: 'Cancel' }).click();
     // A person's own choice, not a server fault (Bolt's default page says "Oops, Something Went Wrong!", 500).
@@ -114,18 +124,18 @@ describe.runIf(haveBrowser || REQUIRED)('installing from the "Add to Slack" page
     await page.getByRole('link', { name: 'Start again' }).click();
     await page.waitForURL(`${bot.baseUrl}/slack/install`);
     expect(await page.getByRole('note').textContent()).toBe(AI_DISCLAIMER);
-    expect(slack.callsOf('oauth.v2.access')).toEqual([]);
-    expect(slack.tenancy.installation('T2')).toBeUndefined();
+    expect(tokenExchanges()).toEqual([]);
+    expect(slack.tenancy.installation('T3')).toBeUndefined();
   });
 
   it('a consent page opened from the install page in another browser does not install', async () => {
-    await openConsentFromInstallPage();
+    await openConsentFromInstallPage('T4');
     const elsewhere = await browser.newContext();
     try {
       // The same link, without the cookie the install page set in the first browser.
       const other = await elsewhere.newPage();
       await other.goto(page.url());
-      await other.getByLabel('Install on').selectOption('team:T2');
+      await other.getByLabel('Install on').selectOption('team:T4');
       const back = other.waitForResponse((response) => backHere(new URL(response.url())));
       await other.getByRole('button', { name: 'Allow' }).click();
       expect((await back).status()).toBe(400);
@@ -135,6 +145,6 @@ describe.runIf(haveBrowser || REQUIRED)('installing from the "Add to Slack" page
     } finally {
       await elsewhere.close();
     }
-    expect(slack.callsOf('oauth.v2.access')).toEqual([]);
+    expect(tokenExchanges()).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
 import { shouldRunPostgresTests } from '../helpers/postgres.js';
@@ -6,16 +6,23 @@ import { appMentionEvent, nextTs, postSignedEvent } from '../helpers/slack-event
 import {
   AGENT_ID,
   mention,
+  metric,
   type RunningBot,
   SIGNING_SECRET,
   type StoreChoice,
   startBot,
 } from '../helpers/stack.js';
 import { forEachStore, type StoreCases } from '../helpers/stores.js';
+import { waitFor } from '../helpers/wait.js';
 
 const runPostgres = await shouldRunPostgresTests();
 
-const CHANNEL = 'C0GENERAL';
+/**
+ * The channel of the running case: each has one of its own, so a case's posts are not paced by Slack's
+ * one-message-a-second per channel after the posts of the cases before it.
+ */
+let CHANNEL = 'C0GENERAL';
+let channelsUsed = 0;
 
 function replyIn(threadTs: string) {
   return (call: SlackApiCall) => call.args.thread_ts === threadTs && call.args.channel === CHANNEL;
@@ -38,16 +45,43 @@ function conversationSuite(
     let store: StoreChoice;
     let cleanup: () => Promise<void>;
 
-    beforeEach(async () => {
+    // One bot for the cases of this suite (a bot start costs more than a case's work): each case works in a
+    // channel and threads of its own, and counts only the sessions, agent calls and posts it made.
+    beforeAll(async () => {
       ({ store, cleanup } = await prepareStore());
       slack = await FakeSlack.start();
       agent = await AgentServiceEmulator.start();
       bot = await startBot({ slack, agent, store });
     });
-    afterEach(async () => {
-      await bot.stop();
-      await Promise.all([slack.stop(), agent.stop(), cleanup()]);
+    afterAll(async () => {
+      await bot?.stop();
+      await Promise.all([slack?.stop(), agent?.stop(), cleanup?.()]);
     });
+    let sessionsBefore = new Set<string>();
+    let createsBefore = 0;
+    let postsBefore = 0;
+    beforeEach(async () => {
+      // What a case before this one left under way (it failed midway) would count as this case's.
+      await waitFor(
+        async () =>
+          (await metric(bot, 'jobs_in_flight')) === 0 &&
+          (await metric(bot, 'inbox_open_jobs{state="pending"}')) === 0,
+        'the jobs of the cases before this one finished',
+      );
+      channelsUsed += 1;
+      CHANNEL = `C0GENERAL${channelsUsed}`;
+      sessionsBefore = new Set(agent.sessionsOf(AGENT_ID).map((session) => session.uuid));
+      createsBefore = agent.requestsFor('createSession').length;
+      postsBefore = slack.callsOf('chat.postMessage').length;
+    });
+    /** The agent sessions this case made that the service still has, oldest first. */
+    const sessionsCreated = () =>
+      agent
+        .sessionsOf(AGENT_ID)
+        .map((session) => session.uuid)
+        .filter((uuid) => !sessionsBefore.has(uuid));
+    /** The createSession calls the agent service received during this case. */
+    const creates = () => agent.requestsFor('createSession').slice(createsBefore);
 
     cases.onOneStore(
       'answers a mention in its thread with the agent reply, and reuses the session in that thread',
@@ -58,9 +92,10 @@ function conversationSuite(
         expect(first.ms).toBeLessThan(1_000);
 
         const reply = await slack.waitForCall('chat.postMessage', replyIn(rootTs));
-        expect(textOf(reply)).toBe('echo[s-1#1]: what is up?');
+        const [session] = sessionsCreated();
+        expect(textOf(reply)).toBe(`echo[${session}#1]: what is up?`);
         expect(reply.args.blocks).toEqual([
-          { type: 'markdown', text: 'echo[s-1#1]: what is up?' },
+          { type: 'markdown', text: `echo[${session}#1]: what is up?` },
           // Feedback buttons end each answer, naming its agent and session.
           {
             type: 'context_actions',
@@ -69,10 +104,10 @@ function conversationSuite(
                 type: 'feedback_buttons',
                 action_id: 'reply_feedback',
                 positive_button: expect.objectContaining({
-                  value: JSON.stringify({ v: 'good', a: AGENT_ID, s: 's-1' }),
+                  value: JSON.stringify({ v: 'good', a: AGENT_ID, s: session }),
                 }),
                 negative_button: expect.objectContaining({
-                  value: JSON.stringify({ v: 'bad', a: AGENT_ID, s: 's-1' }),
+                  value: JSON.stringify({ v: 'bad', a: AGENT_ID, s: session }),
                 }),
               }),
             ],
@@ -85,9 +120,9 @@ function conversationSuite(
           'chat.postMessage',
           (c) => replyIn(rootTs)(c) && textOf(c).includes('#2'),
         );
-        expect(textOf(second)).toBe('echo[s-1#2]: and now?');
-        expect(agent.requestsFor('createSession')).toHaveLength(1);
-        expect(agent.sessionsOf(AGENT_ID)).toHaveLength(1);
+        expect(textOf(second)).toBe(`echo[${session}#2]: and now?`);
+        expect(creates()).toHaveLength(1);
+        expect(sessionsCreated()).toEqual([session]);
       },
     );
 
@@ -98,19 +133,16 @@ function conversationSuite(
       await slack.waitForCall('chat.postMessage', replyIn(threadA));
       await mention(bot, { channel: CHANNEL, text: '<@U0BOT> two', ts: threadB });
       const replyB = await slack.waitForCall('chat.postMessage', replyIn(threadB));
-      expect(textOf(replyB)).toBe('echo[s-2#1]: two');
-      expect(
-        agent
-          .sessionsOf(AGENT_ID)
-          .map((session) => session.uuid)
-          .sort(),
-      ).toEqual(['s-1', 's-2']);
+      const created = sessionsCreated();
+      expect(created).toHaveLength(2);
+      expect(textOf(replyB)).toBe(`echo[${created[1]}#1]: two`);
     });
 
     cases.onEveryStore('keeps the thread-to-session mapping across a restart on the same store', async () => {
       const rootTs = nextTs();
       await mention(bot, { channel: CHANNEL, text: '<@U0BOT> remember me', ts: rootTs });
       await slack.waitForCall('chat.postMessage', replyIn(rootTs));
+      const [session] = sessionsCreated();
       await bot.stop();
 
       bot = await startBot({ slack, agent, store });
@@ -119,8 +151,8 @@ function conversationSuite(
         'chat.postMessage',
         (c) => replyIn(rootTs)(c) && textOf(c).includes('#2'),
       );
-      expect(textOf(reply)).toBe('echo[s-1#2]: still there?');
-      expect(agent.requestsFor('createSession')).toHaveLength(1);
+      expect(textOf(reply)).toBe(`echo[${session}#2]: still there?`);
+      expect(creates()).toHaveLength(1);
     });
 
     cases.onOneStore('answers a bare mention with help, without calling the agent', async () => {
@@ -157,7 +189,9 @@ function conversationSuite(
           'chat.postMessage',
           (c) => replyIn(rootTs)(c) && textOf(c).startsWith('echo'),
         );
-        expect(textOf(reply)).toBe('echo[s-1#1]: try again');
+        const created = sessionsCreated();
+        expect(created).toHaveLength(1);
+        expect(textOf(reply)).toBe(`echo[${created[0]}#1]: try again`);
       },
     );
 
@@ -172,7 +206,7 @@ function conversationSuite(
       expect(stale.status).toBe(401);
       await new Promise((resolve) => setTimeout(resolve, 200));
       expect(agent.requests.slice(before)).toEqual([]);
-      expect(slack.callsOf('chat.postMessage')).toHaveLength(0);
+      expect(slack.callsOf('chat.postMessage').slice(postsBefore)).toHaveLength(0);
     });
 
     cases.onOneStore('answers health and readiness probes', async () => {

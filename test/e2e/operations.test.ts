@@ -1,5 +1,5 @@
 import { Agent, request as httpRequest } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
 import { type FaultStack, readiness, startFaultStack } from '../faults/support.js';
@@ -30,7 +30,16 @@ interface Stack {
 
 let stack: Stack | undefined;
 
+/** A bot of its own for the test, with these settings: stopped after the test. */
 async function startStack(
+  env: Record<string, string> = {},
+  options: { scopes?: string[]; botToken?: string; apiKey?: string } = {},
+): Promise<Stack> {
+  stack = await openStack(env, options);
+  return stack;
+}
+
+async function openStack(
   env: Record<string, string> = {},
   options: { scopes?: string[]; botToken?: string; apiKey?: string } = {},
 ): Promise<Stack> {
@@ -50,15 +59,32 @@ async function startStack(
       ...(options.botToken ? { SLACK_BOT_TOKEN: options.botToken } : {}),
     },
   });
-  stack = { slack, agent, bot, dir };
-  return stack;
+  return { slack, agent, bot, dir };
+}
+
+async function closeStack(closing: Stack): Promise<void> {
+  await closing.bot.stop();
+  await Promise.all([closing.slack.stop(), closing.agent.stop(), closing.dir.remove()]);
 }
 
 afterEach(async () => {
   if (!stack) return;
-  await stack.bot.stop();
-  await Promise.all([stack.slack.stop(), stack.agent.stop(), stack.dir.remove()]);
+  await closeStack(stack);
   stack = undefined;
+});
+
+/**
+ * A bot on the default settings shared by the tests that count nothing absolute (a bot start costs more than
+ * their work): started by the first of them, stopped after the file. Each uses threads of its own.
+ */
+let sharedStack: Promise<Stack> | undefined;
+const defaultStack = () => {
+  sharedStack ??= openStack();
+  return sharedStack;
+};
+afterAll(async () => {
+  const shared = await sharedStack?.catch(() => undefined);
+  if (shared) await closeStack(shared);
 });
 
 const send = (bot: RunningBot, body: unknown, retryNum?: number) =>
@@ -119,24 +145,32 @@ describe('metrics', () => {
   });
 
   it('shows queue depth and threads in flight while the agent is busy', async () => {
-    const { bot, agent } = await startStack();
+    const { bot, agent } = await defaultStack();
+    // The other tests on this bot wait for their answers: none of their jobs is open now.
     agent.setLatency(1_000, 'sendMessage');
-    const root = nextTs();
-    await send(bot, appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> one', ts: root }));
-    await send(
-      bot,
-      appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> two', threadTs: root }),
-    );
-    await waitFor(() => agent.requestsFor('sendMessage').length === 1, 'first prompt sent');
-    expect(await metric(bot, 'jobs_in_flight')).toBe(1);
-    expect(await metric(bot, 'inbox_open_jobs{state="running"}')).toBe(1);
-    expect(await metric(bot, 'inbox_open_jobs{state="pending"}')).toBe(1);
+    try {
+      const root = nextTs();
+      await send(bot, appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> one', ts: root }));
+      await send(
+        bot,
+        appMentionEvent({ channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> two', threadTs: root }),
+      );
+      await waitFor(
+        () => agent.requestsFor('sendMessage').some((r) => r.prompt === 'one'),
+        'first prompt sent',
+      );
+      expect(await metric(bot, 'jobs_in_flight')).toBe(1);
+      expect(await metric(bot, 'inbox_open_jobs{state="running"}')).toBe(1);
+      expect(await metric(bot, 'inbox_open_jobs{state="pending"}')).toBe(1);
+    } finally {
+      agent.setLatency(0, 'sendMessage');
+    }
   });
 });
 
 describe('the admin port (HTTP mode)', () => {
   it('serves /metrics there and not on PORT, where Slack posts; the health endpoints answer on both', async () => {
-    const { bot } = await startStack();
+    const { bot } = await defaultStack();
 
     const onPort = await fetch(`${bot.baseUrl}/metrics`);
     expect(onPort.status).toBe(404);
@@ -339,7 +373,7 @@ describe('access control and abuse', () => {
   });
 
   it('answers bad requests with 4xx and keeps serving', async () => {
-    const { bot, slack } = await startStack();
+    const { bot, slack } = await defaultStack();
     const raw = async (body: string, contentType: string, secret = SIGNING_SECRET) => {
       const response = await fetch(bot.eventsUrl, {
         method: 'POST',
@@ -369,7 +403,7 @@ describe('access control and abuse', () => {
   });
 
   it('keeps an idle connection open longer than the 5 s (plus a grace second) after which Node would drop it', async () => {
-    const { bot } = await startStack();
+    const { bot } = await defaultStack();
     const keepAlive = new Agent({ keepAlive: true, maxSockets: 1 });
     const get = () =>
       new Promise<{ status: number; socket: unknown }>((resolve, reject) => {

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
 import {
@@ -38,26 +38,47 @@ function inOrg<E>(envelope: SlackEventEnvelope<E>, enterpriseId: string, orgInst
   };
 }
 
+const env = { SESSION_DELETE_RETRY_MS: '200', AGENT_ROUTES: 'C0ROUTED=agent-b' };
+/** An Enterprise Grid org with two workspaces besides the bot's own (preinstalled) workspace. */
+const SLACK = {
+  orgs: [{ enterpriseId: 'E0ORG', name: 'Org' }],
+  workspaces: [
+    { teamId: 'T0ORGA', name: 'Org A', enterpriseId: 'E0ORG' },
+    { teamId: 'T0ORGB', name: 'Org B', enterpriseId: 'E0ORG' },
+  ],
+};
+
+/** A first mention in a new thread, answered; its root and session. */
+function threadStarter(slack: FakeSlack, send: (body: unknown) => Promise<{ status: number }>) {
+  return async (
+    channel: string,
+    teamId = 'T0TEAM',
+    enterpriseId?: string,
+  ): Promise<{ root: string; session: string }> => {
+    const root = nextTs();
+    const event = appMentionEvent({ teamId, channel, user: 'U0ALICE', text: '<@U0BOT> hello', ts: root });
+    expect((await send(enterpriseId ? inOrg(event, enterpriseId, false) : event)).status).toBe(200);
+    const reply = await slack.waitForCall(
+      'chat.postMessage',
+      (call) => call.args.thread_ts === root && textOf(call).startsWith('echo'),
+    );
+    return { root, session: sessionIdIn(textOf(reply)) };
+  };
+}
+
+/** Each case removes the bot's own workspace (or restarts the bot): a bot of its own. */
 describe('uninstall and revocation (embedded store)', () => {
   let slack: FakeSlack;
   let agent: AgentServiceEmulator;
   let bot: RunningBot;
   let cleanup: () => Promise<void>;
   let store: Awaited<ReturnType<typeof prepareEmbeddedStore>>['store'];
-  const env = { SESSION_DELETE_RETRY_MS: '200', AGENT_ROUTES: 'C0ROUTED=agent-b' };
 
   beforeEach(async () => {
     const prepared = await prepareEmbeddedStore();
     cleanup = prepared.cleanup;
     store = prepared.store;
-    // An Enterprise Grid org with two workspaces besides the bot's own (preinstalled) workspace.
-    slack = await FakeSlack.start({
-      orgs: [{ enterpriseId: 'E0ORG', name: 'Org' }],
-      workspaces: [
-        { teamId: 'T0ORGA', name: 'Org A', enterpriseId: 'E0ORG' },
-        { teamId: 'T0ORGB', name: 'Org B', enterpriseId: 'E0ORG' },
-      ],
-    });
+    slack = await FakeSlack.start(SLACK);
     agent = await AgentServiceEmulator.start();
     bot = await startBot({
       slack,
@@ -72,22 +93,8 @@ describe('uninstall and revocation (embedded store)', () => {
   });
 
   const send = (body: unknown) => postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body);
-
-  /** A first mention in a new thread, answered; its root and session. */
-  async function startThread(
-    channel: string,
-    teamId = 'T0TEAM',
-    enterpriseId?: string,
-  ): Promise<{ root: string; session: string }> {
-    const root = nextTs();
-    const event = appMentionEvent({ teamId, channel, user: 'U0ALICE', text: '<@U0BOT> hello', ts: root });
-    expect((await send(enterpriseId ? inOrg(event, enterpriseId, false) : event)).status).toBe(200);
-    const reply = await slack.waitForCall(
-      'chat.postMessage',
-      (call) => call.args.thread_ts === root && textOf(call).startsWith('echo'),
-    );
-    return { root, session: sessionIdIn(textOf(reply)) };
-  }
+  const startThread = (channel: string, teamId?: string, enterpriseId?: string) =>
+    threadStarter(slack, send)(channel, teamId, enterpriseId);
 
   it("deletes the workspace's agent sessions on each one's agent, keeps another workspace's, and drops its waiting work", async () => {
     const plain = await startThread('C0U1');
@@ -236,16 +243,61 @@ describe('uninstall and revocation (embedded store)', () => {
     expect((await fetch(`${bot.adminUrl}/readyz`)).status).toBe(200);
     expect((await fetch(`${bot.baseUrl}/healthz`)).status).toBe(200);
   });
+});
+
+/**
+ * Each case removes workspaces and orgs of its own, never the bot's, so they share one bot; each counts only
+ * the sessions and deletions of its own time (what a fresh agent service would show).
+ */
+describe('uninstall and revocation of other workspaces and orgs (embedded store)', () => {
+  let slack: FakeSlack;
+  let agent: AgentServiceEmulator;
+  let bot: RunningBot;
+  let cleanup: () => Promise<void>;
+  /** The agent's sessions and deletions when the case began. */
+  let earlier: Set<string>;
+  let deletionsEarlier: number;
+
+  beforeAll(async () => {
+    const prepared = await prepareEmbeddedStore();
+    cleanup = prepared.cleanup;
+    slack = await FakeSlack.start(SLACK);
+    agent = await AgentServiceEmulator.start();
+    bot = await startBot({ slack, agent, store: prepared.store, env });
+  });
+  afterAll(async () => {
+    await bot?.stop();
+    await Promise.all([slack?.stop(), agent?.stop(), cleanup?.()]);
+  });
+  beforeEach(() => {
+    earlier = new Set(live(agent));
+    deletionsEarlier = agent.requestsFor('deleteSession').length;
+  });
+  // Nothing of a case is left under way when the next begins.
+  afterEach(async () => {
+    await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'no removal pending');
+  });
+
+  const send = (body: unknown) => postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body);
+  const startThread = (channel: string, teamId?: string, enterpriseId?: string) =>
+    threadStarter(slack, send)(channel, teamId, enterpriseId);
+  /** The sessions made in this case that are still alive. */
+  const alive = () => live(agent).filter((session) => !earlier.has(session));
+  const deletedSessions = () =>
+    agent
+      .requestsFor('deleteSession')
+      .slice(deletionsEarlier)
+      .map((r) => r.sessionId);
 
   it('cleans up when tokens_revoked comes first, and takes the later app_uninstalled as done', async () => {
     const mine = await startThread('C0R1', 'T0REV');
     const kept = await startThread('C0R2');
     expect((await send(workspaceGoneEvent('tokens_revoked', { teamId: 'T0REV' }))).status).toBe(200);
-    await waitFor(() => !live(agent).includes(mine.session), 'deleted on tokens_revoked');
+    await waitFor(() => !alive().includes(mine.session), 'deleted on tokens_revoked');
     expect((await send(workspaceGoneEvent('app_uninstalled', { teamId: 'T0REV' }))).status).toBe(200);
     await sleep(500);
-    expect(agent.requestsFor('deleteSession').map((r) => r.sessionId)).toEqual([mine.session]);
-    expect(live(agent)).toEqual([kept.session]);
+    expect(deletedSessions()).toEqual([mine.session]);
+    expect(alive()).toEqual([kept.session]);
   });
 
   it('ignores a revocation of user tokens only: the bot still works there', async () => {
@@ -254,7 +306,7 @@ describe('uninstall and revocation (embedded store)', () => {
     envelope.event.tokens = { oauth: ['U0ALICE'], bot: [] };
     expect((await send(envelope)).status).toBe(200);
     await sleep(500);
-    expect(live(agent)).toEqual([thread.session]);
+    expect(alive()).toEqual([thread.session]);
   });
 
   it("an org-wide uninstall deletes every workspace's sessions in the org, and none outside it", async () => {
@@ -266,7 +318,7 @@ describe('uninstall and revocation (embedded store)', () => {
     const second = await startThread('C0ORGB', 'T0ORGB', 'E0ORG');
     const outside = await startThread('C0SOLO', 'T0SOLO');
     const elsewhere = await startThread('C0ORGC', 'T0ORGC', 'E0OTHER');
-    expect(live(agent)).toEqual([first.session, second.session, outside.session, elsewhere.session].sort());
+    expect(alive()).toEqual([first.session, second.session, outside.session, elsewhere.session].sort());
 
     // The envelope the fake Slack sends for an org-wide install's uninstall (slack-tenancy.ts says why):
     // team_id null, the org named in authorizations only.
@@ -277,43 +329,43 @@ describe('uninstall and revocation (embedded store)', () => {
     });
     expect(orgGone).not.toHaveProperty('enterprise_id');
     expect((await send(orgGone)).status).toBe(200);
-    await waitFor(() => live(agent).length === 2, "the org's sessions deleted");
-    expect(live(agent)).toEqual([outside.session, elsewhere.session].sort());
+    await waitFor(() => alive().length === 2, "the org's sessions deleted");
+    expect(alive()).toEqual([outside.session, elsewhere.session].sort());
   });
 
   it("an org-wide uninstall read the other ways Slack may send it (a workspace's id, the org on the envelope) ends the org's sessions", async () => {
-    const first = await startThread('C0ORGA', 'T0ORGA', 'E0ORG');
-    await startThread('C0ORGB', 'T0ORGB', 'E0ORG');
-    const other = await startThread('C0ORGC', 'T0ORGC', 'E0OTHER');
-    const outside = await startThread('C0SOLO', 'T0SOLO');
+    const first = await startThread('C0SECA', 'T0SECA', 'E0SECOND');
+    await startThread('C0SECB', 'T0SECB', 'E0SECOND');
+    const other = await startThread('C0THIRD', 'T0THIRD', 'E0THIRD');
+    const outside = await startThread('C0SOLO2', 'T0SOLO2');
     // One of its workspaces' ids in team_id, the org named in authorizations only.
-    const gone = workspaceGoneEvent('app_uninstalled', { teamId: 'T0ORGA' });
+    const gone = workspaceGoneEvent('app_uninstalled', { teamId: 'T0SECA' });
     const sample = {
       ...gone,
       authorizations: gone.authorizations.map((a) => ({
         ...a,
-        enterprise_id: 'E0ORG',
+        enterprise_id: 'E0SECOND',
         is_enterprise_install: true,
       })),
     };
     expect((await send(sample)).status).toBe(200);
-    await waitFor(() => !live(agent).includes(first.session), "the org's sessions deleted");
-    await waitFor(() => live(agent).length === 2, "both of the org's sessions deleted");
-    expect(live(agent)).toEqual([other.session, outside.session].sort());
+    await waitFor(() => !alive().includes(first.session), "the org's sessions deleted");
+    await waitFor(() => alive().length === 2, "both of the org's sessions deleted");
+    expect(alive()).toEqual([other.session, outside.session].sort());
 
     // team_id null with the org named on the envelope (an org-level event's shape).
-    const orgLevel = { ...inOrg(workspaceGoneEvent('app_uninstalled'), 'E0OTHER', true), team_id: null };
+    const orgLevel = { ...inOrg(workspaceGoneEvent('app_uninstalled'), 'E0THIRD', true), team_id: null };
     expect((await send(orgLevel)).status).toBe(200);
-    await waitFor(() => !live(agent).includes(other.session), 'the other org’s session deleted');
-    expect(live(agent)).toEqual([outside.session]);
+    await waitFor(() => !alive().includes(other.session), 'the other org’s session deleted');
+    expect(alive()).toEqual([outside.session]);
   });
 
   it("a workspace's uninstall inside an org leaves the org's other workspaces alone", async () => {
-    const gone = await startThread('C0WSA', 'T0WSA', 'E0ORG');
-    const stays = await startThread('C0WSB', 'T0WSB', 'E0ORG');
-    const single = inOrg(workspaceGoneEvent('app_uninstalled', { teamId: 'T0WSA' }), 'E0ORG', false);
+    const gone = await startThread('C0WSA', 'T0WSA', 'E0FOURTH');
+    const stays = await startThread('C0WSB', 'T0WSB', 'E0FOURTH');
+    const single = inOrg(workspaceGoneEvent('app_uninstalled', { teamId: 'T0WSA' }), 'E0FOURTH', false);
     expect((await send(single)).status).toBe(200);
-    await waitFor(() => !live(agent).includes(gone.session), 'the workspace’s session deleted');
-    expect(live(agent)).toEqual([stays.session]);
+    await waitFor(() => !alive().includes(gone.session), 'the workspace’s session deleted');
+    expect(alive()).toEqual([stays.session]);
   });
 });

@@ -1,7 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { shouldRunPostgresTests } from '../helpers/postgres.js';
 import { waitFor } from '../helpers/wait.js';
-import { perTestFakes } from './support.js';
+import { itWithFakes } from './support.js';
 
 /**
  * Slack rate-limits each method on its own (per method and workspace), and Bolt's WebClient pauses its whole
@@ -17,39 +17,41 @@ const RETRY_AFTER_SECONDS = 30;
 /** Well before the Retry-After: an answer that waited for the throttled calls comes 30 s late. */
 const PROMPTLY_MS = 8_000;
 
-describe.runIf(runPostgres)('an indicator call Slack rate-limits', () => {
-  const fakes = perTestFakes();
+// Each suite's case has fakes and a database of its own: the two suites run side by side.
+describe.runIf(runPostgres)('an indicator call Slack rate-limits', { concurrent: true }, () => {
+  itWithFakes(
+    'delays neither the prompt (with its thread context) nor the answer, nor the next message of the thread',
+    async ({ fakes }) => {
+      const bot = await fakes.startBot(ENV);
+      const throttled = { type: 'rate_limited', retryAfterSeconds: RETRY_AFTER_SECONDS } as const;
+      fakes.slack.failFor('reactions.add', throttled, 120_000);
+      fakes.slack.failFor('reactions.remove', throttled, 120_000);
+      // People were talking before the bot was mentioned: the prompt waits for the thread to be read.
+      const root = fakes.slack.seedMessage(CHANNEL, { user: 'U0BOB', text: 'the build is red again' });
+      const threadTexts = () => fakes.slack.threadMessages(CHANNEL, root).map((m) => m.text);
 
-  it('delays neither the prompt (with its thread context) nor the answer, nor the next message of the thread', async () => {
-    const bot = await fakes.startBot(ENV);
-    const throttled = { type: 'rate_limited', retryAfterSeconds: RETRY_AFTER_SECONDS } as const;
-    fakes.slack.failFor('reactions.add', throttled, 120_000);
-    fakes.slack.failFor('reactions.remove', throttled, 120_000);
-    // People were talking before the bot was mentioned: the prompt waits for the thread to be read.
-    const root = fakes.slack.seedMessage(CHANNEL, { user: 'U0BOB', text: 'the build is red again' });
-    const threadTexts = () => fakes.slack.threadMessages(CHANNEL, root).map((m) => m.text);
+      const asked = Date.now();
+      await fakes.ask(bot.eventsUrl, CHANNEL, 'why?', { root });
+      await waitFor(() => threadTexts().some((t) => t.startsWith('echo')), 'the answer', PROMPTLY_MS);
+      expect(Date.now() - asked).toBeLessThan(PROMPTLY_MS);
+      expect(fakes.slack.callsOf('conversations.replies').length).toBeGreaterThan(0);
+      const [prompt] = fakes.prompts();
+      expect(prompt).toContain('the build is red again');
+      expect(prompt).toContain('why?');
 
-    const asked = Date.now();
-    await fakes.ask(bot.eventsUrl, CHANNEL, 'why?', { root });
-    await waitFor(() => threadTexts().some((t) => t.startsWith('echo')), 'the answer', PROMPTLY_MS);
-    expect(Date.now() - asked).toBeLessThan(PROMPTLY_MS);
-    expect(fakes.slack.callsOf('conversations.replies').length).toBeGreaterThan(0);
-    const [prompt] = fakes.prompts();
-    expect(prompt).toContain('the build is red again');
-    expect(prompt).toContain('why?');
-
-    // The next message of the thread waits for the first job to end, which must not wait for Slack either.
-    const askedAgain = Date.now();
-    await fakes.ask(bot.eventsUrl, CHANNEL, 'and now?', { root });
-    await waitFor(
-      () => threadTexts().some((t) => t.includes('and now?') && t.startsWith('echo')),
-      'the second answer',
-      PROMPTLY_MS,
-    );
-    expect(Date.now() - askedAgain).toBeLessThan(PROMPTLY_MS);
-    // The reactions were asked for all the same (and are retried within their own limits).
-    expect(fakes.slack.callsOf('reactions.add').length).toBeGreaterThan(0);
-  });
+      // The next message of the thread waits for the first job to end, which must not wait for Slack either.
+      const askedAgain = Date.now();
+      await fakes.ask(bot.eventsUrl, CHANNEL, 'and now?', { root });
+      await waitFor(
+        () => threadTexts().some((t) => t.includes('and now?') && t.startsWith('echo')),
+        'the second answer',
+        PROMPTLY_MS,
+      );
+      expect(Date.now() - askedAgain).toBeLessThan(PROMPTLY_MS);
+      // The reactions were asked for all the same (and are retried within their own limits).
+      expect(fakes.slack.callsOf('reactions.add').length).toBeGreaterThan(0);
+    },
+  );
 });
 
 /**
@@ -57,10 +59,8 @@ describe.runIf(runPostgres)('an indicator call Slack rate-limits', () => {
  * limited per workspace, so a busy channel's retries can use it up) must not hold up the name lookup of a
  * prompt in another channel.
  */
-describe.runIf(runPostgres)('a thread read Slack rate-limits', () => {
-  const fakes = perTestFakes();
-
-  it("delays no other thread's prompt", async () => {
+describe.runIf(runPostgres)('a thread read Slack rate-limits', { concurrent: true }, () => {
+  itWithFakes("delays no other thread's prompt", async ({ fakes }) => {
     const bot = await fakes.startBot(ENV);
     const root = fakes.slack.seedMessage(CHANNEL, { user: 'U0BOB', text: 'the build is red again' });
     fakes.slack.failNext(

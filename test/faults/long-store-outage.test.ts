@@ -28,10 +28,12 @@ const ENV = {
   STORE_WRITE_RETRY_MS: '2000',
 };
 /**
- * Four times as long as a store write is retried (STORE_WRITE_RETRY_MS), which is how long the bot used to
- * hold an answer before dropping it: as 35 s against the default 20 s, but sooner.
+ * The long outage runs with ENV's store write retry and lease halved (1 s, 1.5 s): it lasts four times as
+ * long as a store write is retried (how long the bot used to hold an answer before dropping it: as 35 s
+ * against the default 20 s) and over two leases, as 8 s did with ENV's, but sooner.
  */
-const LONG_OUTAGE_MS = 8_000;
+const LONG_OUTAGE_ENV = { STORE_WRITE_RETRY_MS: '1000', JOB_LEASE_MS: '1500' };
+const LONG_OUTAGE_MS = 4 * Number(LONG_OUTAGE_ENV.STORE_WRITE_RETRY_MS);
 const LOST = /restarted|lost/;
 const DROPPED_NOTICE =
   /^:warning: The agent answered this message, but my database was unreachable for more than 5 seconds/;
@@ -125,7 +127,7 @@ describe.runIf(available)('PostgreSQL stopped and started while the agent answer
   }
 
   it(`posts the answer the agent gave during an outage of ${LONG_OUTAGE_MS / 1000} s, once, and answers what Slack retried`, async () => {
-    const replica = await bot();
+    const replica = await bot(LONG_OUTAGE_ENV);
     agent.setLatency(2_000, 'sendMessage');
     const root = await ask(replica, 'what changed in the release?');
     const down = await stopWhileAnswering('what changed in the release?', 'fast');

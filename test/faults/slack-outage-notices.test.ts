@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { shouldRunPostgresTests } from '../helpers/postgres.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import {
@@ -9,7 +9,7 @@ import {
   SLACK_REFUSED,
   waitingForSlack,
 } from './slack-outage-support.js';
-import { perTestFakes } from './support.js';
+import { itWithFakes } from './support.js';
 
 /**
  * Slack refusing the answer with rate_limited, or for longer than REPLY_RETRY_WINDOW, and a bot stopped or
@@ -18,156 +18,178 @@ import { perTestFakes } from './support.js';
 
 const runPostgres = await shouldRunPostgresTests();
 
-describe.runIf(runPostgres)('Slack refusing the answer', () => {
-  const fakes = perTestFakes();
-  const { prompts, threadTexts, answerPosts, ask, finished } = outageViews(fakes);
+// Each case has fakes and a database of its own, so the cases wait out the bot's back-offs side by side.
+describe.runIf(runPostgres)('Slack refusing the answer', { concurrent: true }, () => {
+  itWithFakes(
+    'posts the answer and a notice that Slack refused with HTTP 200 rate_limited, backing off as for a 429',
+    async ({ fakes }) => {
+      const { prompts, threadTexts, answerPosts, ask, finished } = outageViews(fakes);
+      const bot = await fakes.startBot(ENV);
+      // chat.postMessage documents `rate_limited` ("posted too many messages"): a refusal for now, not for good.
+      fakes.slack.failNext('chat.postMessage', { type: 'error', error: 'rate_limited' }, 3, isAnswerPost);
+      const root = await ask(bot.eventsUrl, 'posted too fast');
 
-  it('posts the answer and a notice that Slack refused with HTTP 200 rate_limited, backing off as for a 429', async () => {
-    const bot = await fakes.startBot(ENV);
-    // chat.postMessage documents `rate_limited` ("posted too many messages"): a refusal for now, not for good.
-    fakes.slack.failNext('chat.postMessage', { type: 'error', error: 'rate_limited' }, 3, isAnswerPost);
-    const root = await ask(bot.eventsUrl, 'posted too fast');
+      await waitFor(() => threadTexts(root).length > 1, 'the answer in the thread', 30_000);
+      await finished(root);
+      expect(threadTexts(root)).toEqual(['<@U0BOT> posted too fast', 'echo[s-1#1]: posted too fast']);
+      expect(prompts()).toEqual(['posted too fast']);
+      const attempts = answerPosts(root).map((c) => c.at);
+      expect(attempts).toHaveLength(4);
+      for (let i = 1; i < attempts.length; i++)
+        expect(attempts[i]! - attempts[i - 1]!, 'backed off between tries').toBeGreaterThanOrEqual(400);
 
-    await waitFor(() => threadTexts(root).length > 1, 'the answer in the thread', 30_000);
-    await finished(root);
-    expect(threadTexts(root)).toEqual(['<@U0BOT> posted too fast', 'echo[s-1#1]: posted too fast']);
-    expect(prompts()).toEqual(['posted too fast']);
-    const attempts = answerPosts(root).map((c) => c.at);
-    expect(attempts).toHaveLength(4);
-    for (let i = 1; i < attempts.length; i++)
-      expect(attempts[i]! - attempts[i - 1]!, 'backed off between tries').toBeGreaterThanOrEqual(400);
+      // A notice in place of an answer (here: the help for an empty mention) is kept and posted the same way.
+      fakes.slack.failNext('chat.postMessage', { type: 'error', error: 'rate_limited' }, 2);
+      const empty = await ask(bot.eventsUrl, '');
+      await waitFor(() => threadTexts(empty).length > 1, 'the help notice in the thread', 30_000);
+      expect(threadTexts(empty)[1]).toMatch(/^Hi! Mention me with a question/);
 
-    // A notice in place of an answer (here: the help for an empty mention) is kept and posted the same way.
-    fakes.slack.failNext('chat.postMessage', { type: 'error', error: 'rate_limited' }, 2);
-    const empty = await ask(bot.eventsUrl, '');
-    await waitFor(() => threadTexts(empty).length > 1, 'the help notice in the thread', 30_000);
-    expect(threadTexts(empty)[1]).toMatch(/^Hi! Mention me with a question/);
+      // And a reset's notice.
+      fakes.slack.failNext('chat.postMessage', { type: 'error', error: 'rate_limited' }, 2, (args) =>
+        String(args.text).startsWith(':broom:'),
+      );
+      await fakes.ask(bot.eventsUrl, CHANNEL, 'reset', { root });
+      await waitFor(
+        () => threadTexts(root).some((t) => t.startsWith(':broom: Conversation reset')),
+        'the reset notice in the thread',
+        30_000,
+      );
+    },
+  );
 
-    // And a reset's notice.
-    fakes.slack.failNext('chat.postMessage', { type: 'error', error: 'rate_limited' }, 2, (args) =>
-      String(args.text).startsWith(':broom:'),
-    );
-    await fakes.ask(bot.eventsUrl, CHANNEL, 'reset', { root });
-    await waitFor(
-      () => threadTexts(root).some((t) => t.startsWith(':broom: Conversation reset')),
-      'the reset notice in the thread',
-      30_000,
-    );
-  });
+  itWithFakes(
+    'posts the notice saying Slack refused the answer even when that notice is refused with rate_limited first',
+    async ({ fakes }) => {
+      const { threadTexts, ask, finished } = outageViews(fakes);
+      const bot = await fakes.startBot({ ...ENV, REPLY_RETRY_WINDOW: '2s' });
+      fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
+      fakes.slack.failNext('chat.postMessage', { type: 'error', error: 'rate_limited' }, 2, (args) =>
+        SLACK_REFUSED.test(String(args.text)),
+      );
+      const root = await ask(bot.eventsUrl, 'refused, then the notice too');
 
-  it('posts the notice saying Slack refused the answer even when that notice is refused with rate_limited first', async () => {
-    const bot = await fakes.startBot({ ...ENV, REPLY_RETRY_WINDOW: '2s' });
-    fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
-    fakes.slack.failNext('chat.postMessage', { type: 'error', error: 'rate_limited' }, 2, (args) =>
-      SLACK_REFUSED.test(String(args.text)),
-    );
-    const root = await ask(bot.eventsUrl, 'refused, then the notice too');
+      await waitFor(() => threadTexts(root).length > 1, 'a notice in the thread', 30_000);
+      await finished(root);
+      const texts = threadTexts(root);
+      expect(texts).toHaveLength(2);
+      expect(texts[1]).toMatch(SLACK_REFUSED);
+    },
+  );
 
-    await waitFor(() => threadTexts(root).length > 1, 'a notice in the thread', 30_000);
-    await finished(root);
-    const texts = threadTexts(root);
-    expect(texts).toHaveLength(2);
-    expect(texts[1]).toMatch(SLACK_REFUSED);
-  });
+  itWithFakes(
+    "says in one log line, without the answer's words, that the workspace's message limit is reached, and tells the author privately",
+    async ({ fakes }) => {
+      const { threadTexts, answerPosts, ask, finished } = outageViews(fakes);
+      const bot = await fakes.startBot(ENV);
+      // Free workspaces have a message limit; chat.postMessage answers `message_limit_exceeded` once it is reached.
+      fakes.slack.failFor(
+        'chat.postMessage',
+        { type: 'error', error: 'message_limit_exceeded' },
+        60_000,
+        isAnswerPost,
+      );
+      const root = await ask(bot.eventsUrl, 'over the limit');
 
-  it("says in one log line, without the answer's words, that the workspace's message limit is reached, and tells the author privately", async () => {
-    const bot = await fakes.startBot(ENV);
-    // Free workspaces have a message limit; chat.postMessage answers `message_limit_exceeded` once it is reached.
-    fakes.slack.failFor(
-      'chat.postMessage',
-      { type: 'error', error: 'message_limit_exceeded' },
-      60_000,
-      isAnswerPost,
-    );
-    const root = await ask(bot.eventsUrl, 'over the limit');
+      await finished(root);
+      // What Alice sees, not merely what was sent: the thread has no reply, so a note there would be hidden.
+      const note = await fakes.slack.waitForVisibleEphemeral('U0ALICE', {}, () => true, 10_000);
+      expect(note?.text).toMatch(/message limit/i);
+      expect(threadTexts(root)).toEqual(['<@U0BOT> over the limit']);
+      // Not retried: Slack would refuse it again until the limit resets.
+      expect(answerPosts(root)).toHaveLength(1);
+      const lines = bot.logs.lines.map((line) => JSON.parse(line) as { level: number; msg?: string });
+      const limitLines = lines.filter(
+        (line) => line.level > 20 && JSON.stringify(line).includes('message_limit_exceeded'),
+      );
+      expect(limitLines).toHaveLength(1);
+      expect(limitLines[0]?.msg).toMatch(/message limit/i);
+      expect(lines.filter((line) => line.level > 20 && JSON.stringify(line).includes('echo['))).toEqual([]);
+    },
+  );
 
-    await finished(root);
-    // What Alice sees, not merely what was sent: the thread has no reply, so a note there would be hidden.
-    const note = await fakes.slack.waitForVisibleEphemeral('U0ALICE', {}, () => true, 10_000);
-    expect(note?.text).toMatch(/message limit/i);
-    expect(threadTexts(root)).toEqual(['<@U0BOT> over the limit']);
-    // Not retried: Slack would refuse it again until the limit resets.
-    expect(answerPosts(root)).toHaveLength(1);
-    const lines = bot.logs.lines.map((line) => JSON.parse(line) as { level: number; msg?: string });
-    const limitLines = lines.filter(
-      (line) => line.level > 20 && JSON.stringify(line).includes('message_limit_exceeded'),
-    );
-    expect(limitLines).toHaveLength(1);
-    expect(limitLines[0]?.msg).toMatch(/message limit/i);
-    expect(lines.filter((line) => line.level > 20 && JSON.stringify(line).includes('echo['))).toEqual([]);
-  });
+  itWithFakes(
+    'says once that Slack refused the answer when it does so for longer than REPLY_RETRY_WINDOW',
+    async ({ fakes }) => {
+      const { prompts, threadTexts, ask, finished } = outageViews(fakes);
+      const bot = await fakes.startBot({ ...ENV, REPLY_RETRY_WINDOW: '3s' });
+      fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
+      // The notice itself is refused once too: a 503 says it was not taken in, so it is posted again.
+      fakes.slack.failNext('chat.postMessage', { type: 'http', status: 503 }, 1, (args) =>
+        SLACK_REFUSED.test(String(args.text)),
+      );
+      const asked = Date.now();
+      const root = await ask(bot.eventsUrl, 'never taken');
 
-  it('says once that Slack refused the answer when it does so for longer than REPLY_RETRY_WINDOW', async () => {
-    const bot = await fakes.startBot({ ...ENV, REPLY_RETRY_WINDOW: '3s' });
-    fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
-    // The notice itself is refused once too: a 503 says it was not taken in, so it is posted again.
-    fakes.slack.failNext('chat.postMessage', { type: 'http', status: 503 }, 1, (args) =>
-      SLACK_REFUSED.test(String(args.text)),
-    );
-    const asked = Date.now();
-    const root = await ask(bot.eventsUrl, 'never taken');
+      await waitFor(() => threadTexts(root).length > 1, 'a notice in the thread', 30_000);
+      expect(Date.now() - asked).toBeGreaterThanOrEqual(3_000);
+      await finished(root);
+      // Slack would take the answer now: the job is over, so it stays unposted and the notice is alone.
+      fakes.slack.clearFailures('chat.postMessage');
+      await sleep(1_500);
+      const texts = threadTexts(root);
+      expect(texts).toHaveLength(2);
+      expect(texts[1]).toMatch(SLACK_REFUSED);
+      expect(prompts()).toEqual(['never taken']);
+    },
+  );
 
-    await waitFor(() => threadTexts(root).length > 1, 'a notice in the thread', 30_000);
-    expect(Date.now() - asked).toBeGreaterThanOrEqual(3_000);
-    await finished(root);
-    // Slack would take the answer now: the job is over, so it stays unposted and the notice is alone.
-    fakes.slack.clearFailures('chat.postMessage');
-    await sleep(1_500);
-    const texts = threadTexts(root);
-    expect(texts).toHaveLength(2);
-    expect(texts[1]).toMatch(SLACK_REFUSED);
-    expect(prompts()).toEqual(['never taken']);
-  });
+  itWithFakes(
+    'does not say Slack refused an answer that its author stopped while the last post was under way',
+    async ({ fakes }) => {
+      const { threadTexts, answerPosts, ask, finished } = outageViews(fakes);
+      const bot = await fakes.startBot({ ...ENV, REPLY_RETRY_WINDOW: '1s' });
+      fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
+      // Slack takes its time to refuse: the author's stop comes while the post that gives up is under way.
+      fakes.slack.setLatency('chat.postMessage', 2_000);
+      const root = await ask(bot.eventsUrl, 'stopped meanwhile');
+      // The second try is the last (REPLY_RETRY_WINDOW has passed when it fails).
+      await fakes.slack.waitForCalls(
+        'chat.postMessage',
+        2,
+        (c) => c.args.thread_ts === root && isAnswerPost(c.args),
+        20_000,
+      );
+      await fakes.ask(bot.eventsUrl, CHANNEL, 'stop', { root });
 
-  it('does not say Slack refused an answer that its author stopped while the last post was under way', async () => {
-    const bot = await fakes.startBot({ ...ENV, REPLY_RETRY_WINDOW: '1s' });
-    fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
-    // Slack takes its time to refuse: the author's stop comes while the post that gives up is under way.
-    fakes.slack.setLatency('chat.postMessage', 2_000);
-    const root = await ask(bot.eventsUrl, 'stopped meanwhile');
-    // The second try is the last (REPLY_RETRY_WINDOW has passed when it fails).
-    await fakes.slack.waitForCalls(
-      'chat.postMessage',
-      2,
-      (c) => c.args.thread_ts === root && isAnswerPost(c.args),
-      20_000,
-    );
-    await fakes.ask(bot.eventsUrl, CHANNEL, 'stop', { root });
+      await waitFor(
+        () => threadTexts(root).some((t) => t.startsWith(':octagonal_sign: Stopped')),
+        'the stop notice',
+        10_000,
+      );
+      await finished(root);
+      await sleep(2_500);
+      expect(threadTexts(root)).toEqual([
+        '<@U0BOT> stopped meanwhile',
+        '<@U0BOT> stop',
+        ':octagonal_sign: Stopped: dropped the answer I was waiting for. The agent had already received that message and may have acted on it; the next message here continues the conversation.',
+      ]);
+      expect(answerPosts(root)).toHaveLength(2);
+    },
+  );
 
-    await waitFor(
-      () => threadTexts(root).some((t) => t.startsWith(':octagonal_sign: Stopped')),
-      'the stop notice',
-      10_000,
-    );
-    await finished(root);
-    await sleep(2_500);
-    expect(threadTexts(root)).toEqual([
-      '<@U0BOT> stopped meanwhile',
-      '<@U0BOT> stop',
-      ':octagonal_sign: Stopped: dropped the answer I was waiting for. The agent had already received that message and may have acted on it; the next message here continues the conversation.',
-    ]);
-    expect(answerPosts(root)).toHaveLength(2);
-  });
+  itWithFakes(
+    'keeps the answer across a restart: the bot killed while the post waits is replaced, and the new one posts it',
+    async ({ fakes }) => {
+      const { prompts, threadTexts, ask, finished } = outageViews(fakes);
+      const child = await fakes.spawnBot(ENV);
+      fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
+      const root = await ask(child.eventsUrl, 'kept across a restart');
+      await waitFor(
+        async () => await waitingForSlack(fakes.database.url),
+        'the job put back to wait for Slack',
+      );
+      child.child.kill('SIGKILL');
+      await child.exited;
+      fakes.slack.clearFailures('chat.postMessage');
 
-  it('keeps the answer across a restart: the bot killed while the post waits is replaced, and the new one posts it', async () => {
-    const child = await fakes.spawnBot(ENV);
-    fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
-    const root = await ask(child.eventsUrl, 'kept across a restart');
-    await waitFor(
-      async () => await waitingForSlack(fakes.database.url),
-      'the job put back to wait for Slack',
-    );
-    child.child.kill('SIGKILL');
-    await child.exited;
-    fakes.slack.clearFailures('chat.postMessage');
-
-    await fakes.startBot(ENV);
-    await waitFor(() => threadTexts(root).length > 1, 'the kept answer in the thread', 30_000);
-    await finished(root);
-    expect(threadTexts(root)).toEqual([
-      '<@U0BOT> kept across a restart',
-      'echo[s-1#1]: kept across a restart',
-    ]);
-    expect(prompts()).toEqual(['kept across a restart']);
-  });
+      await fakes.startBot(ENV);
+      await waitFor(() => threadTexts(root).length > 1, 'the kept answer in the thread', 30_000);
+      await finished(root);
+      expect(threadTexts(root)).toEqual([
+        '<@U0BOT> kept across a restart',
+        'echo[s-1#1]: kept across a restart',
+      ]);
+      expect(prompts()).toEqual(['kept across a restart']);
+    },
+  );
 });

@@ -21,14 +21,14 @@ const runPostgres = await shouldRunPostgresTests();
 
 const CHANNEL = 'C0WRITES';
 /**
- * A short lease, so work this process lost track of comes back quickly, and a store write retried for 2 s
+ * A short lease, so work this process lost track of comes back quickly, and a store write retried for 1 s
  * instead of 20 s before the bot gives up on it: the same giving up, sooner.
  */
 const ENV = {
-  JOB_LEASE_MS: '3000',
+  JOB_LEASE_MS: '1500',
   SLOW_NOTICE_MS: '0',
   AGENT_TIMEOUT_MS: '20000',
-  STORE_WRITE_RETRY_MS: '2000',
+  STORE_WRITE_RETRY_MS: '1000',
 };
 
 const promptsOf = (stack: FaultStack) => stack.agent.requestsFor('sendMessage').map((r) => r.prompt);
@@ -374,7 +374,7 @@ describe.runIf(runPostgres)('giving up on an answer Slack refused, when marking 
       'the bot giving up on recording the job done',
       30_000,
     );
-    // The job comes back once its lease lapses (3 s), and fails to finish again.
+    // The job comes back once its lease lapses (1.5 s), and fails to finish again.
     await waitFor(
       () => stack.bot.logs.text.split('could not record how a job ended').length > 2,
       'the job run again and the bot giving up on recording it done again',

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { afterEach, beforeEach, expect } from 'vitest';
+import { afterEach, beforeEach, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackMessage } from '../fakes/slack.js';
 import { TcpProxy } from '../fakes/tcp-proxy.js';
@@ -153,12 +153,35 @@ export function perTestFakes(): PerTestFakes {
   return fakes;
 }
 
+/**
+ * `it` with a fresh fake Slack, agent emulator and PostgreSQL database of the test's own (`fakes`), as
+ * `perTestFakes` gives, stopped after it: cases that each wait seconds on the bot's timers can then run side by
+ * side (a `describe` with `{ concurrent: true }`), as none shares anything with another. Their bots keep a
+ * few connections each (DATABASE_POOL_SIZE): bots × pool size must stay under the server's max_connections,
+ * which the other files running meanwhile share.
+ */
+export const itWithFakes = it.extend<{ fakes: PerTestFakes }>({
+  // biome-ignore lint/correctness/noEmptyPattern: Vitest reads what a fixture depends on from this pattern.
+  fakes: async ({}, use) => {
+    const fakes = new PerTestFakes({ DATABASE_POOL_SIZE: '3' });
+    await fakes.start();
+    try {
+      await use(fakes);
+    } finally {
+      await fakes.stop();
+    }
+  },
+});
+
 export class PerTestFakes {
   slack!: FakeSlack;
   agent!: AgentServiceEmulator;
   database!: TestDatabase;
   private bots: RunningBot[] = [];
   private processes: BotProcess[] = [];
+
+  /** `env`: settings of every bot started through these fakes, which a bot's own settings override. */
+  constructor(private readonly env: Record<string, string> = {}) {}
 
   get store(): StoreChoice {
     return { kind: 'postgres', databaseUrl: this.database.url };
@@ -172,14 +195,24 @@ export class PerTestFakes {
 
   /** A bot in this process. */
   async startBot(env: Record<string, string>): Promise<RunningBot> {
-    const bot = await startBot({ slack: this.slack, agent: this.agent, store: this.store, env });
+    const bot = await startBot({
+      slack: this.slack,
+      agent: this.agent,
+      store: this.store,
+      env: { ...this.env, ...env },
+    });
     this.bots.push(bot);
     return bot;
   }
 
   /** A bot in its own process, which a test can stop, continue or kill. */
   async spawnBot(env: Record<string, string>): Promise<BotProcess> {
-    const bot = await spawnBot({ slack: this.slack, agent: this.agent, store: this.store, env });
+    const bot = await spawnBot({
+      slack: this.slack,
+      agent: this.agent,
+      store: this.store,
+      env: { ...this.env, ...env },
+    });
     this.processes.push(bot);
     return bot;
   }
