@@ -351,8 +351,13 @@ describe('agent failures in an info-level log', () => {
     expectNoWords(before);
   });
 
-  it('has none of those words in the whole log', () => {
-    expect(bot.logs.lines.length).toBeGreaterThan(20);
+  it('has none of those words in the whole log, lines logged between and after the cases included', async () => {
+    // A failure of its own, so run alone it reads more than the start-up's lines.
+    await failingMention('last', 'sendMessage', (prompt) => ({
+      type: 'http',
+      status: 500,
+      body: quoting(prompt),
+    }));
     expectNoWords();
   });
 });
