@@ -31,11 +31,11 @@ export default defineConfig({
     // while no module keeps state a later file would trip on (src keeps none; the helpers keep only the
     // ports and Slack ts handed out, which stay unique) and every test restores the timers it fakes.
     isolate: false,
-    // Most of a file's time is spent waiting on servers, timers and PostgreSQL, not on a CPU (measured:
-    // faults/slack-outage 65 s for 5 s of CPU; 14 end-to-end and fault files, 415 s of tests, ran in 78 s on
-    // six workers using 1.1 of 2 cores): six files at a time keep a 2-core machine busy without starving the
-    // timing-sensitive ones.
-    maxWorkers: 6,
+    // Most of a file's time is spent waiting on servers, timers and PostgreSQL, not on a CPU, so more files run
+    // at a time than there are cores; but each file's bots, stores and child processes compete for them, and
+    // past three files at a time on a 2-core machine the whole run took longer and more CPU (measured, whole
+    // run: 2 workers 192 s, 3 workers 182 s and 274 CPU-s, 4 workers 205 s, 6 workers 222 s and 331 CPU-s).
+    maxWorkers: 3,
     sequence: { sequencer: EndToEndFirst },
     projects: [
       { extends: true, test: { name: 'shared', include: ['test/**/*.test.ts'], exclude: [...OWN_PROCESS] } },
