@@ -34,7 +34,8 @@ export default defineConfig({
     // Most of a file's time is spent waiting on servers, timers and PostgreSQL, not on a CPU, so more files run
     // at a time than there are cores; but each file's bots, stores and child processes compete for them, and
     // past three files at a time on a 2-core machine the whole run took longer and more CPU (measured, whole
-    // run: 2 workers 192 s, 3 workers 182 s and 274 CPU-s, 4 workers 205 s, 6 workers 222 s and 331 CPU-s).
+    // run with the timings of the run before: 2 workers 192 s, 3 workers 182 s and 274 CPU-s, 4 workers 205 s,
+    // 6 workers 222 s and 331 CPU-s; on a fresh clone, which has no timings, 3 workers took 255-273 s).
     maxWorkers: 3,
     sequence: { sequencer: EndToEndFirst },
     projects: [
