@@ -710,8 +710,10 @@ export class FakeSlack {
   }
 
   /**
-   * Gives every method its full rate-limit allowance again, as after a quiet minute: for tests sharing one
-   * fake Slack, so a case does not spend the allowance of the next.
+   * Gives every method its full rate-limit allowance again, as after a quiet minute (Slack's limits are per
+   * minute, https://docs.slack.dev/apis/web-api/rate-limits): for tests sharing one fake Slack, so a case does
+   * not spend the allowance of the next. Real Slack would still count those calls if the cases ran within one
+   * minute in one workspace; the bot's handling of a spent allowance is tested on fakes that are not reset.
    */
   resetRateLimits(): void {
     this.rateLimiter.reset();
