@@ -2,11 +2,11 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
-import { withEveryVariable } from '../helpers/entry-point.js';
+import { storeVariables, withEveryVariable } from '../helpers/entry-point.js';
 import { freePort } from '../helpers/free-port.js';
 import { appMentionEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
 import { BOT_TOKEN, SIGNING_SECRET } from '../helpers/stack.js';
+import { type TestStore, testStore } from '../helpers/stores.js';
 
 /**
  * The bot as users run it: `npm start` in a child process, configured only through the environment. npm runs
@@ -16,7 +16,9 @@ import { BOT_TOKEN, SIGNING_SECRET } from '../helpers/stack.js';
 describe('npm start', () => {
   let slack: FakeSlack;
   let agent: AgentServiceEmulator;
-  let dataDir: TempDataDir;
+  // What is checked is the process, not the store: `testStore`, on PostgreSQL when the run has it (a bot opens
+  // it for a fraction of the CPU the embedded store takes).
+  let store: TestStore;
   let child: ChildProcess;
   let output = '';
   let port: number;
@@ -24,7 +26,7 @@ describe('npm start', () => {
   beforeAll(async () => {
     slack = await FakeSlack.start();
     agent = await AgentServiceEmulator.start();
-    dataDir = await freshDataDir();
+    store = await testStore();
     port = await freePort();
     child = spawn('npm', ['start', '--silent'], {
       env: withEveryVariable({
@@ -37,7 +39,7 @@ describe('npm start', () => {
         AGENT_BASE_URL: agent.baseUrl,
         AGENT_API_KEY: agent.apiKey,
         AGENT_ID: 'agent-main',
-        DATA_DIR: dataDir.path,
+        ...storeVariables(store.store),
         LOG_LEVEL: 'trace',
       }),
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -57,7 +59,7 @@ describe('npm start', () => {
 
   afterAll(async () => {
     if (child.exitCode === null) child.kill('SIGKILL');
-    await Promise.all([slack.stop(), agent.stop(), dataDir.remove()]);
+    await Promise.all([slack.stop(), agent.stop(), store.remove()]);
   });
 
   it('answers a signed mention, logs no secret, and exits cleanly on SIGTERM', async () => {

@@ -6,11 +6,19 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
 import { PROCESS_READY_MS } from '../helpers/bot-process.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
-import { emptyWorkdir, entryPointArgs } from '../helpers/entry-point.js';
+import { freshDataDir } from '../helpers/embedded-store.js';
+import { emptyWorkdir, entryPointArgs, storeVariables } from '../helpers/entry-point.js';
 import { freePort } from '../helpers/free-port.js';
 import { nextTs } from '../helpers/slack-events.js';
-import { AGENT_ID, BOT_TOKEN, mention, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import {
+  AGENT_ID,
+  BOT_TOKEN,
+  mention,
+  SIGNING_SECRET,
+  type StoreChoice,
+  startBot,
+} from '../helpers/stack.js';
+import { testStore } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
 
 interface Run {
@@ -71,8 +79,8 @@ describe('configuration errors', () => {
 describe('start-up with the real services', () => {
   let slack: FakeSlack;
   let agent: AgentServiceEmulator;
-  // A test may build more than one environment: each one's data directory is removed after it.
-  const dirs: TempDataDir[] = [];
+  // A test may build more than one environment: each one's store is removed after it.
+  const stores: { remove(): Promise<void> }[] = [];
   beforeAll(async () => {
     slack = await FakeSlack.start();
     agent = await AgentServiceEmulator.start({ agents: [AGENT_ID] });
@@ -81,9 +89,15 @@ describe('start-up with the real services', () => {
     await Promise.all([slack.stop(), agent.stop()]);
   });
 
-  async function environment(overrides: Record<string, string> = {}): Promise<Record<string, string>> {
-    const dir = await freshDataDir();
-    dirs.push(dir);
+  /**
+   * A bot's environment. Unless `store` is given or `overrides` names a DATABASE_URL, the bot gets a store of
+   * its own from `testStore`: PostgreSQL when the run has it, which a bot opens for a fraction of the CPU the
+   * embedded store takes (only the embedded store's own test needs that one).
+   */
+  async function environment(
+    overrides: Record<string, string> = {},
+    store?: StoreChoice,
+  ): Promise<Record<string, string>> {
     return {
       SLACK_BOT_TOKEN: BOT_TOKEN,
       SLACK_SIGNING_SECRET: SIGNING_SECRET,
@@ -93,15 +107,20 @@ describe('start-up with the real services', () => {
       AGENT_BASE_URL: agent.baseUrl,
       AGENT_API_KEY: agent.apiKey,
       AGENT_ID,
-      DATA_DIR: dir.path,
+      ...(overrides.DATABASE_URL === undefined ? storeVariables(store ?? (await aStore())) : {}),
       LOG_LEVEL: 'info',
       ...overrides,
     };
   }
+  async function aStore(): Promise<StoreChoice> {
+    const store = await testStore();
+    stores.push(store);
+    return store.store;
+  }
   afterEach(async () => {
-    // This runs before the file's afterEach: a bot still running would write into the directory removed.
+    // This runs before the file's afterEach: a bot still running would write into the store removed.
     await stopRunning();
-    await Promise.all(dirs.splice(0).map((dir) => dir.remove()));
+    await Promise.all(stores.splice(0).map((store) => store.remove()));
   });
 
   /** Waits for the bot to be ready; fails at once, with what it said, if it exits instead. */
@@ -216,8 +235,10 @@ describe('start-up with the real services', () => {
   });
 
   it('stops with one line naming the embedded store, its path and the file system failure', async () => {
-    const env = await environment();
-    const dataDir = env.DATA_DIR ?? '';
+    const dir = await freshDataDir();
+    stores.push(dir);
+    const dataDir = dir.path;
+    const env = await environment({}, { kind: 'embedded', dataDir });
     // The store's own directory is a file: PGlite's file system fails inside, as on a broken volume.
     await rm(path.join(dataDir, 'pglite'), { recursive: true, force: true });
     await writeFile(path.join(dataDir, 'pglite'), 'not a directory');
@@ -270,8 +291,8 @@ describe('a misconfiguration found at run time', () => {
   it('tells the user an admin must fix the bot, with a reference, and logs it as an error', async () => {
     const slack = await FakeSlack.start();
     const agent = await AgentServiceEmulator.start();
-    const dir = await freshDataDir();
-    const bot = await startBot({ slack, agent, store: { kind: 'embedded', dataDir: dir.path } });
+    const store = await testStore();
+    const bot = await startBot({ slack, agent, store: store.store });
     try {
       agent.injectFailure('createSession', {
         type: 'http',
@@ -290,7 +311,7 @@ describe('a misconfiguration found at run time', () => {
       expect(String(notice.args.text)).not.toMatch(/rephras/i);
     } finally {
       await bot.stop();
-      await Promise.all([slack.stop(), agent.stop(), dir.remove()]);
+      await Promise.all([slack.stop(), agent.stop(), store.remove()]);
     }
   });
 });
