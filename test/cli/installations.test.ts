@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { Installation } from '@slack/bolt';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { TokenKey } from '../../src/config/token-keys.js';
 import { installationLock } from '../../src/installations/installation-lock.js';
 import {
@@ -13,10 +13,12 @@ import { InstallationStore } from '../../src/installations/installation-store.js
 import { openInstallation } from '../../src/installations/sealed-installation.js';
 import { TokenCipher } from '../../src/installations/token-cipher.js';
 import { TokenRefresher } from '../../src/installations/token-refresh.js';
-import { openDatabase } from '../../src/store/database.js';
+import { type Database, openDatabase } from '../../src/store/database.js';
 import { createSessionKeyv } from '../../src/store/keyv.js';
-import { copyOfDataDir, freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
-import { emptyWorkdir, entryPointArgs } from '../helpers/entry-point.js';
+import { emptyStore } from '../helpers/embedded-store.js';
+import { emptyWorkdir, entryPointArgs, storeVariables } from '../helpers/entry-point.js';
+import type { StoreChoice } from '../helpers/stack.js';
+import { type TestStore, testStore } from '../helpers/stores.js';
 
 const CLI = entryPointArgs('src/cli/installations.ts');
 const k1: TokenKey = { id: 'k1', key: randomBytes(32) };
@@ -54,9 +56,16 @@ const workspace: Installation = {
   authVersion: 'v2',
 };
 
+function open(store: StoreChoice): Promise<Database> {
+  return openDatabase(store.kind === 'embedded' ? store : { ...store, poolSize: 4 });
+}
+
 /** The stored rows, as the key ids that seal their bot token, and whether `keys` open them. */
-async function storedWith(dir: string, keys: TokenKey[]): Promise<{ keyIds: string[]; tokens: string[] }> {
-  const db = await openDatabase({ kind: 'embedded', dataDir: dir });
+async function storedWith(
+  store: StoreChoice,
+  keys: TokenKey[],
+): Promise<{ keyIds: string[]; tokens: string[] }> {
+  const db = await open(store);
   try {
     const cipher = new TokenCipher(keys);
     const keyIds: string[] = [];
@@ -74,51 +83,64 @@ async function storedWith(dir: string, keys: TokenKey[]): Promise<{ keyIds: stri
 }
 
 describe('npm run installations -- reencrypt', () => {
-  // One workspace installed, its token sealed under k1: stored once, copied for each test.
-  let installed: TempDataDir;
-  let dir: TempDataDir;
+  // One store for the file: `testStore`, on PostgreSQL when the run has it, which the command opens for a
+  // fraction of the CPU the embedded store takes (what is checked is the command, not the store).
+  let store: TestStore;
   beforeAll(async () => {
-    installed = await freshDataDir();
-    const db = await openDatabase({ kind: 'embedded', dataDir: installed.path });
-    await new InstallationStore({
-      keyv: createSessionKeyv<InstallationRow>(db, INSTALLATIONS_NAMESPACE),
-      cipher: new TokenCipher([k1]),
-      lock: installationLock(db),
-      refresher: new TokenRefresher({ clientId: '1.2', clientSecret: 'unused' }, 'http://127.0.0.1:9/api/'),
-      onRefreshFailed: () => {},
-    }).storeInstallation(workspace);
-    await db.close();
+    store = await testStore();
   });
-  afterAll(() => installed.remove());
+  afterAll(() => store.remove());
+  // Before each test, one workspace installed, its token sealed under k1. Closed again: the command opens
+  // the store itself (an embedded one, one process at a time).
   beforeEach(async () => {
-    dir = await copyOfDataDir(installed);
+    const db = await open(store.store);
+    try {
+      await emptyStore(db);
+      await new InstallationStore({
+        keyv: createSessionKeyv<InstallationRow>(db, INSTALLATIONS_NAMESPACE),
+        cipher: new TokenCipher([k1]),
+        lock: installationLock(db),
+        refresher: new TokenRefresher({ clientId: '1.2', clientSecret: 'unused' }, 'http://127.0.0.1:9/api/'),
+        onRefreshFailed: () => {},
+      }).storeInstallation(workspace);
+    } finally {
+      await db.close();
+    }
   });
-  afterEach(() => dir.remove());
 
   it('seals every token under the first key, so the old key can be dropped; a second run finds nothing to do', async () => {
-    const first = await run(['reencrypt'], { DATA_DIR: dir.path, TOKEN_ENCRYPTION_KEYS: keysVar(k2, k1) });
+    const first = await run(['reencrypt'], {
+      ...storeVariables(store.store),
+      TOKEN_ENCRYPTION_KEYS: keysVar(k2, k1),
+    });
     expect(first).toMatchObject({
       code: 0,
       out: 're-encrypted 1 installation(s) under key "k2"; 0 already were\n',
     });
-    expect(await storedWith(dir.path, [k2])).toEqual({ keyIds: ['k2'], tokens: ['xoxb-kept-secret'] });
+    expect(await storedWith(store.store, [k2])).toEqual({ keyIds: ['k2'], tokens: ['xoxb-kept-secret'] });
 
-    const again = await run(['reencrypt'], { DATA_DIR: dir.path, TOKEN_ENCRYPTION_KEYS: keysVar(k2) });
+    const again = await run(['reencrypt'], {
+      ...storeVariables(store.store),
+      TOKEN_ENCRYPTION_KEYS: keysVar(k2),
+    });
     expect(again.out).toBe('re-encrypted 0 installation(s) under key "k2"; 1 already were\n');
-  }, 90_000); // two runs of the command, each opening the embedded store
+  }, 90_000); // two runs of the command, each opening the store
 
   it('refuses, naming the key, when a token opens with none of the keys given', async () => {
-    const result = await run(['reencrypt'], { DATA_DIR: dir.path, TOKEN_ENCRYPTION_KEYS: keysVar(k2) });
+    const result = await run(['reencrypt'], {
+      ...storeVariables(store.store),
+      TOKEN_ENCRYPTION_KEYS: keysVar(k2),
+    });
     expect(result.code).toBe(1);
     expect(result.err).toContain('sealed under key "k1", which no configured key is');
     expect(result.err).not.toContain(k1.key.toString('base64'));
   });
 
   it('says how to use it, and needs TOKEN_ENCRYPTION_KEYS', async () => {
-    expect((await run([], { DATA_DIR: dir.path })).err).toContain(
+    expect((await run([], storeVariables(store.store))).err).toContain(
       'Usage: npm run installations -- reencrypt',
     );
-    const missing = await run(['reencrypt'], { DATA_DIR: dir.path });
+    const missing = await run(['reencrypt'], storeVariables(store.store));
     expect(missing).toMatchObject({ code: 2 });
     expect(missing.err).toMatch(/^Configuration error: TOKEN_ENCRYPTION_KEYS is required/);
   });

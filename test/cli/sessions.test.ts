@@ -8,8 +8,9 @@ import { parseSessionsArgs, runSessionsCommand } from '../../src/cli/sessions-co
 import { SessionStore, type ThreadSession } from '../../src/sessions/store.js';
 import { createSessionKeyv } from '../../src/store/keyv.js';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
-import { embeddedStorePerSuite, freshDataDir } from '../helpers/embedded-store.js';
-import { emptyWorkdir, entryPointArgs } from '../helpers/entry-point.js';
+import { embeddedStorePerSuite } from '../helpers/embedded-store.js';
+import { emptyWorkdir, entryPointArgs, storeVariables } from '../helpers/entry-point.js';
+import { testStore } from '../helpers/stores.js';
 
 const CLI = entryPointArgs('src/cli/sessions.ts');
 
@@ -222,17 +223,23 @@ describe('npm run sessions (orphan prune)', () => {
 
   it('lists through the real entry point with the settings the bot uses, .env included', async () => {
     const session = agent.addSession('agent-main');
-    // The command opens the embedded store itself, and one process at a time may: a data dir of its own.
-    const dir = await freshDataDir();
+    // The command opens the store itself (an embedded one, one process at a time): a store of its own, on
+    // PostgreSQL when the run has it, which the command opens for a fraction of the embedded store's CPU.
+    const store = await testStore();
     // Asynchronously: the emulator in this process must keep answering while the command runs.
     // Settings from `.env` in the working directory, as `npm start` reads them; the environment wins.
     const workdir = await mkdtemp(path.join(tmpdir(), 'bridge-sessions-'));
+    // The same store's variable in `.env`, naming another store.
+    const elsewhere =
+      store.store.kind === 'embedded'
+        ? 'DATA_DIR=/nonexistent'
+        : 'DATABASE_URL=postgres://nobody@127.0.0.1:9/nonexistent';
     await writeFile(
       path.join(workdir, '.env'),
-      `AGENT_BASE_URL=${agent.baseUrl}\nAGENT_API_KEY=${agent.apiKey}\nAGENT_ID=agent-main\nDATA_DIR=/nonexistent\n`,
+      `AGENT_BASE_URL=${agent.baseUrl}\nAGENT_API_KEY=${agent.apiKey}\nAGENT_ID=agent-main\n${elsewhere}\n`,
     );
-    const result = await run_(['list'], { DATA_DIR: dir.path }, workdir).finally(() =>
-      Promise.all([rm(workdir, { recursive: true, force: true }), dir.remove()]),
+    const result = await run_(['list'], storeVariables(store.store), workdir).finally(() =>
+      Promise.all([rm(workdir, { recursive: true, force: true }), store.remove()]),
     );
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
