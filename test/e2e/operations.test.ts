@@ -3,7 +3,6 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
 import { type FaultStack, readiness, startFaultStack } from '../faults/support.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import { shouldRunPostgresTests } from '../helpers/postgres.js';
 import {
   appMentionEvent,
@@ -16,6 +15,7 @@ import {
   slashCommandFields,
 } from '../helpers/slack-events.js';
 import { metric, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { type TestStore, testStore } from '../helpers/stores.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const CHANNEL = 'C0OPS';
@@ -25,7 +25,7 @@ interface Stack {
   slack: FakeSlack;
   agent: AgentServiceEmulator;
   bot: RunningBot;
-  dir: TempDataDir;
+  store: TestStore;
 }
 
 let stack: Stack | undefined;
@@ -43,7 +43,7 @@ async function openStack(
   env: Record<string, string> = {},
   options: { scopes?: string[]; botToken?: string; apiKey?: string } = {},
 ): Promise<Stack> {
-  const dir = await freshDataDir();
+  const store = await testStore();
   const slack = await FakeSlack.start({
     ...(options.scopes ? { scopes: options.scopes } : {}),
     ...(options.botToken ? { botToken: options.botToken } : {}),
@@ -52,19 +52,19 @@ async function openStack(
   const bot = await startBot({
     slack,
     agent,
-    store: { kind: 'embedded', dataDir: dir.path },
+    store: store.store,
     env: {
       SESSION_DELETE_RETRY_MS: '100',
       ...env,
       ...(options.botToken ? { SLACK_BOT_TOKEN: options.botToken } : {}),
     },
   });
-  return { slack, agent, bot, dir };
+  return { slack, agent, bot, store };
 }
 
 async function closeStack(closing: Stack): Promise<void> {
   await closing.bot.stop();
-  await Promise.all([closing.slack.stop(), closing.agent.stop(), closing.dir.remove()]);
+  await Promise.all([closing.slack.stop(), closing.agent.stop(), closing.store.remove()]);
 }
 
 afterEach(async () => {
