@@ -291,8 +291,8 @@ describe('a misconfiguration found at run time', () => {
   it('tells the user an admin must fix the bot, with a reference, and logs it as an error', async () => {
     const slack = await FakeSlack.start();
     const agent = await AgentServiceEmulator.start();
-    const store = await testStore();
-    const bot = await startBot({ slack, agent, store: store.store });
+    const prepared = await testStore();
+    const bot = await startBot({ slack, agent, store: prepared.store });
     try {
       agent.injectFailure('createSession', {
         type: 'http',
@@ -311,7 +311,7 @@ describe('a misconfiguration found at run time', () => {
       expect(String(notice.args.text)).not.toMatch(/rephras/i);
     } finally {
       await bot.stop();
-      await Promise.all([slack.stop(), agent.stop(), store.remove()]);
+      await Promise.all([slack.stop(), agent.stop(), prepared.remove()]);
     }
   });
 });

@@ -18,19 +18,17 @@ const KIB = 1024;
 
 let slack: FakeSlack;
 let agent: AgentServiceEmulator;
-// Not what is tested: `testStore`, on PostgreSQL when the run has it (the bot opens it for a fraction of the CPU
-// the embedded store takes).
-let store: TestStore;
+let prepared: TestStore;
 let bot: BotProcess;
 
 beforeAll(async () => {
-  store = await testStore();
+  prepared = await testStore();
   slack = await FakeSlack.start();
   agent = await AgentServiceEmulator.start();
   bot = await spawnBot({
     slack,
     agent,
-    store: store.store,
+    store: prepared.store,
     env: { LOG_LEVEL: 'debug' },
   });
 }, 60_000);
@@ -39,7 +37,7 @@ afterAll(async () => {
     bot.child.kill('SIGKILL');
     await bot.exited;
   }
-  await Promise.all([slack.stop(), agent.stop(), store.remove()]);
+  await Promise.all([slack.stop(), agent.stop(), prepared.remove()]);
 });
 
 /** The bot process's resident memory, in KiB. */
