@@ -32,9 +32,14 @@ export function emptyWorkdir(): string {
   return dir;
 }
 
-/** The variables that put an entry point on `store`. */
+/**
+ * The variables that put an entry point on `store`; on PostgreSQL with a few connections, as a bot in the
+ * test's process has (test/helpers/stack.ts): the files running side by side share the server's.
+ */
 export function storeVariables(store: StoreChoice): Record<string, string> {
-  return store.kind === 'embedded' ? { DATA_DIR: store.dataDir } : { DATABASE_URL: store.databaseUrl };
+  return store.kind === 'embedded'
+    ? { DATA_DIR: store.dataDir }
+    : { DATABASE_URL: store.databaseUrl, DATABASE_POOL_SIZE: '4' };
 }
 
 /**
