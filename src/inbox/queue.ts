@@ -1,7 +1,7 @@
 import type { ClaimedJob, JobKind } from '../conversation/job-progress.js';
 import type { Database } from '../store/database.js';
 import { storableJson } from '../util/storable-text.js';
-import { JOB_COLUMNS, type JobRow, OPEN, toClaimedJob } from './job-rows.js';
+import { JOB_COLUMNS, type JobRow, OPEN, oldestOpenJobOf, toClaimedJob } from './job-rows.js';
 import { DEFAULT_STORE_RETRY_DELAYS_MS, persist } from './store-retry.js';
 import { USER_LIMIT_WINDOW } from './user-limit.js';
 
@@ -157,7 +157,7 @@ export class JobQueue {
     const rows = await this.db.query(
       `UPDATE inbox SET state = 'pending', owner = NULL, lease_until = NULL, attempts = attempts - 1
        WHERE id = $1 AND owner = $2 AND state = 'running'
-         AND EXISTS (SELECT 1 FROM inbox o WHERE o.thread_key = inbox.thread_key AND o.${OPEN} AND o.id < inbox.id)
+         AND ${oldestOpenJobOf('inbox')} < inbox.id
        RETURNING 1`,
       [job.id, this.owner],
     );
@@ -183,7 +183,7 @@ export class JobQueue {
          WHERE j.${OPEN} AND j.run_after <= now()
            AND (j.state = 'pending' OR j.lease_until < now())
            AND NOT (j.id = ANY($4::bigint[]))
-           AND NOT EXISTS (SELECT 1 FROM inbox o WHERE o.thread_key = j.thread_key AND o.${OPEN} AND o.id < j.id)
+           AND ${oldestOpenJobOf('j')} = j.id
          ORDER BY j.id LIMIT $3
          FOR UPDATE SKIP LOCKED)
        RETURNING ${JOB_COLUMNS}`,

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { StoreConfig } from '../config/index.js';
 import { openEmbedded } from './embedded.js';
+import { PreparedStatements } from './prepared-statements.js';
 import type { Database, SqlQuery } from './sql.js';
 import { asStoreError, StoreError } from './store-error.js';
 
@@ -66,9 +67,20 @@ function openPostgres(databaseUrl: string, poolSize: number): Database {
       throw asStoreError(error, databaseUrl);
     }
   };
+  // Only statements outside a transaction: one refused inside would abort the transaction around it.
+  const prepared = new PreparedStatements();
+  const runPrepared = async <Row extends object>(sql: string, params?: readonly unknown[]) => {
+    const query = prepared.queryFor(sql, params ? [...params] : undefined);
+    try {
+      return (await pool.query(query)).rows as Row[];
+    } catch (error) {
+      if (prepared.refusedAsPrepared(query, error)) return run<Row>(pool, sql, params);
+      throw asStoreError(error, databaseUrl);
+    }
+  };
   return {
     kind: 'postgres',
-    query: (sql, params) => run(pool, sql, params),
+    query: runPrepared,
     async transaction<T>(work: (query: SqlQuery) => Promise<T>): Promise<T> {
       let client: pg.PoolClient;
       try {

@@ -357,6 +357,47 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
   });
   inboxContract('inbox on PostgreSQL', postgresStorePerSuite);
 
+  it("finds each thread's turn with one look at the thread, in a flood the planner's statistics have not seen", async () => {
+    const database = await createTestDatabase();
+    databases.push(database);
+    // One connection: the statistics read below are the ones its statements leave.
+    const db = await openDatabase({ kind: 'postgres', databaseUrl: database.url, poolSize: 1 });
+    try {
+      await migrate(db);
+      // A new database flooded with new threads before autovacuum analysed the table: the planner believes
+      // there are next to no open jobs (at about a thousand it chose to walk the open jobs by id).
+      await db.query('ALTER TABLE inbox SET (autovacuum_enabled = false)');
+      const open = 1_000;
+      await db.query(
+        `INSERT INTO inbox (thread_key, dedupe_key, kind, payload)
+         SELECT 'T1:C1:' || g, 'T1:C1:' || g || ':message', 'message', '{}' FROM generate_series(1, $1::int) g`,
+        [open],
+      );
+      /** Index entries the inbox's statements have read so far. */
+      const entriesRead = async () => {
+        await db.query('SELECT pg_stat_force_next_flush()');
+        const [row] = await db.query<{ n: string }>(
+          `SELECT sum(idx_tup_read) AS n FROM pg_stat_user_indexes WHERE relname = 'inbox'`,
+        );
+        return Number(row?.n ?? 0);
+      };
+      const a = new Inbox(db, 'replica-a', LEASE_MS);
+      const before = await entriesRead();
+      const claimed = await a.claim(50);
+      expect(claimed.map((job) => job.dedupeKey)).toEqual(
+        Array.from({ length: 50 }, (_, i) => `T1:C1:${i + 1}:message`),
+      );
+      const [first] = claimed;
+      if (!first) throw new Error('nothing claimed');
+      expect(await a.yieldTurn(first)).toBe(false);
+      // A look at each open job's thread: a few entries per job. Walking every older open job for each one
+      // read about half a million here.
+      expect((await entriesRead()) - before).toBeLessThan(open * 5);
+    } finally {
+      await db.close();
+    }
+  });
+
   it("never hands out a thread's later message while an earlier one is still being recorded", async () => {
     // Sequence numbers are taken when a row is inserted, but rows become visible when they commit: a
     // message numbered first may become visible last. Here the first message's recording is held after it

@@ -15,6 +15,12 @@ import { LogCapture } from '../helpers/stack.js';
 import { forEachStore } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
 
+/**
+ * The embedded store's clock counts whole milliseconds, so an install right after a removal could share its
+ * time and not count as since; in Slack one event follows the other by far more.
+ */
+const laterMillisecond = () => new Promise((resolve) => setTimeout(resolve, 2));
+
 const runPostgres = await shouldRunPostgresTests();
 const WORKSPACE: RemovedWorkspace = { teamId: 'T1', isEnterpriseInstall: false };
 const NO_LIMITS = { maxOpenPerThread: 20, userPerMinute: 0 };
@@ -173,6 +179,7 @@ forEachStore(runPostgres, (kind) => {
       const crashed = removals();
       await crashed.stop();
       await crashed.remove(WORKSPACE, 'app_uninstalled');
+      await laterMillisecond();
       await crashed.installed(WORKSPACE); // installed again while the removal is still under way
       // As the removal's process leaves it when it dies right after marking it done.
       await db.query(`UPDATE workspace_removals SET done_at = now(), next_attempt_at = 'infinity'`);
@@ -196,6 +203,7 @@ forEachStore(runPostgres, (kind) => {
       const worker = removals();
       await worker.stop(); // recorded, not worked on yet (as a removal waiting for its retry)
       await worker.remove({ enterpriseId: 'E1', isEnterpriseInstall: true }, 'app_uninstalled');
+      await laterMillisecond();
       await worker.installed({ teamId: 'T1', enterpriseId: 'E1', isEnterpriseInstall: false });
       const { session: fresh } = await inOrg('T1', '1.0');
       expect((await inbox.admit(jobOf('T1', 'E1'), NO_LIMITS)).outcome).toBe('inserted');

@@ -38,6 +38,43 @@ describe.runIf(runPostgres)('PostgreSQL handle', () => {
       await Promise.all([db.close(), admin.close()]);
     }
   });
+
+  it('prepares a statement run outside a transaction once per connection, and plans it no more', async () => {
+    const database = await createTestDatabase();
+    databases.push(database);
+    // One connection, so every statement below runs on the session asked about.
+    const db = await openDatabase({ kind: 'postgres', databaseUrl: database.url, poolSize: 1 });
+    try {
+      const statement = 'SELECT $1::int + 1 AS n';
+      for (let n = 0; n < 3; n++) expect(await db.query(statement, [n])).toEqual([{ n: n + 1 }]);
+      const prepared = await db.query<{ statement: string }>('SELECT statement FROM pg_prepared_statements');
+      expect(prepared.map((row) => row.statement)).toContain(statement);
+      // Inside a transaction nothing is prepared (a refusal there would abort the transaction).
+      await db.transaction((query) => query('SELECT $1::int + 2 AS n', [1]));
+      const after = await db.query<{ statement: string }>('SELECT statement FROM pg_prepared_statements');
+      expect(after.map((row) => row.statement)).not.toContain('SELECT $1::int + 2 AS n');
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('runs a prepared statement whose table a newer release altered, with the new columns', async () => {
+    const database = await createTestDatabase();
+    databases.push(database);
+    const db = await openDatabase({ kind: 'postgres', databaseUrl: database.url, poolSize: 1 });
+    const admin = await openDatabase({ kind: 'postgres', databaseUrl: database.url, poolSize: 1 });
+    try {
+      await admin.query('CREATE TABLE altered (id int)');
+      await admin.query('INSERT INTO altered VALUES (1)');
+      expect(await db.query('SELECT * FROM altered')).toEqual([{ id: 1 }]);
+      // PostgreSQL refuses the prepared statement now ("cached plan must not change result type").
+      await admin.query("ALTER TABLE altered ADD COLUMN note text DEFAULT 'new'");
+      expect(await db.query('SELECT * FROM altered')).toEqual([{ id: 1, note: 'new' }]);
+      expect(await db.query('SELECT * FROM altered')).toEqual([{ id: 1, note: 'new' }]);
+    } finally {
+      await Promise.all([db.close(), admin.close()]);
+    }
+  });
 });
 
 describe.runIf(runPostgres)('PostgreSQL handle through PgBouncer in transaction pooling mode', () => {
@@ -85,6 +122,29 @@ describe.runIf(runPostgres)('PostgreSQL handle through PgBouncer in transaction 
       await admin?.query('ROLLBACK');
     }
   }, 15_000);
+
+  it('answers every statement while clients share the server connections, which keep no prepared statement', async () => {
+    // Another store on the same PgBouncer: each statement may land on a server connection the other used.
+    const other = await openDatabase({
+      kind: 'postgres',
+      databaseUrl: bouncer?.urlFor(database?.url ?? '') ?? '',
+      poolSize: 4,
+    });
+    try {
+      const statements = ['SELECT $1::int AS n', 'SELECT $1::int * 2 AS n', 'SELECT $1::int * 3 AS n'];
+      const results = await Promise.all(
+        Array.from({ length: 60 }, (_, i) => {
+          const on = i % 2 === 0 ? store() : other;
+          return on.query<{ n: number }>(statements[i % 3] ?? '', [i]);
+        }),
+      );
+      expect(results.map((rows) => rows[0]?.n)).toEqual(
+        Array.from({ length: 60 }, (_, i) => i * ((i % 3) + 1)),
+      );
+    } finally {
+      await other.close();
+    }
+  });
 
   it('leaves no bound behind on the shared server connections once a transaction ends', async () => {
     // Another client of PgBouncer gets the server connections this store's transactions used.
