@@ -56,7 +56,9 @@ describe.runIf(runPostgres)(
   'giving up on an answer Slack refused, when marking that job done fails',
   { concurrent: true },
   () => {
-    itWithStack.scoped({ env: { REPLY_RETRY_WINDOW: '2s' } });
+    // Slack's refusals outlast the window: a second, so the bot gives up by the second retry of the answer
+    // whatever the jitter of its back-off (with 2 s, a third retry, seconds later, could be needed).
+    itWithStack.scoped({ env: { REPLY_RETRY_WINDOW: '1s' } });
 
     itWithStack(
       'says once that Slack refused the answer, and posts no answer after saying so',
@@ -248,7 +250,9 @@ describe.runIf(runPostgres)('a store write that fails', { concurrent: true }, ()
   /** A thread with an answer in progress and three messages waiting behind it. */
   async function busyThread(stack: FaultStack): Promise<{ root: string; waiting: string[] }> {
     const { slack, agent } = stack;
-    agent.setLatency(1_500, 'sendMessage');
+    // Long enough for the queued messages, the fault and the stop or reset to come in before the answer does,
+    // while the other cases run beside this one.
+    agent.setLatency(4_000, 'sendMessage');
     const root = mentionIn(stack, CHANNEL, 'long task');
     expect((await root.deliver()).status).toBe(200);
     await waitFor(() => promptsOf(stack).includes('long task'), 'the first prompt sent');
