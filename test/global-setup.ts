@@ -5,6 +5,7 @@ import { PGlite } from '@electric-sql/pglite';
 import type { TestProject } from 'vitest/node';
 import { compileSources } from './helpers/compiled-sources.js';
 import { PGLITE_TEMPLATE_DIR, prepareMigratedTemplate } from './helpers/embedded-store.js';
+import { postgresReachable, prepareTemplateDatabase } from './helpers/postgres.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -15,8 +16,8 @@ declare module 'vitest' {
 
 /**
  * Initialises one PGlite cluster that embedded-store tests copy instead of running initdb each time, and a
- * copy of it migrated to the current schema; compiles src once for the tests that start the bot in a child
- * process.
+ * copy of it migrated to the current schema; makes the migrated template database the PostgreSQL tests copy,
+ * when the server is there; compiles src once for the tests that start the bot in a child process.
  */
 export default async function setup(project: TestProject): Promise<void> {
   project.provide('compiledSources', await compileSources(path.resolve(import.meta.dirname, '..')));
@@ -26,4 +27,6 @@ export default async function setup(project: TestProject): Promise<void> {
     await db.close();
   }
   await prepareMigratedTemplate();
+  // Without a server the PostgreSQL tests are skipped, or fail in CI, each saying why.
+  if (await postgresReachable()) await prepareTemplateDatabase();
 }

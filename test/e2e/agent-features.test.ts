@@ -3,7 +3,6 @@ import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { DEFAULT_SCOPES, FakeSlack, type FakeSlackOptions, type SlackApiCall } from '../fakes/slack.js';
 import type { SuiteBot } from '../helpers/bot-per-suite.js';
 import { type BotProcess, spawnBot } from '../helpers/bot-process.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import {
   appContextChangedEvent,
   appMentionEvent,
@@ -15,6 +14,7 @@ import {
   postSignedInteraction,
 } from '../helpers/slack-events.js';
 import { AGENT_ID, metric, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { type TestStore, testStore } from '../helpers/stores.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 /**
@@ -60,7 +60,7 @@ function sharedBot(env: Record<string, string>, slackOptions: FakeSlackOptions):
     users: 0,
     start: () => {
       started ??= (async () => {
-        stack.dir = await freshDataDir();
+        stack.store = await testStore();
         stack.slack = await FakeSlack.start({
           users: { U0ALICE: { name: 'alice' }, U0BOB: { name: 'bob' } },
           channels: {
@@ -76,7 +76,7 @@ function sharedBot(env: Record<string, string>, slackOptions: FakeSlackOptions):
         stack.bot = await startBot({
           slack: stack.slack,
           agent: stack.agent,
-          store: { kind: 'embedded', dataDir: stack.dir.path },
+          store: stack.store.store,
           env: { AGENT_TIMEOUT_MS: '2000', ...env },
         });
       })();
@@ -88,7 +88,7 @@ function sharedBot(env: Record<string, string>, slackOptions: FakeSlackOptions):
       started = undefined;
       await starting.catch(() => {});
       await stack.bot?.stop();
-      await Promise.all([stack.slack?.stop(), stack.agent?.stop(), stack.dir?.remove()]);
+      await Promise.all([stack.slack?.stop(), stack.agent?.stop(), stack.store?.remove()]);
     },
   };
   sharedBots.set(key, shared);
@@ -828,7 +828,7 @@ describe('a classic app (no agent_view)', () => {
 describe('a lost answer can be sent again', () => {
   let slack: FakeSlack;
   let agent: AgentServiceEmulator;
-  let dir: TempDataDir;
+  let prepared: TestStore;
   let victim: BotProcess | undefined;
   let survivor: RunningBot | undefined;
   const ENV = { AGENT_TIMEOUT_MS: '1000', JOB_LEASE_MS: '1000', SLACK_AGENT_VIEW: 'false' };
@@ -836,7 +836,7 @@ describe('a lost answer can be sent again', () => {
   beforeAll(async () => {
     slack = await FakeSlack.start({ users: { U0ALICE: { name: 'alice' }, U0BOB: { name: 'bob' } } });
     agent = await AgentServiceEmulator.start();
-    dir = await freshDataDir();
+    prepared = await testStore();
   });
   afterEach(async () => {
     victim?.child.kill('SIGKILL');
@@ -844,11 +844,11 @@ describe('a lost answer can be sent again', () => {
     await survivor?.stop();
   });
   afterAll(async () => {
-    await Promise.all([slack.stop(), agent.stop(), dir.remove()]);
+    await Promise.all([slack.stop(), agent.stop(), prepared.remove()]);
   });
 
   it('by its author, once: the prompt goes to the agent again in the same session and the button goes', async () => {
-    const store = { kind: 'embedded' as const, dataDir: dir.path };
+    const { store } = prepared;
     // A first answer, so the thread has a session; then a prompt whose answer dies with the process.
     const root = nextTs();
     slack.ingestEvent(mentionIn(CHANNEL, 'hello', root));

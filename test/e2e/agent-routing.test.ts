@@ -11,7 +11,7 @@ import {
   workspaceGoneEvent,
 } from '../helpers/slack-events.js';
 import { AGENT_ID, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
-import { prepareEmbeddedStore } from '../helpers/stores.js';
+import { testStore } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
 
 const textOf = (call: SlackApiCall) => String(call.args.text);
@@ -37,8 +37,8 @@ describe('which agent answers: channel, then workspace, then org, then AGENT_ID'
   let cleanup: () => Promise<void>;
 
   beforeAll(async () => {
-    const prepared = await prepareEmbeddedStore();
-    cleanup = prepared.cleanup;
+    const prepared = await testStore();
+    cleanup = prepared.remove;
     slack = await FakeSlack.start();
     agent = await AgentServiceEmulator.start();
     bot = await startBot({

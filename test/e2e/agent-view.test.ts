@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_STATUS } from '../../src/slack-out/indicators.js';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type FakeSlackOptions, type SlackApiCall } from '../fakes/slack.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import { appHomeOpenedEvent, messageEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
 import { type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { type TestStore, testStore } from '../helpers/stores.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 /** The bot's DM with Alice, i.e. its Messages tab for her. */
@@ -16,22 +16,22 @@ function useStack(env: Record<string, string>, slackOptions: FakeSlackOptions = 
     slack: FakeSlack;
     agent: AgentServiceEmulator;
     bot: RunningBot;
-    dataDir: TempDataDir;
+    store: TestStore;
   };
   beforeAll(async () => {
-    stack.dataDir = await freshDataDir();
+    stack.store = await testStore();
     stack.slack = await FakeSlack.start({ channels: { [DM]: { type: 'im', user: ALICE } }, ...slackOptions });
     stack.agent = await AgentServiceEmulator.start();
     stack.bot = await startBot({
       slack: stack.slack,
       agent: stack.agent,
-      store: { kind: 'embedded', dataDir: stack.dataDir.path },
+      store: stack.store.store,
       env: { AGENT_TIMEOUT_MS: '1000', ...env },
     });
   });
   afterAll(async () => {
     await stack.bot.stop();
-    await Promise.all([stack.slack.stop(), stack.agent.stop(), stack.dataDir.remove()]);
+    await Promise.all([stack.slack.stop(), stack.agent.stop(), stack.store.remove()]);
   });
   return stack;
 }

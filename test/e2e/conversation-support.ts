@@ -1,9 +1,9 @@
 import { afterAll, beforeAll } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import { messageEvent, postSignedEvent } from '../helpers/slack-events.js';
 import { type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { type TestStore, testStore } from '../helpers/stores.js';
 
 // What the conversation test files share: conversation.test.ts (threads, DMs, delivery) and
 // conversation-replies.test.ts (replies, indicators, failures, concurrency), which run side by side.
@@ -16,10 +16,10 @@ export function useStack(env: Record<string, string> = {}) {
     slack: FakeSlack;
     agent: AgentServiceEmulator;
     bot: RunningBot;
-    dataDir: TempDataDir;
+    store: TestStore;
   };
   beforeAll(async () => {
-    stack.dataDir = await freshDataDir();
+    stack.store = await testStore();
     stack.slack = await FakeSlack.start({
       users: { U0ALICE: { name: 'alice', realName: 'Alice Liddell' }, U0BOB: { name: 'bob' } },
     });
@@ -27,13 +27,13 @@ export function useStack(env: Record<string, string> = {}) {
     stack.bot = await startBot({
       slack: stack.slack,
       agent: stack.agent,
-      store: { kind: 'embedded', dataDir: stack.dataDir.path },
+      store: stack.store.store,
       env,
     });
   });
   afterAll(async () => {
     await stack.bot.stop();
-    await Promise.all([stack.slack.stop(), stack.agent.stop(), stack.dataDir.remove()]);
+    await Promise.all([stack.slack.stop(), stack.agent.stop(), stack.store.remove()]);
   });
   return stack;
 }

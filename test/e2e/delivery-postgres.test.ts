@@ -22,7 +22,7 @@ onPostgres(runPostgres, (_, prepare) =>
 
 describe.runIf(runPostgres)('PostgreSQL store outage', () => {
   it('reports not ready and does not acknowledge events while the store is unreachable', async () => {
-    const database = await createTestDatabase();
+    const database = await createTestDatabase({ schema: 'current' });
     const slack = await FakeSlack.start();
     const agent = await AgentServiceEmulator.start();
     const bot = await startBot({

@@ -7,7 +7,7 @@ import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
 import { appMentionEvent, postSignedEvent } from '../helpers/slack-events.js';
 import { type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
-import { prepareEmbeddedStore } from '../helpers/stores.js';
+import { testStore } from '../helpers/stores.js';
 
 /** Debian's chromium package; CHROMIUM_PATH points elsewhere. `.ci/run` installs it. */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -40,8 +40,8 @@ describe.runIf(haveBrowser || REQUIRED)('installing from the "Add to Slack" page
       channels: { C2: { teamId: 'T2' } },
     });
     agent = await AgentServiceEmulator.start();
-    const prepared = await prepareEmbeddedStore();
-    cleanup = prepared.cleanup;
+    const prepared = await testStore();
+    cleanup = prepared.remove;
     bot = await startBot({
       slack,
       agent,

@@ -6,7 +6,6 @@ import { loadConfig } from '../../src/config/index.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type FakeSlackOptions } from '../fakes/slack.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import { freePort } from '../helpers/free-port.js';
 import { installThroughSlack } from '../helpers/oauth-install.js';
 import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '../helpers/postgres.js';
@@ -26,6 +25,7 @@ import {
   SIGNING_SECRET,
   startBot,
 } from '../helpers/stack.js';
+import { type TestStore, testStore } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
 
 /** The app as distributed (manifest.distributed.yml): OAuth, org-wide installs, token rotation. */
@@ -66,7 +66,7 @@ function mentionIn(bot: RunningBot, slack: FakeSlack, teamId: string, channel: s
 describe('many workspaces, installed with "Add to Slack"', () => {
   let slack: FakeSlack;
   let agent: AgentServiceEmulator;
-  let dir: TempDataDir;
+  let prepared: TestStore;
   let bot: RunningBot;
 
   beforeAll(async () => {
@@ -90,18 +90,18 @@ describe('many workspaces, installed with "Add to Slack"', () => {
       },
     });
     agent = await AgentServiceEmulator.start();
-    dir = await freshDataDir();
+    prepared = await testStore();
     bot = await startBot({
       slack,
       agent,
-      store: { kind: 'embedded', dataDir: dir.path },
+      store: prepared.store,
       port,
       env: oauthEnv(slack),
     });
   });
   afterAll(async () => {
     await bot?.stop();
-    await Promise.all([slack?.stop(), agent?.stop(), dir?.remove()]);
+    await Promise.all([slack?.stop(), agent?.stop(), prepared?.remove()]);
   });
 
   it('installs through Slack from its install page, and answers each workspace with its own token and bot', async () => {
@@ -314,18 +314,18 @@ describe('many workspaces, installed with "Add to Slack"', () => {
 describe('stored tokens and their keys', () => {
   let slack: FakeSlack;
   let agent: AgentServiceEmulator;
-  let dir: TempDataDir;
+  let prepared: TestStore;
   let port: number;
 
   beforeAll(async () => {
     port = await freePort();
     slack = await startSlack(port);
     agent = await AgentServiceEmulator.start();
-    dir = await freshDataDir();
+    prepared = await testStore();
     const bot = await startBot({
       slack,
       agent,
-      store: { kind: 'embedded', dataDir: dir.path },
+      store: prepared.store,
       port,
       env: oauthEnv(slack),
     });
@@ -335,12 +335,12 @@ describe('stored tokens and their keys', () => {
     await bot.stop();
   });
   afterAll(async () => {
-    await Promise.all([slack?.stop(), agent?.stop(), dir?.remove()]);
+    await Promise.all([slack?.stop(), agent?.stop(), prepared?.remove()]);
   });
 
   it('refuses to start, in one line naming the variable and the key, when no configured key opens them', async () => {
     const env = botEnvironment(
-      { slack, agent, store: { kind: 'embedded', dataDir: dir.path }, env: oauthEnv(slack, keyOf('k2')) },
+      { slack, agent, store: prepared.store, env: oauthEnv(slack, keyOf('k2')) },
       port,
       await freePort(),
     );
@@ -373,7 +373,7 @@ describe.runIf(await shouldRunPostgresTests())('token rotation between two repli
     // Tokens live 6 s, so they are refreshed (past half their life) within the test.
     slack = await startSlack(port, { tokenRotation: { lifetimeSeconds: 6 } });
     agent = await AgentServiceEmulator.start();
-    database = await createTestDatabase();
+    database = await createTestDatabase({ schema: 'current' });
     const store = { kind: 'postgres', databaseUrl: database.url } as const;
     replicas = [
       await startBot({ slack, agent, store, port, env: oauthEnv(slack) }),
@@ -421,11 +421,11 @@ describe('OAuth in Socket Mode', () => {
     const port = await freePort();
     const slack = await startSlack(port);
     const agent = await AgentServiceEmulator.start();
-    const dir = await freshDataDir();
+    const prepared = await testStore();
     const bot = await startBot({
       slack,
       agent,
-      store: { kind: 'embedded', dataDir: dir.path },
+      store: prepared.store,
       port,
       socketMode: true,
       env: oauthEnv(slack),
@@ -454,7 +454,7 @@ describe('OAuth in Socket Mode', () => {
       expect(reply.caller?.teamId).toBe('T0TEAM');
     } finally {
       await bot.stop();
-      await Promise.all([slack.stop(), agent.stop(), dir.remove()]);
+      await Promise.all([slack.stop(), agent.stop(), prepared.remove()]);
     }
   });
 });

@@ -1,9 +1,10 @@
 import { Agent, request as httpRequest } from 'node:http';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { PreparedStatements } from '../../src/store/prepared-statements.js';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
+import type { TcpProxy } from '../fakes/tcp-proxy.js';
 import { type FaultStack, readiness, startFaultStack } from '../faults/support.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import { shouldRunPostgresTests } from '../helpers/postgres.js';
 import {
   appMentionEvent,
@@ -16,6 +17,7 @@ import {
   slashCommandFields,
 } from '../helpers/slack-events.js';
 import { metric, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { type TestStore, testStore } from '../helpers/stores.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const CHANNEL = 'C0OPS';
@@ -25,7 +27,7 @@ interface Stack {
   slack: FakeSlack;
   agent: AgentServiceEmulator;
   bot: RunningBot;
-  dir: TempDataDir;
+  store: TestStore;
 }
 
 let stack: Stack | undefined;
@@ -43,7 +45,7 @@ async function openStack(
   env: Record<string, string> = {},
   options: { scopes?: string[]; botToken?: string; apiKey?: string } = {},
 ): Promise<Stack> {
-  const dir = await freshDataDir();
+  const store = await testStore();
   const slack = await FakeSlack.start({
     ...(options.scopes ? { scopes: options.scopes } : {}),
     ...(options.botToken ? { botToken: options.botToken } : {}),
@@ -52,19 +54,19 @@ async function openStack(
   const bot = await startBot({
     slack,
     agent,
-    store: { kind: 'embedded', dataDir: dir.path },
+    store: store.store,
     env: {
       SESSION_DELETE_RETRY_MS: '100',
       ...env,
       ...(options.botToken ? { SLACK_BOT_TOKEN: options.botToken } : {}),
     },
   });
-  return { slack, agent, bot, dir };
+  return { slack, agent, bot, store };
 }
 
 async function closeStack(closing: Stack): Promise<void> {
   await closing.bot.stop();
-  await Promise.all([closing.slack.stop(), closing.agent.stop(), closing.dir.remove()]);
+  await Promise.all([closing.slack.stop(), closing.agent.stop(), closing.store.remove()]);
 }
 
 afterEach(async () => {
@@ -196,16 +198,24 @@ describe.runIf(runPostgres)('readiness on PostgreSQL', () => {
     faults = undefined;
   });
 
-  /** The readiness check's statement as PostgreSQL receives it: a simple query, 'Q', length, text, zero byte. */
-  const CHECK = Buffer.concat([Buffer.from('Q'), Buffer.alloc(4), Buffer.from('SELECT 1\0')]);
-  CHECK.writeInt32BE(CHECK.length - 1, 1);
+  /**
+   * How often PostgreSQL was sent the readiness check's statement: as a simple query ('Q', length, text, zero
+   * byte) where statements are not prepared, and as the binding of the statement prepared for it (its name
+   * after the empty portal's zero byte) where they are.
+   */
+  const checksSent = (proxy: TcpProxy) => {
+    const simple = Buffer.concat([Buffer.from('Q'), Buffer.alloc(4), Buffer.from('SELECT 1\0')]);
+    simple.writeInt32BE(simple.length - 1, 1);
+    const name = new PreparedStatements().queryFor('SELECT 1', undefined).name;
+    return proxy.countSent(simple) + (name ? proxy.countSent(Buffer.from(`\0${name}\0`)) : 0);
+  };
 
   it('is cached for about a second: probes on both ports within it cost the store one query', async () => {
     faults = await startFaultStack();
     const { bot, proxy } = faults;
     // No answer of an earlier probe is left to reuse.
     await sleep(1_100);
-    const before = proxy.countSent(CHECK);
+    const before = checksSent(proxy);
 
     const started = Date.now();
     const statuses: number[] = [];
@@ -215,12 +225,12 @@ describe.runIf(runPostgres)('readiness on PostgreSQL', () => {
     }
     expect(statuses.length).toBeGreaterThanOrEqual(10);
     expect(new Set(statuses)).toEqual(new Set([200]));
-    expect(proxy.countSent(CHECK) - before).toBe(1);
+    expect(checksSent(proxy) - before).toBe(1);
 
     // A second later the store is asked again.
     await sleep(started + 1_100 - Date.now());
     expect(await readiness(bot)).toEqual([200, 200]);
-    expect(proxy.countSent(CHECK) - before).toBe(2);
+    expect(checksSent(proxy) - before).toBe(2);
   });
 });
 

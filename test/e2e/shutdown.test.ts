@@ -2,8 +2,8 @@ import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import { startBot } from '../helpers/stack.js';
+import { type TestStore, testStore } from '../helpers/stores.js';
 
 /** A raw keep-alive connection: what it was answered, and when the bot closed it. */
 interface Client {
@@ -30,20 +30,20 @@ async function open(port: number): Promise<Client> {
 describe('stopping', () => {
   let slack: FakeSlack;
   let agent: AgentServiceEmulator;
-  let dir: TempDataDir;
+  let prepared: TestStore;
   beforeAll(async () => {
-    dir = await freshDataDir();
+    prepared = await testStore();
     slack = await FakeSlack.start();
     agent = await AgentServiceEmulator.start();
   });
   afterAll(async () => {
-    await Promise.all([slack.stop(), agent.stop(), dir.remove()]);
+    await Promise.all([slack.stop(), agent.stop(), prepared.remove()]);
   });
 
   // A load balancer's probe (or Slack's delivery) in flight when SIGTERM comes leaves its keep-alive connection
   // idle once answered: the bot must not wait on it (seconds of a drain bound spent on nothing).
   it('does not wait on a keep-alive connection whose request was in flight when stopping began', async () => {
-    const bot = await startBot({ slack, agent, store: { kind: 'embedded', dataDir: dir.path } });
+    const bot = await startBot({ slack, agent, store: prepared.store });
     const ports = [bot.port, Number(new URL(bot.adminUrl).port)];
     const clients = await Promise.all(ports.map(open));
     // Headers not finished yet: the connection is busy, so stopping cannot close it as idle.

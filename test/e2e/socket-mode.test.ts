@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import { appMentionEvent, nextTs } from '../helpers/slack-events.js';
 import { metric, type RunningBot, startBot } from '../helpers/stack.js';
+import { type TestStore, testStore } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
 
 // One bot in Socket Mode for the file's cases: each talks in a channel of its own or only asks the
@@ -11,23 +11,23 @@ import { waitFor } from '../helpers/wait.js';
 let slack: FakeSlack;
 let agent: AgentServiceEmulator;
 let bot: RunningBot;
-let dataDir: TempDataDir;
+let store: TestStore;
 
 beforeAll(async () => {
-  dataDir = await freshDataDir();
+  store = await testStore();
   slack = await FakeSlack.start();
   agent = await AgentServiceEmulator.start();
   bot = await startBot({
     slack,
     agent,
-    store: { kind: 'embedded', dataDir: dataDir.path },
+    store: store.store,
     socketMode: true,
   });
   await slack.waitForSocketConnection();
 });
 afterAll(async () => {
   await bot?.stop();
-  await Promise.all([slack?.stop(), agent?.stop(), dataDir?.remove()]);
+  await Promise.all([slack?.stop(), agent?.stop(), store?.remove()]);
 });
 
 describe('Socket Mode', () => {

@@ -11,6 +11,7 @@ import { emptyWorkdir, entryPointArgs } from '../helpers/entry-point.js';
 import { freePort } from '../helpers/free-port.js';
 import { nextTs } from '../helpers/slack-events.js';
 import { AGENT_ID, BOT_TOKEN, mention, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { testStore } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
 
 interface Run {
@@ -270,8 +271,8 @@ describe('a misconfiguration found at run time', () => {
   it('tells the user an admin must fix the bot, with a reference, and logs it as an error', async () => {
     const slack = await FakeSlack.start();
     const agent = await AgentServiceEmulator.start();
-    const dir = await freshDataDir();
-    const bot = await startBot({ slack, agent, store: { kind: 'embedded', dataDir: dir.path } });
+    const prepared = await testStore();
+    const bot = await startBot({ slack, agent, store: prepared.store });
     try {
       agent.injectFailure('createSession', {
         type: 'http',
@@ -290,7 +291,7 @@ describe('a misconfiguration found at run time', () => {
       expect(String(notice.args.text)).not.toMatch(/rephras/i);
     } finally {
       await bot.stop();
-      await Promise.all([slack.stop(), agent.stop(), dir.remove()]);
+      await Promise.all([slack.stop(), agent.stop(), prepared.remove()]);
     }
   });
 });

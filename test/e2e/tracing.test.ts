@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
 import { type BotProcess, spawnBot } from '../helpers/bot-process.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import { appMentionEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
 import { SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { type TestStore, testStore } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
 
 interface ExportedSpan {
@@ -74,27 +74,27 @@ describe('traces (OpenTelemetry over OTLP/HTTP)', () => {
   let slack: FakeSlack;
   let agent: AgentServiceEmulator;
   let receiver: OtlpReceiver;
-  let dir: TempDataDir;
+  let prepared: TestStore;
   let bot: BotProcess;
 
   beforeAll(async () => {
-    [slack, agent, receiver, dir] = await Promise.all([
+    [slack, agent, receiver, prepared] = await Promise.all([
       FakeSlack.start(),
       AgentServiceEmulator.start(),
       OtlpReceiver.start(),
-      freshDataDir(),
+      testStore(),
     ]);
     bot = await spawnBot({
       slack,
       agent,
-      store: { kind: 'embedded', dataDir: dir.path },
+      store: prepared.store,
       env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: '100' },
     });
   });
   afterAll(async () => {
     bot.child.kill('SIGTERM');
     await bot.exited;
-    await Promise.all([slack.stop(), agent.stop(), receiver.stop(), dir.remove()]);
+    await Promise.all([slack.stop(), agent.stop(), receiver.stop(), prepared.remove()]);
   });
 
   it('shows one mention as a tree: the Slack request, its job, the agent calls and the Slack calls; the agent gets the trace', async () => {
@@ -152,12 +152,12 @@ describe('traces (OpenTelemetry over OTLP/HTTP)', () => {
 
 describe('without OTEL_EXPORTER_OTLP_ENDPOINT', () => {
   it('sends the agent service no trace context', async () => {
-    const [slack, agent, dir] = await Promise.all([
+    const [slack, agent, prepared] = await Promise.all([
       FakeSlack.start(),
       AgentServiceEmulator.start(),
-      freshDataDir(),
+      testStore(),
     ]);
-    const bot = await startBot({ slack, agent, store: { kind: 'embedded', dataDir: dir.path } });
+    const bot = await startBot({ slack, agent, store: prepared.store });
     try {
       const root = nextTs();
       await postSignedEvent(
@@ -176,7 +176,7 @@ describe('without OTEL_EXPORTER_OTLP_ENDPOINT', () => {
       }
     } finally {
       await bot.stop();
-      await Promise.all([slack.stop(), agent.stop(), dir.remove()]);
+      await Promise.all([slack.stop(), agent.stop(), prepared.remove()]);
     }
   });
 });

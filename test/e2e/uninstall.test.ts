@@ -9,7 +9,7 @@ import {
   workspaceGoneEvent,
 } from '../helpers/slack-events.js';
 import { AGENT_ID, metric, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
-import { prepareEmbeddedStore } from '../helpers/stores.js';
+import { type TestStore, testStore } from '../helpers/stores.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const textOf = (call: SlackApiCall) => String(call.args.text);
@@ -67,16 +67,16 @@ function threadStarter(slack: FakeSlack, send: (body: unknown) => Promise<{ stat
 }
 
 /** Each case removes the bot's own workspace (or restarts the bot): a bot of its own. */
-describe('uninstall and revocation (embedded store)', () => {
+describe('uninstall and revocation', () => {
   let slack: FakeSlack;
   let agent: AgentServiceEmulator;
   let bot: RunningBot;
   let cleanup: () => Promise<void>;
-  let store: Awaited<ReturnType<typeof prepareEmbeddedStore>>['store'];
+  let store: TestStore['store'];
 
   beforeEach(async () => {
-    const prepared = await prepareEmbeddedStore();
-    cleanup = prepared.cleanup;
+    const prepared = await testStore();
+    cleanup = prepared.remove;
     store = prepared.store;
     slack = await FakeSlack.start(SLACK);
     agent = await AgentServiceEmulator.start();
@@ -249,7 +249,7 @@ describe('uninstall and revocation (embedded store)', () => {
  * Each case removes workspaces and orgs of its own, never the bot's, so they share one bot; each counts only
  * the sessions and deletions of its own time (what a fresh agent service would show).
  */
-describe('uninstall and revocation of other workspaces and orgs (embedded store)', () => {
+describe('uninstall and revocation of other workspaces and orgs', () => {
   let slack: FakeSlack;
   let agent: AgentServiceEmulator;
   let bot: RunningBot;
@@ -259,8 +259,8 @@ describe('uninstall and revocation of other workspaces and orgs (embedded store)
   let deletionsEarlier: number;
 
   beforeAll(async () => {
-    const prepared = await prepareEmbeddedStore();
-    cleanup = prepared.cleanup;
+    const prepared = await testStore();
+    cleanup = prepared.remove;
     slack = await FakeSlack.start(SLACK);
     agent = await AgentServiceEmulator.start();
     bot = await startBot({ slack, agent, store: prepared.store, env });

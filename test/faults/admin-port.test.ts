@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
 import { type BotProcess, spawnBot } from '../helpers/bot-process.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import { type TestStore, testStore } from '../helpers/stores.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 /**
@@ -14,15 +14,15 @@ import { sleep, waitFor } from '../helpers/wait.js';
 
 let slack: FakeSlack;
 let agent: AgentServiceEmulator;
-let dir: TempDataDir;
+let prepared: TestStore;
 let bot: BotProcess;
 const clients: Socket[] = [];
 
 beforeAll(async () => {
-  dir = await freshDataDir();
+  prepared = await testStore();
   slack = await FakeSlack.start();
   agent = await AgentServiceEmulator.start();
-  bot = await spawnBot({ slack, agent, store: { kind: 'embedded', dataDir: dir.path } });
+  bot = await spawnBot({ slack, agent, store: prepared.store });
 }, 60_000);
 afterEach(() => {
   for (const socket of clients.splice(0)) socket.destroy();
@@ -32,7 +32,7 @@ afterAll(async () => {
     bot.child.kill('SIGKILL');
     await bot.exited;
   }
-  await Promise.all([slack.stop(), agent.stop(), dir.remove()]);
+  await Promise.all([slack.stop(), agent.stop(), prepared.remove()]);
 });
 
 const adminPort = () => Number(new URL(bot.adminUrl).port);

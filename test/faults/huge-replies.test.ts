@@ -5,9 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
 import { type BotProcess, spawnBot } from '../helpers/bot-process.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import { appMentionEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
 import { SIGNING_SECRET } from '../helpers/stack.js';
+import { type TestStore, testStore } from '../helpers/stores.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 /**
@@ -22,7 +22,7 @@ const THREADS = 30;
 let slack: FakeSlack;
 let agent: AgentServiceEmulator;
 let front: http.Server;
-let dir: TempDataDir;
+let prepared: TestStore;
 let bot: BotProcess;
 /** How many bytes of a reply the front had written when each connection ended. */
 const writtenPerReply: number[] = [];
@@ -64,14 +64,14 @@ async function startFront(): Promise<http.Server> {
 }
 
 beforeAll(async () => {
-  dir = await freshDataDir();
+  prepared = await testStore();
   slack = await FakeSlack.start();
   agent = await AgentServiceEmulator.start();
   front = await startFront();
   bot = await spawnBot({
     slack,
     agent,
-    store: { kind: 'embedded', dataDir: dir.path },
+    store: prepared.store,
     env: { AGENT_BASE_URL: `http://127.0.0.1:${(front.address() as AddressInfo).port}/v1` },
   });
 }, 60_000);
@@ -82,7 +82,7 @@ afterAll(async () => {
   }
   front.closeAllConnections();
   await new Promise<void>((resolve) => front.close(() => resolve()));
-  await Promise.all([slack.stop(), agent.stop(), dir.remove()]);
+  await Promise.all([slack.stop(), agent.stop(), prepared.remove()]);
 });
 
 /** The bot process's resident memory, in bytes. */

@@ -8,10 +8,10 @@ import { createLogger } from '../../src/observability/logger.js';
 import { AgentServiceEmulator, type InjectedFailure } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
 import { type BotProcess, spawnBot } from '../helpers/bot-process.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '../helpers/postgres.js';
 import { appMentionEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
 import { LogCapture, mention, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { type TestStore, testStore } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
 import { failWrites } from './support.js';
 
@@ -147,7 +147,7 @@ describe.runIf(runPostgres)('a store error in the running bot', () => {
   let databaseUrl: string;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
+    database = await createTestDatabase({ schema: 'current' });
     // The test server trusts local connections, so any password is accepted.
     const url = new URL(database.url);
     url.password = ENCODED;
@@ -219,7 +219,7 @@ describe('agent failures in an info-level log', () => {
   let slack: FakeSlack;
   let agent: AgentServiceEmulator;
   let bot: RunningBot;
-  let dir: TempDataDir;
+  let prepared: TestStore;
   let channels = 0;
   /**
    * A channel per case: Slack takes about one post a second per channel, so cases sharing one would wait
@@ -261,7 +261,7 @@ describe('agent failures in an info-level log', () => {
   }
 
   beforeAll(async () => {
-    dir = await freshDataDir();
+    prepared = await testStore();
     slack = await FakeSlack.start();
     agent = await AgentServiceEmulator.start();
     // The start-up check fails too, with the service's own words.
@@ -269,13 +269,13 @@ describe('agent failures in an info-level log', () => {
     bot = await startBot({
       slack,
       agent,
-      store: { kind: 'embedded', dataDir: dir.path },
+      store: prepared.store,
       env: { LOG_LEVEL: 'info', AGENT_TIMEOUT_MS: '1000', SESSION_DELETE_RETRY_MS: '60000' },
     });
   });
   afterAll(async () => {
     await bot?.stop();
-    await Promise.all([slack?.stop(), agent?.stop(), dir?.remove()]);
+    await Promise.all([slack?.stop(), agent?.stop(), prepared?.remove()]);
   });
 
   it('logs the start-up check failing without the words of the service', () => {

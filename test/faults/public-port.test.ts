@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
 import { type BotProcess, spawnBot } from '../helpers/bot-process.js';
-import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import { appMentionEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
 import { SIGNING_SECRET } from '../helpers/stack.js';
+import { type TestStore, testStore } from '../helpers/stores.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 /**
@@ -18,17 +18,17 @@ const KIB = 1024;
 
 let slack: FakeSlack;
 let agent: AgentServiceEmulator;
-let dir: TempDataDir;
+let prepared: TestStore;
 let bot: BotProcess;
 
 beforeAll(async () => {
-  dir = await freshDataDir();
+  prepared = await testStore();
   slack = await FakeSlack.start();
   agent = await AgentServiceEmulator.start();
   bot = await spawnBot({
     slack,
     agent,
-    store: { kind: 'embedded', dataDir: dir.path },
+    store: prepared.store,
     env: { LOG_LEVEL: 'debug' },
   });
 }, 60_000);
@@ -37,7 +37,7 @@ afterAll(async () => {
     bot.child.kill('SIGKILL');
     await bot.exited;
   }
-  await Promise.all([slack.stop(), agent.stop(), dir.remove()]);
+  await Promise.all([slack.stop(), agent.stop(), prepared.remove()]);
 });
 
 /** The bot process's resident memory, in KiB. */

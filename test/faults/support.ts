@@ -24,7 +24,7 @@ export async function startFaultStack(
   env: Record<string, string> = {},
   options: { socketMode?: boolean } = {},
 ): Promise<FaultStack> {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ schema: 'current' });
   const proxy = await TcpProxy.start({ target: database.url });
   const slack = await FakeSlack.start();
   const agent = await AgentServiceEmulator.start();
@@ -188,7 +188,7 @@ export class PerTestFakes {
   }
 
   async start(): Promise<void> {
-    this.database = await createTestDatabase();
+    this.database = await createTestDatabase({ schema: 'current' });
     this.slack = await FakeSlack.start();
     this.agent = await AgentServiceEmulator.start();
   }

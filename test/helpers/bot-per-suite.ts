@@ -1,19 +1,19 @@
 import { afterAll, beforeAll } from 'vitest';
 import { AgentServiceEmulator, type AgentServiceEmulatorOptions } from '../fakes/agent-service.js';
 import { FakeSlack, type FakeSlackOptions } from '../fakes/slack.js';
-import { freshDataDir, type TempDataDir } from './embedded-store.js';
 import { type RunningBot, startBot } from './stack.js';
+import { type TestStore, testStore } from './stores.js';
 
 export interface SuiteBot {
   slack: FakeSlack;
   agent: AgentServiceEmulator;
   bot: RunningBot;
-  dir: TempDataDir;
+  store: TestStore;
 }
 
 /**
- * The real bot in this process on a fresh embedded store, with a fresh fake Slack and agent service, for the
- * tests of the enclosing `describe` (or file): started before them, stopped and removed after.
+ * The real bot in this process on a fresh store (`testStore`), with a fresh fake Slack and agent service, for
+ * the tests of the enclosing `describe` (or file): started before them, stopped and removed after.
  * Read the fields inside the tests; they are set in beforeAll.
  */
 export function botPerSuite(
@@ -25,19 +25,19 @@ export function botPerSuite(
 ): SuiteBot {
   const suite = {} as SuiteBot;
   beforeAll(async () => {
-    suite.dir = await freshDataDir();
+    suite.store = await testStore();
     suite.slack = await FakeSlack.start(options.slack);
     suite.agent = await AgentServiceEmulator.start(options.agent);
     suite.bot = await startBot({
       slack: suite.slack,
       agent: suite.agent,
-      store: { kind: 'embedded', dataDir: suite.dir.path },
+      store: suite.store.store,
       env: options.env,
     });
   });
   afterAll(async () => {
     await suite.bot?.stop();
-    await Promise.all([suite.slack?.stop(), suite.agent?.stop(), suite.dir?.remove()]);
+    await Promise.all([suite.slack?.stop(), suite.agent?.stop(), suite.store?.remove()]);
   });
   return suite;
 }

@@ -21,16 +21,22 @@ export const PGLITE_TEMPLATE_DIR = path.resolve('test/.tmp/pglite-template');
 let migratedTemplateDir: string | undefined;
 function migratedTemplate(): string {
   // Worked out on first use, not at import: the benchmark imports these helpers compiled into dist/.
-  migratedTemplateDir ??= path.resolve(`test/.tmp/pglite-migrated-${schemaHash()}`);
+  migratedTemplateDir ??= path.resolve(
+    `test/.tmp/pglite-migrated-${schemaHash(['node_modules/@electric-sql/pglite/package.json'])}`,
+  );
   return migratedTemplateDir;
 }
 
-function schemaHash(): string {
+/**
+ * A hash of src/store (the schema and the code it runs through) and of the files `also` names, relative to
+ * the project's root: what a migrated template is keyed by.
+ */
+export function schemaHash(also: string[] = []): string {
   // The project's root, as the templates' paths are: the working directory of the run.
   const root = path.resolve('.');
   const storeSources = path.join(root, 'src/store');
   const hash = createHash('sha256');
-  hash.update(readFileSync(path.join(root, 'node_modules/@electric-sql/pglite/package.json')));
+  for (const file of also) hash.update(readFileSync(path.join(root, file)));
   for (const file of readdirSync(storeSources).sort()) {
     hash.update(`\0${file}\0`).update(readFileSync(path.join(storeSources, file)));
   }

@@ -70,7 +70,12 @@ export function botEnvironment(options: BotSetup, port: number, adminPort: numbe
     SLACK_AGENT_VIEW: 'false',
     ...(options.store.kind === 'embedded'
       ? { DATA_DIR: options.store.dataDir }
-      : { DATABASE_URL: options.store.databaseUrl }),
+      : {
+          DATABASE_URL: options.store.databaseUrl,
+          // A few connections, not the default 10: the bots of the files running side by side share the
+          // server's max_connections (100), and none of them needs more.
+          DATABASE_POOL_SIZE: '4',
+        }),
     ...(options.socketMode ? { SLACK_APP_TOKEN: APP_TOKEN } : {}),
     ...options.env,
   };
