@@ -220,7 +220,12 @@ describe('agent failures in an info-level log', () => {
   let agent: AgentServiceEmulator;
   let bot: RunningBot;
   let prepared: TestStore;
-  const CHANNEL = 'C0QUIET';
+  let channels = 0;
+  /**
+   * A channel per case: Slack takes about one post a second per channel, so cases sharing one would wait
+   * on Slack's pacing of the posts before them rather than on the failure under test.
+   */
+  const newChannel = () => `C0QUIET${++channels}`;
 
   /** Neither the person's words nor the agent's are in any line logged from line `from` on. */
   function expectNoWords(from = 0): void {
@@ -236,15 +241,16 @@ describe('agent failures in an info-level log', () => {
     failure: (prompt: string) => InjectedFailure,
     times = 1,
   ): Promise<string> {
+    const channel = newChannel();
     const root = nextTs();
     const prompt = `${label}: ${USER_WORDS}`;
     if (operation === 'sendMessage') {
       // The thread's session exists first, so the failure is the prompt's own.
-      await mention(bot, { channel: CHANNEL, text: '<@U0BOT> hello', ts: root });
+      await mention(bot, { channel, text: '<@U0BOT> hello', ts: root });
       await slack.waitForCall('chat.postMessage', (call) => call.args.thread_ts === root);
     }
     agent.injectFailure(operation, failure(prompt), times);
-    await mention(bot, { channel: CHANNEL, text: `<@U0BOT> ${prompt}`, ts: nextTs(), threadTs: root });
+    await mention(bot, { channel, text: `<@U0BOT> ${prompt}`, ts: nextTs(), threadTs: root });
     const notice = await slack.waitForCall(
       'chat.postMessage',
       (call) => call.args.thread_ts === root && String(call.args.text).startsWith(':warning:'),
@@ -280,7 +286,7 @@ describe('agent failures in an info-level log', () => {
   it('logs an answer without its words or the prompt', async () => {
     const before = bot.logs.lines.length;
     const root = nextTs();
-    await mention(bot, { channel: CHANNEL, text: `<@U0BOT> answered: ${USER_WORDS}`, ts: root });
+    await mention(bot, { channel: newChannel(), text: `<@U0BOT> answered: ${USER_WORDS}`, ts: root });
     const answer = await slack.waitForCall('chat.postMessage', (call) => call.args.thread_ts === root);
     expect(String(answer.args.text)).toContain(USER_WORDS);
     expectNoWords(before);
@@ -338,11 +344,12 @@ describe('agent failures in an info-level log', () => {
 
   it('logs a session deletion failing without the words of the service', async () => {
     const before = bot.logs.lines.length;
+    const channel = newChannel();
     const root = nextTs();
-    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> hello', ts: root });
+    await mention(bot, { channel, text: '<@U0BOT> hello', ts: root });
     await slack.waitForCall('chat.postMessage', (call) => call.args.thread_ts === root);
     agent.injectFailure('deleteSession', { type: 'http', status: 500, body: quoting('delete') }, 5);
-    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> reset', ts: nextTs(), threadTs: root });
+    await mention(bot, { channel, text: '<@U0BOT> reset', ts: nextTs(), threadTs: root });
     await waitFor(
       () => bot.logs.text.includes('agent session deletion failed'),
       'the failed deletion logged',

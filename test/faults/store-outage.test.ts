@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it, type TestContext } from 'vitest';
 import { shouldRunPostgresTests } from '../helpers/postgres.js';
 import { appMentionEvent, messageEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
 import { SIGNING_SECRET } from '../helpers/stack.js';
@@ -14,9 +14,24 @@ const THREADS = 40;
  * burst of a few), so 40 answers in one channel would measure Slack's pacing rather than the outage.
  */
 const channelOf = (i: number) => `${CHANNEL}${String(i % 20).padStart(2, '0')}`;
+/**
+ * Not shorter: the bot must not take back its own jobs still in flight once their leases lapsed (what
+ * `claim` leaves out), and a 5 s outage often let a bot that did pass.
+ */
 const OUTAGE_MS = 8_000;
 /** A short lease, so work this process lost track of comes back quickly. */
 const ENV = { JOB_LEASE_MS: '3000', SLOW_NOTICE_MS: '0', AGENT_TIMEOUT_MS: '20000' };
+
+/** A bot and store of the test's own, stopped after it: the cases wait out their outages side by side. */
+async function startStack(
+  onTestFinished: TestContext['onTestFinished'],
+  env: Record<string, string>,
+  options: { socketMode?: boolean } = {},
+): Promise<FaultStack> {
+  const stack = await startFaultStack(env, options);
+  onTestFinished(() => stack.stop());
+  return stack;
+}
 
 /**
  * PostgreSQL goes away for 8 s while 40 threads wait for the agent's answers (which arrive during the
@@ -24,19 +39,10 @@ const ENV = { JOB_LEASE_MS: '3000', SLOW_NOTICE_MS: '0', AGENT_TIMEOUT_MS: '2000
  * more than a delay: every thread gets its answer once (not an apology), the next message in each thread
  * is answered, and the bot says it is not ready only while the store is gone.
  */
-describe.runIf(runPostgres)('PostgreSQL outage with answers in flight', () => {
-  let stack: FaultStack;
-
-  beforeEach(async () => {
-    stack = await startFaultStack(ENV);
-    stack.agent.setLatency(2_000, 'sendMessage');
-  });
-  afterEach(async () => {
-    await stack.stop();
-  });
-
-  async function rideOut(outage: { start(): void; end(): void }): Promise<void> {
+describe.runIf(runPostgres)('PostgreSQL outage with answers in flight', { concurrent: true }, () => {
+  async function rideOut(stack: FaultStack, outage: { start(): void; end(): void }): Promise<void> {
     const { slack, agent, bot } = stack;
+    agent.setLatency(2_000, 'sendMessage');
     const roots: { channel: string; ts: string }[] = [];
     for (let i = 0; i < THREADS; i++) {
       const message = mentionIn(stack, channelOf(i), `question ${i}`);
@@ -101,12 +107,18 @@ describe.runIf(runPostgres)('PostgreSQL outage with answers in flight', () => {
     expect(new Set(prompts).size).toBe(2 * THREADS);
   }
 
-  it('rides out an 8 s outage (connections reset, new ones refused) without losing or repeating an answer', async () => {
-    await rideOut({ start: () => stack.proxy.down(), end: () => stack.proxy.restore() });
+  it('rides out an 8 s outage (connections reset, new ones refused) without losing or repeating an answer', async ({
+    onTestFinished,
+  }) => {
+    const stack = await startStack(onTestFinished, ENV);
+    await rideOut(stack, { start: () => stack.proxy.down(), end: () => stack.proxy.restore() });
   });
 
-  it('rides out an 8 s blackhole (connections silent) without losing or repeating an answer', async () => {
-    await rideOut({ start: () => stack.proxy.blackhole(), end: () => stack.proxy.restore() });
+  it('rides out an 8 s blackhole (connections silent) without losing or repeating an answer', async ({
+    onTestFinished,
+  }) => {
+    const stack = await startStack(onTestFinished, ENV);
+    await rideOut(stack, { start: () => stack.proxy.blackhole(), end: () => stack.proxy.restore() });
   });
 });
 
@@ -115,28 +127,21 @@ describe.runIf(runPostgres)('PostgreSQL outage with answers in flight', () => {
  * app's event subscriptions, so a message that cannot be recorded is acknowledged and its author told, in
  * its thread, to send it again. Before the bound, events are refused so Slack's retries bring them in.
  */
-describe.runIf(runPostgres)('PostgreSQL outage longer than STORE_OUTAGE_ACK_MS', () => {
+describe.runIf(runPostgres)('PostgreSQL outage longer than STORE_OUTAGE_ACK_MS', { concurrent: true }, () => {
   const BOUND_MS = 3_000;
   const NOT_TAKEN = /could not take your message/;
-  let stack: FaultStack;
-  let started: FaultStack | undefined;
+  const BOUND_ENV = { ...ENV, STORE_OUTAGE_ACK_MS: String(BOUND_MS) };
 
-  /** Each case starts its own stack: over HTTP, or in Socket Mode (a bot start the other would not use). */
-  async function startStack(options: { socketMode?: boolean } = {}): Promise<FaultStack> {
-    started = await startFaultStack({ ...ENV, STORE_OUTAGE_ACK_MS: String(BOUND_MS) }, options);
-    stack = started;
-    return started;
-  }
-  afterEach(async () => {
-    await started?.stop();
-    started = undefined;
-  });
-
-  const notes = (channel: string, root: string) =>
+  const notesIn = (stack: FaultStack, channel: string, root: string) =>
     botPostsIn(stack.slack, channel, root).filter((post) => NOT_TAKEN.test(post.text));
 
-  it('refuses events until the bound, then acknowledges them and tells each author to send again', async () => {
-    const { slack, agent } = await startStack();
+  // Each case starts its own stack: over HTTP, or in Socket Mode (a bot start the other would not use).
+  it('refuses events until the bound, then acknowledges them and tells each author to send again', async ({
+    onTestFinished,
+  }) => {
+    const stack = await startStack(onTestFinished, BOUND_ENV);
+    const { slack, agent } = stack;
+    const notes = (channel: string, root: string) => notesIn(stack, channel, root);
     // A thread the bot answers in before the outage: a reply there without a mention is for it too.
     const earlier = mentionIn(stack, CHANNEL, 'before the outage');
     expect((await earlier.deliver()).status).toBe(200);
@@ -215,8 +220,12 @@ describe.runIf(runPostgres)('PostgreSQL outage longer than STORE_OUTAGE_ACK_MS',
     ]);
   }, 60_000);
 
-  it('in Socket Mode, leaves envelopes unacknowledged until the bound, then acknowledges them with the note', async () => {
-    const { slack } = await startStack({ socketMode: true });
+  it('in Socket Mode, leaves envelopes unacknowledged until the bound, then acknowledges them with the note', async ({
+    onTestFinished,
+  }) => {
+    const stack = await startStack(onTestFinished, BOUND_ENV, { socketMode: true });
+    const { slack } = stack;
+    const notes = (channel: string, root: string) => notesIn(stack, channel, root);
     await slack.waitForSocketConnection();
     stack.proxy.down();
     const mention = (text: string) =>
