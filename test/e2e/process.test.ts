@@ -2,11 +2,11 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
-import { storeVariables, withEveryVariable } from '../helpers/entry-point.js';
+import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
+import { withEveryVariable } from '../helpers/entry-point.js';
 import { freePort } from '../helpers/free-port.js';
 import { appMentionEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
 import { BOT_TOKEN, SIGNING_SECRET } from '../helpers/stack.js';
-import { type TestStore, testStore } from '../helpers/stores.js';
 
 /**
  * The bot as users run it: `npm start` in a child process, configured only through the environment. npm runs
@@ -16,9 +16,8 @@ import { type TestStore, testStore } from '../helpers/stores.js';
 describe('npm start', () => {
   let slack: FakeSlack;
   let agent: AgentServiceEmulator;
-  // What is checked is the process, not the store: `testStore`, on PostgreSQL when the run has it (a bot opens
-  // it for a fraction of the CPU the embedded store takes).
-  let store: TestStore;
+  // The store users get when they configure none: `npm start` is checked as they run it.
+  let dataDir: TempDataDir;
   let child: ChildProcess;
   let output = '';
   let port: number;
@@ -26,7 +25,7 @@ describe('npm start', () => {
   beforeAll(async () => {
     slack = await FakeSlack.start();
     agent = await AgentServiceEmulator.start();
-    store = await testStore();
+    dataDir = await freshDataDir();
     port = await freePort();
     child = spawn('npm', ['start', '--silent'], {
       env: withEveryVariable({
@@ -39,7 +38,7 @@ describe('npm start', () => {
         AGENT_BASE_URL: agent.baseUrl,
         AGENT_API_KEY: agent.apiKey,
         AGENT_ID: 'agent-main',
-        ...storeVariables(store.store),
+        DATA_DIR: dataDir.path,
         LOG_LEVEL: 'trace',
       }),
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -59,7 +58,7 @@ describe('npm start', () => {
 
   afterAll(async () => {
     if (child.exitCode === null) child.kill('SIGKILL');
-    await Promise.all([slack.stop(), agent.stop(), store.remove()]);
+    await Promise.all([slack.stop(), agent.stop(), dataDir.remove()]);
   });
 
   it('answers a signed mention, logs no secret, and exits cleanly on SIGTERM', async () => {
