@@ -237,8 +237,13 @@ describe('uninstall and revocation', () => {
     expect((await send(tokensRevoked)).status).toBe(200);
     expect((await send(appUninstalled)).status).toBe(200);
     await waitFor(() => !live(agent).includes(thread.session), 'its session deleted');
-    expect(bot.logs.text).toMatch(
-      /SLACK_BOT_TOKEN no longer works; reinstall the app, set the new token and restart/,
+    // Said once the removal is over, which is a moment after its sessions are deleted.
+    await waitFor(
+      () =>
+        /SLACK_BOT_TOKEN no longer works; reinstall the app, set the new token and restart/.test(
+          bot.logs.text,
+        ),
+      'the operator told what to do',
     );
     expect((await fetch(`${bot.adminUrl}/readyz`)).status).toBe(200);
     expect((await fetch(`${bot.baseUrl}/healthz`)).status).toBe(200);
