@@ -32,11 +32,10 @@ export default defineConfig({
     // ports and Slack ts handed out, which stay unique) and every test restores the timers it fakes.
     isolate: false,
     // Most of a file's time is spent waiting on servers, timers and PostgreSQL, not on a CPU, so more files run
-    // at a time than there are cores; but each file's bots, stores and child processes compete for them, and
-    // past three files at a time on a 2-core machine the whole run took longer and more CPU (measured, whole
-    // run with the timings of the run before: 2 workers 192 s, 3 workers 182 s and 274 CPU-s, 4 workers 205 s,
-    // 6 workers 222 s and 331 CPU-s; on a fresh clone, which has no timings, 3 workers took 255-273 s).
-    maxWorkers: 3,
+    // at a time than there are cores. Measured on a 2-core machine, whole run with the timings of the run
+    // before, since test bots run on PostgreSQL: 3 workers 191 s and 213 CPU-s, 5 workers 148 s,
+    // 6 workers 131-137 s and 214-221 CPU-s (the machine's busy CPU, PostgreSQL's included).
+    maxWorkers: 6,
     sequence: { sequencer: EndToEndFirst },
     projects: [
       { extends: true, test: { name: 'shared', include: ['test/**/*.test.ts'], exclude: [...OWN_PROCESS] } },
