@@ -248,6 +248,27 @@ describe.runIf(runPostgres)('a store write that fails', { concurrent: true }, ()
   );
 
   /** A thread with an answer in progress and three messages waiting behind it. */
+  /**
+   * Says `word` in the thread `root` while the store refuses the first cancellation: the delivery is not
+   * acknowledged (Slack will deliver it again) and Slack's retry is.
+   */
+  async function deliverPastFailedCancel(
+    stack: FaultStack,
+    word: 'stop' | 'reset',
+    root: string,
+  ): Promise<void> {
+    const cancelFails = await failWrites(stack, 'cancel', {
+      on: 'UPDATE',
+      table: 'inbox',
+      when: `NEW.state = 'cancelled'`,
+      times: 1,
+    });
+    const said = mentionIn(stack, CHANNEL, word, { threadTs: root });
+    expect((await said.deliver()).status).toBe(500);
+    expect(await cancelFails.attempts()).toBe(1);
+    expect((await said.deliver(1)).status).toBe(200);
+  }
+
   async function busyThread(stack: FaultStack): Promise<{ root: string; waiting: string[] }> {
     const { slack, agent } = stack;
     // Long enough for the queued messages, the fault and the stop or reset to come in before the answer does,
@@ -276,18 +297,7 @@ describe.runIf(runPostgres)('a store write that fails', { concurrent: true }, ()
     async ({ stack }) => {
       const { slack } = stack;
       const { root, waiting } = await busyThread(stack);
-      const cancelFails = await failWrites(stack, 'cancel', {
-        on: 'UPDATE',
-        table: 'inbox',
-        when: `NEW.state = 'cancelled'`,
-        times: 1,
-      });
-
-      const stop = mentionIn(stack, CHANNEL, 'stop', { threadTs: root });
-      // Not acknowledged: Slack will deliver it again.
-      expect((await stop.deliver()).status).toBe(500);
-      expect(await cancelFails.attempts()).toBe(1);
-      expect((await stop.deliver(1)).status).toBe(200);
+      await deliverPastFailedCancel(stack, 'stop', root);
 
       await waitFor(
         () => botPostsIn(slack, CHANNEL, root).some((post) => post.text.includes('Stopped')),
@@ -316,17 +326,7 @@ describe.runIf(runPostgres)('a store write that fails', { concurrent: true }, ()
     async ({ stack }) => {
       const { slack } = stack;
       const { root, waiting } = await busyThread(stack);
-      const cancelFails = await failWrites(stack, 'cancel', {
-        on: 'UPDATE',
-        table: 'inbox',
-        when: `NEW.state = 'cancelled'`,
-        times: 1,
-      });
-
-      const reset = mentionIn(stack, CHANNEL, 'reset', { threadTs: root });
-      expect((await reset.deliver()).status).toBe(500);
-      expect(await cancelFails.attempts()).toBe(1);
-      expect((await reset.deliver(1)).status).toBe(200);
+      await deliverPastFailedCancel(stack, 'reset', root);
 
       // The answer in progress is posted, then the reset; the queued messages were for the old conversation.
       await waitFor(
