@@ -77,8 +77,9 @@ describe('npm start', () => {
     const reply = await slack.waitForCall('chat.postMessage', (call) => call.args.thread_ts === rootTs);
     expect(reply.args.text).toBe('echo[s-1#1]: hello from a process');
 
+    // 'close', not 'exit': the process may exit before the last of its output has been read.
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      child.once('exit', (code, signal) => resolve({ code, signal })),
+      child.once('close', (code, signal) => resolve({ code, signal })),
     );
     child.kill('SIGTERM');
     // npm forwards SIGTERM to the bot, then ends itself by that signal once the bot has exited.

@@ -46,8 +46,9 @@ export async function spawnBot(options: BotSetup): Promise<BotProcess> {
   child.stderr?.on('data', (chunk: Buffer) => {
     output += chunk.toString();
   });
+  // 'close', not 'exit': the process may exit before the last of its output has been read.
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
+    child.once('close', (code, signal) => resolve({ code, signal })),
   );
   const baseUrl = `http://127.0.0.1:${port}`;
   await waitFor(
