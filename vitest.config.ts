@@ -3,13 +3,16 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
  * Vitest runs the files it has timed longest first, and the others largest first: on a fresh checkout (CI)
- * that puts the small end-to-end files, which wait the longest, at the end of the run. They go first.
+ * that puts the small files that start bots, processes or a browser, which wait the longest, at the end of
+ * the run. They go first, in that order among themselves (the demo's browser test, the longest, was left to
+ * start last while the end-to-end files went first, and ran alone for its last seconds).
  */
-class EndToEndFirst extends BaseSequencer {
+const STARTS_BOTS = /[\\/]test[\\/](e2e|faults|demo)[\\/]|[\\/]test[\\/]developer-dotenv\.test\.ts$/;
+class SlowFilesFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
-    const endToEnd = (file: TestSpecification) => /[\\/]test[\\/](e2e|faults)[\\/]/.test(file.moduleId);
-    return [...sorted.filter(endToEnd), ...sorted.filter((file) => !endToEnd(file))];
+    const startsBots = (file: TestSpecification) => STARTS_BOTS.test(file.moduleId);
+    return [...sorted.filter(startsBots), ...sorted.filter((file) => !startsBots(file))];
   }
 }
 
@@ -36,7 +39,7 @@ export default defineConfig({
     // before, since test bots run on PostgreSQL: 3 workers 191 s and 213 CPU-s, 5 workers 148 s,
     // 6 workers 131-137 s and 214-221 CPU-s (the machine's busy CPU, PostgreSQL's included).
     maxWorkers: 6,
-    sequence: { sequencer: EndToEndFirst },
+    sequence: { sequencer: SlowFilesFirst },
     projects: [
       { extends: true, test: { name: 'shared', include: ['test/**/*.test.ts'], exclude: [...OWN_PROCESS] } },
       // A file that measures its process's memory runs in a process of its own: files before it in a shared
