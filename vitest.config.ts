@@ -37,7 +37,7 @@ export default defineConfig({
     // Most of a file's time is spent waiting on servers, timers and PostgreSQL, not on a CPU, so more files run
     // at a time than there are cores. Measured on a 2-core machine, whole run with the timings of the run
     // before, since test bots run on PostgreSQL: 3 workers 191 s and 213 CPU-s, 5 workers 148 s,
-    // 6 workers 131-137 s and 214-221 CPU-s (the machine's busy CPU, PostgreSQL's included).
+    // 6 workers 116-137 s and 206-221 CPU-s (the machine's busy CPU, PostgreSQL's included).
     maxWorkers: 6,
     sequence: { sequencer: SlowFilesFirst },
     projects: [
