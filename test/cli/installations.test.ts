@@ -16,8 +16,8 @@ import { TokenRefresher } from '../../src/installations/token-refresh.js';
 import { type Database, openDatabase } from '../../src/store/database.js';
 import { createSessionKeyv } from '../../src/store/keyv.js';
 import { emptyStore } from '../helpers/embedded-store.js';
-import { emptyWorkdir, entryPointArgs, storeVariables } from '../helpers/entry-point.js';
-import type { StoreChoice } from '../helpers/stack.js';
+import { emptyWorkdir, entryPointArgs } from '../helpers/entry-point.js';
+import { type StoreChoice, storeVariables } from '../helpers/stack.js';
 import { type TestStore, testStore } from '../helpers/stores.js';
 
 const CLI = entryPointArgs('src/cli/installations.ts');

@@ -9,7 +9,8 @@ import { SessionStore, type ThreadSession } from '../../src/sessions/store.js';
 import { createSessionKeyv } from '../../src/store/keyv.js';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { embeddedStorePerSuite } from '../helpers/embedded-store.js';
-import { emptyWorkdir, entryPointArgs, storeVariables } from '../helpers/entry-point.js';
+import { emptyWorkdir, entryPointArgs } from '../helpers/entry-point.js';
+import { storeVariables } from '../helpers/stack.js';
 import { testStore } from '../helpers/stores.js';
 
 const CLI = entryPointArgs('src/cli/sessions.ts');

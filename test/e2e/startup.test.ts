@@ -7,7 +7,7 @@ import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
 import { PROCESS_READY_MS } from '../helpers/bot-process.js';
 import { freshDataDir } from '../helpers/embedded-store.js';
-import { emptyWorkdir, entryPointArgs, storeVariables } from '../helpers/entry-point.js';
+import { emptyWorkdir, entryPointArgs } from '../helpers/entry-point.js';
 import { freePort } from '../helpers/free-port.js';
 import { nextTs } from '../helpers/slack-events.js';
 import {
@@ -17,6 +17,7 @@ import {
   SIGNING_SECRET,
   type StoreChoice,
   startBot,
+  storeVariables,
 } from '../helpers/stack.js';
 import { testStore } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';

@@ -2,7 +2,6 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { inject } from 'vitest';
 import { ENV_VARIABLES } from '../../src/config/index.js';
-import type { StoreChoice } from './stack.js';
 
 /**
  * Running the project's entry points (the bot, `npm run sessions`) in child processes, unaffected by a
@@ -30,16 +29,6 @@ export function emptyWorkdir(): string {
   const dir = path.join(PROJECT_ROOT, 'test/.tmp/workdir');
   mkdirSync(dir, { recursive: true });
   return dir;
-}
-
-/**
- * The variables that put an entry point on `store`; on PostgreSQL with a few connections, as a bot in the
- * test's process has (test/helpers/stack.ts): the files running side by side share the server's.
- */
-export function storeVariables(store: StoreChoice): Record<string, string> {
-  return store.kind === 'embedded'
-    ? { DATA_DIR: store.dataDir }
-    : { DATABASE_URL: store.databaseUrl, DATABASE_POOL_SIZE: '4' };
 }
 
 /**

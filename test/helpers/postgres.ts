@@ -70,7 +70,9 @@ export async function createTestDatabase(
   else await admin(`CREATE DATABASE ${name}`);
   return {
     url: urlOf(name),
-    drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+    drop: async () => {
+      await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    },
   };
 }
 
@@ -140,38 +142,26 @@ async function renameWhenClosed(from: string, to: string): Promise<void> {
  * otherwise is left alone.
  */
 async function removeStaleDatabases(): Promise<void> {
-  const client = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: 5_000 });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ name: string; made: string | null }>(
-      `SELECT datname AS name, shobj_description(oid, 'pg_database') AS made FROM pg_database
-       WHERE datname LIKE 'bridge\\_test\\_%' OR datname LIKE 'bridge\\_template\\_%'`,
-    );
-    const now = Date.now();
-    for (const { name, made } of rows) {
-      const test = TEST_DATABASE.exec(name);
-      // A template without its time (not made here) is left alone, as is this schema's.
-      const madeAt = test
-        ? Number.parseInt(test[1] ?? '', 36)
-        : name === template() || made === null
-          ? Number.NaN
-          : Number(made);
-      if (Number.isFinite(madeAt) && now - madeAt > STALE_MS)
-        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    }
-  } finally {
-    await client.end();
+  const rows = await admin<{ name: string; made: string | null }>(
+    `SELECT datname AS name, shobj_description(oid, 'pg_database') AS made FROM pg_database
+     WHERE datname LIKE 'bridge\\_test\\_%' OR datname LIKE 'bridge\\_template\\_%'`,
+  );
+  const now = Date.now();
+  for (const { name, made } of rows) {
+    const test = TEST_DATABASE.exec(name);
+    // A template without its time (not made here) is left alone, as is this schema's.
+    const madeAt = test
+      ? Number.parseInt(test[1] ?? '', 36)
+      : name === template() || made === null
+        ? Number.NaN
+        : Number(made);
+    if (Number.isFinite(madeAt) && now - madeAt > STALE_MS)
+      await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   }
 }
 
 async function databaseExists(name: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: 5_000 });
-  await client.connect();
-  try {
-    return (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount === 1;
-  } finally {
-    await client.end();
-  }
+  return (await admin('SELECT 1 FROM pg_database WHERE datname = $1', [name])).length === 1;
 }
 
 function codeOf(error: unknown): unknown {
@@ -190,11 +180,15 @@ export function postgresStorePerSuite(): { readonly db: Database } {
   });
 }
 
-async function admin(sql: string): Promise<void> {
+/** One statement on the test server's own database, on a connection of its own. */
+async function admin<Row extends object = Record<string, unknown>>(
+  sql: string,
+  params: unknown[] = [],
+): Promise<Row[]> {
   const client = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: 5_000 });
   await client.connect();
   try {
-    await client.query(sql);
+    return (await client.query<Row>(sql, params)).rows;
   } finally {
     await client.end();
   }

@@ -48,6 +48,17 @@ export interface BotSetup {
   port?: number;
 }
 
+/**
+ * The variables that put a bot or an entry point on `store`. On PostgreSQL a few connections, not the default
+ * 10: the bots of the files running side by side share the server's max_connections (100), and none of them
+ * needs more.
+ */
+export function storeVariables(store: StoreChoice): Record<string, string> {
+  return store.kind === 'embedded'
+    ? { DATA_DIR: store.dataDir }
+    : { DATABASE_URL: store.databaseUrl, DATABASE_POOL_SIZE: '4' };
+}
+
 /** The environment a bot needs to talk to the fakes and its store; `env` overrides. */
 export function botEnvironment(options: BotSetup, port: number, adminPort: number): Record<string, string> {
   return {
@@ -68,14 +79,7 @@ export function botEnvironment(options: BotSetup, port: number, adminPort: numbe
     // Most suites are about the classic indicators (reactions, one DM conversation); the agent experience,
     // the default with manifest.yml, has its own suites (SLACK_AGENT_VIEW=auto or true).
     SLACK_AGENT_VIEW: 'false',
-    ...(options.store.kind === 'embedded'
-      ? { DATA_DIR: options.store.dataDir }
-      : {
-          DATABASE_URL: options.store.databaseUrl,
-          // A few connections, not the default 10: the bots of the files running side by side share the
-          // server's max_connections (100), and none of them needs more.
-          DATABASE_POOL_SIZE: '4',
-        }),
+    ...storeVariables(options.store),
     ...(options.socketMode ? { SLACK_APP_TOKEN: APP_TOKEN } : {}),
     ...options.env,
   };

@@ -40,8 +40,8 @@ export async function testStore(): Promise<TestStore> {
     const database = await createTestDatabase({ schema: 'current' });
     return { store: { kind: 'postgres', databaseUrl: database.url }, remove: () => database.drop() };
   }
-  const dir = await freshDataDir();
-  return { store: { kind: 'embedded', dataDir: dir.path }, remove: () => dir.remove() };
+  const { store, cleanup } = await prepareEmbeddedStore();
+  return { store, remove: cleanup };
 }
 
 /** Registers one test case, as Vitest's `it` does. */
