@@ -1,10 +1,11 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import { createServer, type Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningDemo, startDemo } from '../../demo/demo.js';
+import { emptyStoreDir, type RunningDemo, startDemo } from '../../demo/demo.js';
+import { freshDataDir } from '../helpers/embedded-store.js';
 
 interface Answer {
   status: number;
@@ -20,6 +21,11 @@ describe('npm run demo from elsewhere', () => {
 
   beforeAll(async () => {
     dataDir = await mkdtemp(path.join(tmpdir(), 'bridge-demo-local-'));
+    // The empty store a demo keeps beside its own, from this run's migrated template: what other sites can
+    // do is the subject here, not the first run's initdb (demo.test.ts starts from nothing).
+    const emptyStore = await freshDataDir();
+    await cp(emptyStore.path, emptyStoreDir(dataDir), { recursive: true });
+    await emptyStore.remove();
     demo = await startDemo({
       port: 0,
       dataDir,
