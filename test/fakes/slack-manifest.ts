@@ -36,9 +36,14 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** Manifests parsed, by their text: a test run starts hundreds of fakes on the same few files. */
+const parsed = new Map<string, unknown>();
+
 /** Reads a manifest (a path or file URL; YAML, so JSON manifests too). */
 export function readManifest(path: string | URL = DEFAULT_MANIFEST): InstalledManifest {
-  const manifest: unknown = parse(readFileSync(path, 'utf8'));
+  const text = readFileSync(path, 'utf8');
+  if (!parsed.has(text)) parsed.set(text, parse(text));
+  const manifest = parsed.get(text);
   const oauth = isRecord(manifest) && isRecord(manifest.oauth_config) ? manifest.oauth_config : {};
   const scopes = isRecord(oauth.scopes) ? oauth.scopes : {};
   const bot = Array.isArray(scopes.bot) ? scopes.bot : [];
@@ -49,7 +54,8 @@ export function readManifest(path: string | URL = DEFAULT_MANIFEST): InstalledMa
   const settings = isRecord(manifest) && isRecord(manifest.settings) ? manifest.settings : {};
   const redirectUrls = Array.isArray(oauth.redirect_urls) ? oauth.redirect_urls : [];
   return {
-    botScopes: bot,
+    // A copy each time: the parsed manifest is shared.
+    botScopes: [...bot],
     agentView: isRecord(features.agent_view),
     redirectUrls: redirectUrls.filter((url): url is string => typeof url === 'string'),
     orgDeployEnabled: settings.org_deploy_enabled === true,

@@ -52,11 +52,7 @@ describe.runIf(runPostgres)('a job taken over from a replica', { concurrent: tru
       a.child.kill('SIGSTOP');
       // Replica B starts only now, so the job is surely A's until its lease lapses.
       await fakes.startBot(env);
-      await waitFor(
-        async () => (await job(fakes.database.url))?.attempts === 2,
-        'replica B took the job over',
-        15_000,
-      );
+      await waitForAttempts(fakes.database.url, 2, 'replica B took the job over', 15_000);
       // Resumed before the agent answers (and after its slow-notice time): the answer comes to A.
       a.child.kill('SIGCONT');
       const resumedAt = Date.now();
@@ -136,12 +132,23 @@ describe.runIf(runPostgres)('a job taken over from a replica', { concurrent: tru
   );
 });
 
-/** The one message job: how often it was claimed. */
-async function job(databaseUrl: string): Promise<{ attempts: number } | undefined> {
+/**
+ * Waits until the one message job was claimed `attempts` times, asking on one connection for the whole wait:
+ * a connection per poll cost the server a process fifty times a second.
+ */
+async function waitForAttempts(databaseUrl: string, attempts: number, what: string, timeoutMs: number) {
   const db = await openDatabase({ kind: 'postgres', databaseUrl, poolSize: 1 });
   try {
-    const [row] = await db.query<{ attempts: number }>(`SELECT attempts FROM inbox WHERE kind = 'message'`);
-    return row && { attempts: row.attempts };
+    await waitFor(
+      async () => {
+        const [row] = await db.query<{ attempts: number }>(
+          `SELECT attempts FROM inbox WHERE kind = 'message'`,
+        );
+        return row?.attempts === attempts;
+      },
+      what,
+      timeoutMs,
+    );
   } finally {
     await db.close();
   }
