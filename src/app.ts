@@ -192,6 +192,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     replies,
     reads,
     botUserId: identity.botUserId,
+    agentFeatures,
     mentionOnly: config.conversation.mentionOnly,
     logger,
   });
