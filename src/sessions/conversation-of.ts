@@ -99,16 +99,16 @@ export function conversationOfThread(
   const isDm = isDmChannel(thread.channelId);
   const replyThreadTs = isSlackThread(thread) ? thread.threadTs : undefined;
   const agentViewDm = isDm && agentView.inDms && replyThreadTs !== undefined;
-  const shownByWorkspace = isDm ? agentViewDm : agentView.inChannels && replyThreadTs !== undefined;
-  return {
+  const conversation = {
     teamId: thread.teamId,
     channelId: thread.channelId,
     isDm,
     thread,
     replyThreadTs,
     agentViewDm,
-    agentView: facts.slackShowsAgentView === true || shownByWorkspace,
+    agentView: isDm ? agentViewDm : agentView.inChannels && replyThreadTs !== undefined,
   };
+  return facts.slackShowsAgentView ? { ...conversation, agentView: true } : conversation;
 }
 
 /**
