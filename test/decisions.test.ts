@@ -43,6 +43,13 @@ describe('each decision has one home in src/', () => {
     ],
     // A power of two, or a delay doubled by hand.
     ['the back-off formula', /\b2\s*\*\*|Math\.pow\(\s*2|\*=?\s*2\b/, /^util\/backoff\.ts$/],
+    // Whether a server's Retry-After or the back-off wins, and what caps them: a back-off and a Retry-After in
+    // one file, or a Retry-After in a min or max.
+    [
+      'how a Retry-After combines with the back-off',
+      /\b(backoffMs|withJitter)\([\s\S]*\bretryAfter|\bretryAfter[\s\S]*\b(backoffMs|withJitter)\(|Math\.(min|max)\([^;]*\bretryAfter/,
+      /^util\/backoff\.ts$/,
+    ],
     ['LIKE escaping', /\[\\\\%_\]/, /^store\/like\.ts$/],
     // The configuration may be one file or a folder.
     ['duration parsing', /\(s\|m\|h\|d\)/, /^config(\.ts$|\/)/],

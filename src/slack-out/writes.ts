@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { KnownBlock, WebClient } from '@slack/web-api';
 import axios from 'axios';
 import type { Logger } from '../observability/logger.js';
-import { backoffMs } from '../util/backoff.js';
+import { retryDelayMs } from '../util/backoff.js';
 import { slackErrorCode } from './client.js';
 import { slackFailureKind, slackPostError } from './failures.js';
 import { plainText, type SlackReplyPart } from './format.js';
@@ -117,7 +117,7 @@ export class SlackWrites {
           this.logger.warn({ err: error, code: failure.code }, 'could not post a notice');
           return undefined;
         }
-        await sleep(failure.retryAfterMs ?? backoffMs(attempt, 500));
+        await sleep(retryDelayMs({ attempt, baseMs: 500, retryAfterMs: failure.retryAfterMs }));
       }
     }
   }
