@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { AgentViewMode } from '../config/index.js';
 import type { Logger } from '../observability/logger.js';
 import type { AgentCallResult, AgentSessionStatus, SlackWrites } from './writes.js';
@@ -21,7 +22,7 @@ export interface OpenedSessions {
  * noticed this late, and a classic app costs one refused call per workspace and replica this often.
  */
 const NOT_AGENT_APP_TTL_MS = 60 * 60_000;
-/** Bounds the memory of a process serving very many workspaces. */
+/** Bounds the memory of a process serving very many workspaces; the least recently refused go first. */
 const MAX_REMEMBERED = 10_000;
 
 /** Only in memory: one process's view (tests, and a default where nothing durable is needed). */
@@ -48,7 +49,8 @@ export function openedSessionsInMemory(): OpenedSessions {
  * next answer's `processing`, an answer's `active` over a reset's `closed`).
  */
 export class AgentFeatures {
-  private readonly notAgentAppUntil = new Map<string, number>();
+  /** The workspaces where Slack said "not an agent app", each for `notAgentAppTtlMs`. */
+  private readonly notAgentApp: LRUCache<string, true>;
   /** The last session call per thread, while one is under way. */
   private readonly lastCall = new Map<string, Promise<void>>();
 
@@ -57,13 +59,15 @@ export class AgentFeatures {
     readonly mode: AgentViewMode,
     private readonly opened: OpenedSessions,
     private readonly logger: Pick<Logger, 'info' | 'warn'> = { info: () => {}, warn: () => {} },
-    private readonly notAgentAppTtlMs = NOT_AGENT_APP_TTL_MS,
-  ) {}
+    notAgentAppTtlMs = NOT_AGENT_APP_TTL_MS,
+  ) {
+    this.notAgentApp = new LRUCache({ max: MAX_REMEMBERED, ttl: notAgentAppTtlMs });
+  }
 
   /** Whether the agent view is used in this workspace (its channel threads are agent-view sessions). */
   offersAgentView(teamId: string): boolean {
     if (this.mode === 'off') return false;
-    return (this.notAgentAppUntil.get(teamId) ?? 0) <= Date.now();
+    return !this.notAgentApp.has(teamId);
   }
 
   /** Sets the thread's session status, creating the session (with `initiator`) if it has none. Best effort. */
@@ -165,8 +169,7 @@ export class AgentFeatures {
         'Slack says the app has no agent features here (manifest without features.agent_view): threads show reactions instead of agent sessions; set SLACK_AGENT_VIEW=false to skip asking',
       );
     }
-    if (this.notAgentAppUntil.size >= MAX_REMEMBERED) this.notAgentAppUntil.clear();
-    this.notAgentAppUntil.set(teamId, Date.now() + this.notAgentAppTtlMs);
+    this.notAgentApp.set(teamId, true);
     return result;
   }
 }
