@@ -159,7 +159,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   // Slack in.
   const access = new AccessPolicy(config.access);
   const resets = new ThreadResets(inbox, sessions, indicators, agentFor, () => worker.kick());
-  // An idle conversation's agent session is deleted, and the Slack session the bot opened for it closed.
+  // An idle conversation's agent session is deleted, and the agent view session the bot opened for it closed.
   const sweeper = new IdleSweeper(sessions, config.sessions.idleTtlMs, logger, (expired) =>
     oauth.servedThreads(installations, expired, (threads) => agentFeatures.close(threads)),
   );

@@ -66,7 +66,7 @@ describe('agent features', () => {
       expect(slack.callsOf('agents.sessions.setStatus')).toHaveLength(1);
       expect(slack.callsOf('agents.sessions.rename')).toEqual([]);
       expect(logs.lines.filter((line) => line.includes('no agent features'))).toHaveLength(1);
-      expect(logs.text).not.toContain('could not set the agent session status');
+      expect(logs.text).not.toContain('could not set the agent view session status');
       await vi.waitFor(() => expect(features.offersAgentView('T0TEAM')).toBe(true), {
         timeout: 2 * NOT_AGENT_APP_MS,
         interval: 20,
