@@ -43,13 +43,21 @@ describe('each decision has one home in src/', () => {
     ],
     // A power of two, or a delay doubled by hand.
     ['the back-off formula', /\b2\s*\*\*|Math\.pow\(\s*2|\*=?\s*2\b/, /^util\/backoff\.ts$/],
+    // Whether a server's Retry-After or the back-off wins, and what caps them: a back-off and a Retry-After in
+    // one file, or a Retry-After in a min or max.
+    [
+      'how a Retry-After combines with the back-off',
+      /\b(backoffMs|withJitter)\([\s\S]*\bretryAfter|\bretryAfter[\s\S]*\b(backoffMs|withJitter)\(|Math\.(min|max)\([^;]*\bretryAfter/,
+      /^util\/backoff\.ts$/,
+    ],
     // A character class of LIKE's wildcards (in any order), or a wildcard replaced on its own.
     [
       'LIKE escaping',
       /\[(?=[^\]]*%)(?=[^\]]*_)[\\%_]+\]|\.replace(?:All)?\(\s*(?:['"`][%_]['"`]|\/[%_]\/)/,
       /^store\/like\.ts$/,
     ],
-    // The units as alternatives or a character class (in any order), or a table of their lengths.
+    // The units as alternatives or a character class (in any order), or a table of their lengths. The
+    // configuration may be one file or a folder.
     [
       'duration parsing',
       /\((?:\?:)?[smhd](?:\|[smhd]){2,}\)|\[[smhd]{3,4}\]|\b[smhd]:\s*[\d_]+\s*,\s*[smhd]:\s*[\d_]+/i,
