@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 const LAYERS: readonly (readonly string[])[] = [
   ['main.ts'],
   ['app.ts', 'cli'],
-  // The composition root's parts: start-up checks, start and stop order.
+  // The composition root's parts: start-up checks, readiness, start and stop order.
   ['app'],
   ['slack-in'],
   ['inbox'],
