@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
+import { TEST_NODE_FLAGS } from './test/helpers/node-flags.js';
 
 /**
  * Vitest runs the files it has timed longest first, and the others largest first: on a fresh checkout (CI)
@@ -29,6 +30,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Child processes, not worker threads: end-to-end files start real servers, as the bot does.
     pool: 'forks',
+    // PGlite's WebAssembly on V8's baseline compiler only (test/helpers/node-flags.ts).
+    execArgv: TEST_NODE_FLAGS,
     // A worker runs file after file instead of a process per file, so modules load once per worker, not once
     // per file (measured: 380 s of CPU per run became 280 s, with the store copies in /dev/shm). That holds
     // while no module keeps state a later file would trip on (src keeps none; the helpers keep only the

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { CustomRoute } from '@slack/bolt';
 import { observedAgentClient } from './agent/observed-client.js';
 import { agentRouter } from './agent/routing.js';
 import { Housekeeping } from './app/housekeeping.js';
 import * as oauth from './app/installations.js';
 import { BotLifecycle, EventAdmission } from './app/lifecycle.js';
+import { botReadiness, customRoutes } from './app/readiness.js';
 import { runStartupChecks } from './app/startup-checks.js';
 import type { Config } from './config/index.js';
 import { Relay } from './conversation/relay.js';
@@ -16,7 +16,7 @@ import { ConversationMarks, openedSessionsIn } from './inbox/marks.js';
 import { WorkspaceRemovals } from './inbox/removals.js';
 import { storeRetryDelays } from './inbox/store-retry.js';
 import { Worker } from './inbox/worker.js';
-import { healthHandlers, metricsHandler, Readiness, type RouteHandler } from './observability/health.js';
+import { healthHandlers, metricsHandler } from './observability/health.js';
 import { boltLogger, type Logger } from './observability/logger.js';
 import { BotMetrics } from './observability/metrics.js';
 import { startTracing } from './observability/tracing.js';
@@ -159,7 +159,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   // Slack in.
   const access = new AccessPolicy(config.access);
   const resets = new ThreadResets(inbox, sessions, indicators, agentFor, () => worker.kick());
-  // An idle conversation's agent session is deleted, and the Slack session the bot opened for it closed.
+  // An idle conversation's agent session is deleted, and the agent view session the bot opened for it closed.
   const sweeper = new IdleSweeper(sessions, config.sessions.idleTtlMs, logger, (expired) =>
     oauth.servedThreads(installations, expired, (threads) => agentFeatures.close(threads)),
   );
@@ -192,27 +192,15 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     replies,
     reads,
     botUserId: identity.botUserId,
+    agentFeatures,
     mentionOnly: config.conversation.mentionOnly,
     logger,
   });
   const admission = new EventAdmission();
   let socketHealth: SocketHealth | undefined;
-  const readiness = new Readiness({
-    accepting: () => admission.accepting,
-    store: () =>
-      // A failed check starts the outage clock (a replica with no traffic); only a recorded event ends it, as a
-      // store that answers reads may still refuse writes (a read-only failover, a full disk).
-      db.query('SELECT 1').catch((error: unknown) => {
-        storeOutage.failed();
-        throw error;
-      }),
-    storeWrites: () => db.writeProblem?.(),
-    // Past the outage bound events are acknowledged without the store: a balancer must keep sending them.
-    storeRequired: () => !storeOutage.acknowledging,
-    slackConnected:
-      config.slack.connection.mode === 'socket' ? () => socketHealth?.ready() ?? false : undefined,
-  });
-  const health = healthHandlers(readiness);
+  const slackConnected =
+    config.slack.connection.mode === 'socket' ? () => socketHealth?.ready() ?? false : undefined;
+  const health = healthHandlers(botReadiness({ admission, db, storeOutage, slackConnected }));
   const slackIngress = createSlackApp({
     credentials: oauth.slackCredentials(config, identity, installations),
     connection: config.slack.connection,
@@ -297,11 +285,6 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     start: () => lifecycle.start(),
     stop: (drainMs = 10_000) => lifecycle.stop(drainMs),
   };
-}
-
-/** The health routes in Bolt's form, for the HTTP receiver on PORT. */
-function customRoutes(handlers: Record<string, RouteHandler>): CustomRoute[] {
-  return Object.entries(handlers).map(([path, handler]) => ({ path, method: ['GET', 'HEAD'], handler }));
 }
 
 export type { BotIdentity };

@@ -5,13 +5,13 @@ import { describe, expect, it } from 'vitest';
 /**
  * The folders of src/ from the top (Slack in) down (what everything uses). A module may import from its own
  * folder and from folders below it, never from one above or beside it: data flows one way, as the README's
- * arrow says (slack-in → inbox → conversation → sessions → agent / slack-out), and there are no import
- * cycles between folders.
+ * arrows say (slack-in → inbox → conversation → sessions → agent / slack-out, over the shared
+ * installations → store → observability / util → config), and there are no import cycles between folders.
  */
 const LAYERS: readonly (readonly string[])[] = [
   ['main.ts'],
   ['app.ts', 'cli'],
-  // The composition root's parts: start-up checks, start and stop order.
+  // The composition root's parts: start-up checks, readiness, start and stop order.
   ['app'],
   ['slack-in'],
   ['inbox'],
@@ -25,16 +25,18 @@ const LAYERS: readonly (readonly string[])[] = [
   ['config'],
 ];
 
-/**
- * The README's arrow of the folders, as layers: `a → b / c` is [[a], [b, c]]. The arrow is the first one in
- * the README that starts at `slack-in`.
- */
-function readmeArrow(): string[][] {
-  const readme = readFileSync('README.md', 'utf8');
-  const arrow = /slack-in\s*→\s*[a-z][a-z-]*(?:\s*[→/]\s*[a-z][a-z-]*)*/.exec(readme)?.[0];
-  if (arrow === undefined) throw new Error('README.md has no arrow of the folders starting at slack-in');
+/** The arrows the docs draw of the folders (the flow, then the shared folders under it), as written. */
+const FLOW_ARROW = /slack-in\s*→\s*[a-z][a-z-]*(?:\s*[→/]\s*[a-z][a-z-]*)*/;
+const SHARED_ARROW = /installations\s*→\s*[a-z][a-z-]*(?:\s*[→/]\s*[a-z][a-z-]*)*/;
+
+/** An arrow's layers: `a → b / c` is [[a], [b, c]]. The first arrow of `file` that `pattern` finds. */
+function arrowIn(file: string, pattern: RegExp): string[][] {
+  const arrow = pattern.exec(readFileSync(file, 'utf8'))?.[0];
+  if (arrow === undefined) throw new Error(`${file} has no arrow of the folders matching ${pattern}`);
   return arrow.split('→').map((layer) => layer.split('/').map((folder) => folder.trim()));
 }
+
+const written = (arrow: string[][]) => arrow.map((layer) => layer.join(' / ')).join(' → ');
 
 /** `src/inbox/worker.ts` → `inbox`; `src/app.ts` → `app.ts`. */
 function unitOf(path: string): string | undefined {
@@ -79,14 +81,23 @@ describe('the layout of src/', () => {
     expect(upwards).toEqual([]);
   });
 
-  it("orders the folders as the README's arrow does, '/' joining folders of one layer", () => {
-    const arrow = readmeArrow();
-    expect(arrow.map((layer) => layer.join(' / ')).join(' → ')).toBe(
-      'slack-in → inbox → conversation → sessions → agent / slack-out',
+  it("orders the folders as the README's arrows do, '/' joining folders of one layer", () => {
+    const flow = arrowIn('README.md', FLOW_ARROW);
+    const shared = arrowIn('README.md', SHARED_ARROW);
+    expect(written(flow)).toBe('slack-in → inbox → conversation → sessions → agent / slack-out');
+    // Every layer from Slack in down to the configuration: what the README says is all there is.
+    const first = layerOf('slack-in');
+    const layers = LAYERS.slice(first).map((layer) => [...layer].sort());
+    expect(layers).toEqual([...flow, ...shared].map((layer) => [...layer].sort()));
+  });
+
+  it('is drawn in the development guide as in the README', () => {
+    expect(written(arrowIn('docs/development.md', FLOW_ARROW))).toBe(
+      written(arrowIn('README.md', FLOW_ARROW)),
     );
-    const first = layerOf(arrow[0]?.[0] ?? '');
-    const layers = LAYERS.slice(first, first + arrow.length).map((layer) => [...layer].sort());
-    expect(layers).toEqual(arrow.map((layer) => [...layer].sort()));
+    expect(written(arrowIn('docs/development.md', SHARED_ARROW))).toBe(
+      written(arrowIn('README.md', SHARED_ARROW)),
+    );
   });
 
   it('has no import cycles between modules', () => {

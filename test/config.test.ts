@@ -7,7 +7,7 @@ import { emptyWorkdir, entryPointArgs } from './helpers/entry-point.js';
 const valid = {
   SLACK_BOT_TOKEN: 'xoxb-1-abc',
   SLACK_SIGNING_SECRET: 'shh-signing',
-  AGENT_BASE_URL: 'https://agents.example.com/v1/',
+  AGENT_BASE_URL: 'https://agent-service.internal/v1/',
   AGENT_API_KEY: 'key-123',
   AGENT_ID: 'agent-1',
 };
@@ -29,7 +29,7 @@ describe('loadConfig', () => {
     expect(config.slack.apiUrl).toBe('https://slack.com/api/');
     expect(config.slack.connection).toEqual({ mode: 'http', signingSecret: 'shh-signing' });
     expect(config.agent).toEqual({
-      baseUrl: 'https://agents.example.com/v1',
+      baseUrl: 'https://agent-service.internal/v1',
       apiKey: 'key-123',
       agentId: 'agent-1',
       channelAgents: new Map(),
@@ -207,6 +207,25 @@ describe('the placeholders of .env.example', () => {
     ]);
   });
 
+  it.each([
+    'https://agents.example.com/v1',
+    'https://example.com/v1',
+    'http://Agents.Example.COM:8080/v1',
+    'https://agents.example.org/v1',
+  ])('refuses an AGENT_BASE_URL on a domain reserved for examples (%s), naming the variable', (url) => {
+    const domain = /example\.(com|org)/i.exec(url)?.[0].toLowerCase();
+    expect(errorFor({ ...valid, AGENT_BASE_URL: url })).toBe(
+      `AGENT_BASE_URL is a placeholder ("${url}"): ${domain} is reserved for examples, so no real service is there; set the real URL`,
+    );
+  });
+
+  it.each(['https://notexample.com/v1', 'https://example.com.agents.internal/v1'])(
+    'accepts an AGENT_BASE_URL that only looks like one (%s)',
+    (url) => {
+      expect(loadConfig({ ...valid, AGENT_BASE_URL: url }).agent.baseUrl).toBe(url);
+    },
+  );
+
   it('never echoes a longer value that only ends in dots', () => {
     expect(errorFor({ ...valid, AGENT_API_KEY: 'a-real-looking-key...' })).toBe(
       'AGENT_API_KEY is still the placeholder from .env.example: set the real value',
@@ -233,7 +252,7 @@ describe('OAuth (multi-workspace) mode', () => {
   const key = Buffer.alloc(32, 7).toString('base64');
   const oauth = {
     SLACK_SIGNING_SECRET: 'shh-signing',
-    AGENT_BASE_URL: 'https://agents.example.com/v1/',
+    AGENT_BASE_URL: 'https://agent-service.internal/v1/',
     AGENT_API_KEY: 'key-123',
     AGENT_ID: 'agent-1',
     SLACK_CLIENT_ID: '1111111111.2222222222',

@@ -43,10 +43,44 @@ describe('each decision has one home in src/', () => {
     ],
     // A power of two, or a delay doubled by hand.
     ['the back-off formula', /\b2\s*\*\*|Math\.pow\(\s*2|\*=?\s*2\b/, /^util\/backoff\.ts$/],
-    ['LIKE escaping', /\[\\\\%_\]/, /^store\/like\.ts$/],
-    // The configuration may be one file or a folder.
-    ['duration parsing', /\(s\|m\|h\|d\)/, /^config(\.ts$|\/)/],
-    ['the wording of a refusal', /\brefusalText\(/, /^(conversation\/notices|slack-in\/refusals)\.ts$/],
+    // Whether a server's Retry-After or the back-off wins, and what caps them: a back-off and a Retry-After in
+    // one file, or a Retry-After in a min or max.
+    [
+      'how a Retry-After combines with the back-off',
+      /\b(backoffMs|withJitter)\([\s\S]*\bretryAfter|\bretryAfter[\s\S]*\b(backoffMs|withJitter)\(|Math\.(min|max)\([^;]*\bretryAfter/,
+      /^util\/backoff\.ts$/,
+    ],
+    // A character class of LIKE's wildcards (in any order), or a wildcard replaced on its own.
+    [
+      'LIKE escaping',
+      /\[(?=[^\]]*%)(?=[^\]]*_)[\\%_]+\]|\.replace(?:All)?\(\s*(?:['"`][%_]['"`]|\/[%_]\/)/,
+      /^store\/like\.ts$/,
+    ],
+    // The units as alternatives or a character class (in any order), or a table of their lengths. The
+    // configuration may be one file or a folder.
+    [
+      'duration parsing',
+      /\((?:\?:)?[smhd](?:\|[smhd]){2,}\)|\[[smhd]{3,4}\]|\b[smhd]:\s*[\d_]+\s*,\s*[smhd]:\s*[\d_]+/i,
+      /^config(\.ts$|\/)/,
+    ],
+    // The call, or the wording it returns written out again.
+    [
+      'the wording of a refusal',
+      /\brefusalText\(|did not pass your message|not enabled in this channel|not on the list of people/,
+      /^(conversation\/notices|slack-in\/refusals)\.ts$/,
+    ],
+    // Where the bot replies: a message's thread, else its own ts, except a classic DM's top level.
+    [
+      'where a reply goes',
+      /\b(?:threadTs|thread_ts)\s*(?:\?\?|\|\|)\s*(?:[\w?]+\??\.)*(?:event_)?ts\b/,
+      /^sessions\/conversation-of\.ts$/,
+    ],
+    // Whether a conversation shows in the agent view is decided, never set by hand.
+    [
+      '"is this an agent-view conversation?"',
+      /\bagentView(?:Dm)?\s*:\s*true\b/,
+      /^sessions\/conversation-of\.ts$/,
+    ],
   ])('%s: one home', (_decision, rule, home) => {
     const homes = sources.filter(({ file, text }) => home.test(file) && rule.test(text));
     expect(homes.length, 'the rule is found in its home (else this check guards nothing)').toBeGreaterThan(0);

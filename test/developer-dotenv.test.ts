@@ -34,7 +34,7 @@ function developersDotEnv(example: string): string {
     SLACK_BOT_TOKEN: 'xoxb-the-developers-own-token',
     SLACK_APP_TOKEN: 'xapp-the-developers-own-token',
     SLACK_SIGNING_SECRET: 'the-developers-signing-secret',
-    AGENT_BASE_URL: 'https://agents.example.com/v1',
+    AGENT_BASE_URL: 'https://agent-service.internal/v1',
     AGENT_API_KEY: 'the-developers-agent-key',
     AGENT_ID: 'the-developers-agent',
     // Nothing listens on port 9: a bot that uses this database does not start.

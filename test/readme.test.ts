@@ -47,7 +47,7 @@ describe("README.md's configuration table", () => {
     // A complete multi-workspace (OAuth) configuration: it has no SLACK_BOT_TOKEN, and must not have one.
     const oauth: Record<string, string> = {
       SLACK_SIGNING_SECRET: 'shh-signing',
-      AGENT_BASE_URL: 'https://agents.example.com/v1/',
+      AGENT_BASE_URL: 'https://agent-service.internal/v1/',
       AGENT_API_KEY: 'key-123',
       AGENT_ID: 'agent-1',
       SLACK_CLIENT_ID: '1111111111.2222222222',

@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import axios, { type AxiosInstance, type AxiosResponse, isAxiosError } from 'axios';
-import { backoffMs, withJitter } from '../util/backoff.js';
+import { retryDelayMs } from '../util/backoff.js';
 import { storableText } from '../util/storable-text.js';
 import {
   type AgentErrorKind,
@@ -29,6 +29,7 @@ export interface AgentRetryOptions {
   /** Total attempts, including the first. */
   attempts: number;
   baseDelayMs: number;
+  /** The longest wait between attempts, a server's Retry-After included: someone is waiting for the call. */
   maxDelayMs: number;
 }
 
@@ -225,15 +226,13 @@ export class AgentClient {
         if (!isAgentServiceError(error)) throw error;
         this.report(operation, attempt, started, error.kind, error.serviceMessage);
         if (attempt >= this.retry.attempts || this.closed || !retryable(error)) throw error;
-        await sleep(this.backoff(attempt, error.retryAfterMs));
+        const { baseDelayMs, maxDelayMs } = this.retry;
+        const { retryAfterMs } = error;
+        await sleep(
+          retryDelayMs({ attempt, baseMs: baseDelayMs, maxMs: maxDelayMs, retryAfterMs, capMs: maxDelayMs }),
+        );
       }
     }
-  }
-
-  private backoff(attempt: number, retryAfterMs: number | undefined): number {
-    const { baseDelayMs, maxDelayMs } = this.retry;
-    if (retryAfterMs !== undefined) return Math.min(maxDelayMs, retryAfterMs);
-    return withJitter(backoffMs(attempt, baseDelayMs, maxDelayMs));
   }
 
   private report(

@@ -38,7 +38,7 @@ export async function runStartupChecks(
   const { auth } = config.slack;
   const [identity, agentCheck] = await Promise.allSettled([
     // OAuth mode: each workspace's bot is its installation's, known when its events come.
-    auth.mode === 'single' ? checkSlackIdentity(config, auth.botToken, logger) : { botUserId: '' },
+    auth.mode === 'single' ? checkSlackIdentity(config, auth.botToken) : { botUserId: '' },
     checkAgentService(agent, config.agent, logger),
   ]);
   // After the others, whatever they found: opening the embedded store holds the event loop for a while, and

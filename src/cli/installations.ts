@@ -1,4 +1,5 @@
 /** Entry point of `npm run installations`: re-encrypt the stored Slack tokens under the first key. */
+import { parseArgs } from 'node:util';
 import { ConfigError, loadDotEnv, loadInstallationsConfig } from '../config/index.js';
 import { installationLock } from '../installations/installation-lock.js';
 import {
@@ -16,10 +17,22 @@ export const INSTALLATIONS_USAGE = `Usage: npm run installations -- reencrypt
   reencrypt   seal every stored Slack token under the first key of TOKEN_ENCRYPTION_KEYS. Rotating the key:
               put the new key first (keep the old one after it), restart the bot, run this, then drop the old key.`;
 
+/** The usage error for these arguments, or undefined when they are `reencrypt`. */
+function usageError(argv: string[]): string | undefined {
+  let positionals: string[];
+  try {
+    ({ positionals } = parseArgs({ args: argv, options: {}, allowPositionals: true }));
+  } catch (error) {
+    // parseArgs' own first sentence names the argument ("Unknown option '--x'."); the rest is about `--`.
+    return `${(error as Error).message.split(/(?<=\.) /)[0]}\n${INSTALLATIONS_USAGE}`;
+  }
+  return positionals.length === 1 && positionals[0] === 'reencrypt' ? undefined : INSTALLATIONS_USAGE;
+}
+
 async function main(): Promise<number> {
-  const [action, ...rest] = process.argv.slice(2);
-  if (action !== 'reencrypt' || rest.length > 0) {
-    process.stderr.write(`${INSTALLATIONS_USAGE}\n`);
+  const usage = usageError(process.argv.slice(2));
+  if (usage !== undefined) {
+    process.stderr.write(`${usage}\n`);
     return 2;
   }
   let config: ReturnType<typeof loadInstallationsConfig>;

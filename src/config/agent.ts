@@ -7,6 +7,7 @@ export function readAgentConfig(reader: EnvReader): AgentConfig {
     'AGENT_BASE_URL',
     reader.required('AGENT_BASE_URL', 'e.g. https://host/v1') || undefined,
   );
+  reader.placeholderUrl('AGENT_BASE_URL', baseUrl);
   reader.placeholder('AGENT_API_KEY');
   reader.placeholder('AGENT_ID');
   return {

@@ -34,6 +34,21 @@ export class EnvReader {
     return true;
   }
 
+  /**
+   * A URL on example.com, .net or .org (or under them), as `.env.example` has AGENT_BASE_URL, is refused as a
+   * placeholder: those domains are reserved for examples (RFC 2606).
+   */
+  placeholderUrl(name: EnvVariable, url: string | undefined): boolean {
+    if (url === undefined) return false;
+    const domain = /(?:^|\.)(example\.(?:com|net|org))\.?$/.exec(new URL(url).hostname)?.[1];
+    if (domain === undefined) return false;
+    this.fail(
+      name,
+      `is a placeholder ("${url}"): ${domain} is reserved for examples, so no real service is there; set the real URL`,
+    );
+    return true;
+  }
+
   required(name: EnvVariable, hint: string): string {
     const value = this.read(name);
     if (value === undefined) this.fail(name, `is required (${hint})`);

@@ -23,7 +23,7 @@ export interface RelayOptions {
   indicators: WorkIndicators;
   replies: SlackWrites;
   reads: SlackReads;
-  /** Agent sessions: a reset closes the thread's, if the bot opened one. */
+  /** Agent view sessions: a reset closes the thread's, if the bot opened one. */
   agentFeatures: AgentFeatures;
   resolveUserName: UserNameResolver;
   botUserId: string;

@@ -1,7 +1,7 @@
 import type { Logger } from '../observability/logger.js';
 import type { SlackPostError } from '../slack-out/failures.js';
 import type { ReplyTarget } from '../slack-out/reply-target.js';
-import { backoffMs, withJitter } from '../util/backoff.js';
+import { retryDelayMs } from '../util/backoff.js';
 import type { JobContext } from './job-context.js';
 import { GAVE_UP_PART } from './job-posts.js';
 import type { ClaimedJob, JobOutcome } from './job-progress.js';
@@ -24,7 +24,14 @@ export function slackRetryDelayMs(
   retryAfterMs: number | undefined,
   random: () => number = Math.random,
 ): number {
-  return Math.max(retryAfterMs ?? 0, withJitter(backoffMs(attempts, 1_000, SLACK_BACKOFF_MAX_MS), random));
+  // No cap: the job is stored meanwhile, and nobody waits on the call.
+  return retryDelayMs({
+    attempt: attempts,
+    baseMs: 1_000,
+    maxMs: SLACK_BACKOFF_MAX_MS,
+    retryAfterMs,
+    random,
+  });
 }
 
 /** What a job does when Slack refuses its output: retry later, for up to REPLY_RETRY_WINDOW, or give up. */

@@ -78,15 +78,28 @@ export function isThreadReply(message: Pick<MessagePosition, 'ts' | 'threadTs'>)
   return message.threadTs !== undefined && message.threadTs !== message.ts;
 }
 
+/** What Slack itself states about a thread, beyond the workspace's agent view. */
+export interface ThreadFacts {
+  /**
+   * Slack treats the thread as an agent-view one (its stop button was pressed there, and Slack shows that
+   * button nowhere else): it is one, whatever the bot last learned of the workspace.
+   */
+  slackShowsAgentView?: boolean;
+}
+
 /**
  * The conversation a known thread is (a stored session, a Send again button's job, a thread Slack names, the
  * thread a shortcut's message roots or is in).
  */
-export function conversationOfThread(thread: ThreadKey, agentView: AgentViewState): Conversation {
+export function conversationOfThread(
+  thread: ThreadKey,
+  agentView: AgentViewState,
+  facts: ThreadFacts = {},
+): Conversation {
   const isDm = isDmChannel(thread.channelId);
   const replyThreadTs = isSlackThread(thread) ? thread.threadTs : undefined;
   const agentViewDm = isDm && agentView.inDms && replyThreadTs !== undefined;
-  return {
+  const conversation = {
     teamId: thread.teamId,
     channelId: thread.channelId,
     isDm,
@@ -95,6 +108,7 @@ export function conversationOfThread(thread: ThreadKey, agentView: AgentViewStat
     agentViewDm,
     agentView: isDm ? agentViewDm : agentView.inChannels && replyThreadTs !== undefined,
   };
+  return facts.slackShowsAgentView ? { ...conversation, agentView: true } : conversation;
 }
 
 /**

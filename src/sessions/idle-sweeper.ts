@@ -13,7 +13,7 @@ export class IdleSweeper {
     private readonly idleTtlMs: number,
     private readonly logger: Logger,
     /**
-     * Told of the ended conversations that may have a Slack agent-view session to close, after their agent
+     * Told of the ended conversations that may have an agent view session to close, after their agent
      * sessions were retired (best effort).
      */
     private readonly onExpired: (sessions: ThreadSession[]) => Promise<void> = async () => {},

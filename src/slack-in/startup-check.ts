@@ -1,6 +1,7 @@
+import { type Logger as SlackLogger, LogLevel as SlackLogLevel } from '@slack/bolt';
 import { WebClient } from '@slack/web-api';
 import { type Config, StartupError } from '../config/index.js';
-import { boltLogger, type Logger } from '../observability/logger.js';
+import type { Logger } from '../observability/logger.js';
 import { slackErrorCode } from '../slack-out/client.js';
 import { AGENT_VIEW_SCOPES, missingScopes, scopePurpose } from './requirements.js';
 
@@ -15,18 +16,28 @@ export interface BotIdentity {
   scopes?: string[];
 }
 
+/**
+ * The check's client says nothing: its failure is the one start-up line below, not also a line for each of
+ * the client's tries ("http request failed").
+ */
+const SILENT: SlackLogger = {
+  debug: () => {},
+  info: () => {},
+  warn: () => {},
+  error: () => {},
+  setLevel: () => {},
+  getLevel: () => SlackLogLevel.ERROR,
+  setName: () => {},
+};
+
 /** auth.test with the bot token: a refused token or an unreachable Slack stops start-up with one line. */
-export async function checkSlackIdentity(
-  config: Config,
-  botToken: string,
-  logger: Logger,
-): Promise<BotIdentity> {
+export async function checkSlackIdentity(config: Config, botToken: string): Promise<BotIdentity> {
   const client = new WebClient(botToken, {
     slackApiUrl: config.slack.apiUrl,
     // Fail fast at start-up instead of retrying for half an hour.
     retryConfig: { retries: 2, factor: 2, minTimeout: 500, maxTimeout: 2000 },
     timeout: 10_000,
-    logger: boltLogger(logger),
+    logger: SILENT,
   });
   let result: Awaited<ReturnType<WebClient['auth']['test']>>;
   try {

@@ -3,11 +3,12 @@ import type { types } from '@slack/bolt';
 import { notTakenNotice } from '../conversation/notices.js';
 import { botUserIdHere } from '../installations/workspace-scope.js';
 import type { Logger } from '../observability/logger.js';
-import { isDmChannel, isThreadReply } from '../sessions/conversation-of.js';
+import { agentViewIn, conversationOf } from '../sessions/conversation-of.js';
+import type { AgentFeatures } from '../slack-out/agent-features.js';
 import type { SlackReads } from '../slack-out/reads.js';
 import type { ReplyTarget } from '../slack-out/reply-target.js';
 import type { SlackWrites } from '../slack-out/writes.js';
-import { type EventEnvelope, fromMention, fromMessage } from './events.js';
+import { type EventEnvelope, enterpriseOf, fromMention, fromMessage } from './events.js';
 
 export interface StoreOutagePolicyOptions {
   /** How long a run of failures to record events is answered with refusals (Slack retries them). */
@@ -15,6 +16,8 @@ export interface StoreOutagePolicyOptions {
   replies: Pick<SlackWrites, 'notice'>;
   reads: Pick<SlackReads, 'botPostedIn'>;
   botUserId: string;
+  /** Where a note goes depends on the agent view (a classic DM is answered at its top level). */
+  agentFeatures: Pick<AgentFeatures, 'mode' | 'offersAgentView'>;
   /** Thread replies without a mention are not for the bot: nobody is told about them. */
   mentionOnly: boolean;
   logger: Logger;
@@ -32,7 +35,7 @@ const TOLD_MEMORY = 10_000;
  * docs.slack.dev/reference/events/app_rate_limited). So refusing until the store is back is only safe for a
  * while: for `ackAfterMs` from the first failure events are refused and Slack's retries (about 1 and 5
  * minutes later) bring them in once the store is back. After that every event is acknowledged; a person's
- * message to the bot that could not be recorded gets a note in its thread asking to send it again, and
+ * message to the bot that could not be recorded gets a note where its answer would go, asking to send it again, and
  * anything else a warn line. The clock restarts at the first success (an event recorded, the store
  * answering the readiness check).
  */
@@ -113,8 +116,7 @@ export class StoreOutagePolicy {
   }
 
   /**
-   * Who sent a message meant for the bot, and where to tell them (under the message, which is visible in a
-   * channel thread and in a DM alike). Read from the event and, for a reply without a mention, from Slack:
+   * Who sent a message meant for the bot, and where to tell them (where the bot would have answered it). Read from the event and, for a reply without a mention, from Slack:
    * the store that would say whether the bot is in that thread is what failed.
    */
   private async authorToTell(
@@ -129,12 +131,22 @@ export class StoreOutagePolicy {
           ? fromMessage(event as unknown as types.AllMessageEvents, teamId, botUserId)
           : undefined;
     if (!message) return undefined;
-    const target = { channel: message.channel, threadTs: message.threadTs ?? message.ts };
+    const conversation = conversationOf(
+      {
+        teamId: message.teamId,
+        enterpriseId: enterpriseOf(envelope),
+        channelId: message.channel,
+        ts: message.ts,
+        threadTs: message.threadTs,
+      },
+      agentViewIn(this.options.agentFeatures, message.teamId),
+    );
+    const target: ReplyTarget = { channel: message.channel, threadTs: conversation.replyThreadTs };
     const author = { target, user: message.user, ts: message.ts };
-    if (event.type === 'app_mention' || isDmChannel(message.channel)) return author;
+    if (event.type === 'app_mention' || conversation.isDm) return author;
     // A channel message: its mention comes as app_mention too, and only a thread reply can be a follow-up.
-    const followUp = isThreadReply(message) && !message.mentionsBot;
-    if (!followUp || this.options.mentionOnly) return undefined;
+    const followUp = conversation.isReply && !message.mentionsBot;
+    if (!followUp || this.options.mentionOnly || target.threadTs === undefined) return undefined;
     return (await this.options.reads.botPostedIn(message.channel, target.threadTs)) ? author : undefined;
   }
 }

@@ -1,15 +1,16 @@
+import { LRUCache } from 'lru-cache';
 import type { AgentViewMode } from '../config/index.js';
 import type { Logger } from '../observability/logger.js';
-import type { AgentCallResult, AgentSessionStatus, SlackWrites } from './writes.js';
+import type { AgentCallResult, AgentViewStatus, SlackWrites } from './writes.js';
 
-/** A thread of a workspace, as agent sessions are named (channel + thread root ts). */
+/** A thread of a workspace, as agent view sessions are named (channel + thread root ts). */
 export interface SessionThread {
   teamId: string;
   channelId: string;
   threadTs: string;
 }
 
-/** The threads whose Slack agent session the bot opened, kept where every replica and restart finds them. */
+/** The threads whose agent view session the bot opened, kept where every replica and restart finds them. */
 export interface OpenedSessions {
   add(thread: SessionThread): Promise<void>;
   has(thread: SessionThread): Promise<boolean>;
@@ -21,7 +22,7 @@ export interface OpenedSessions {
  * noticed this late, and a classic app costs one refused call per workspace and replica this often.
  */
 const NOT_AGENT_APP_TTL_MS = 60 * 60_000;
-/** Bounds the memory of a process serving very many workspaces. */
+/** Bounds the memory of a process serving very many workspaces; the least recently refused go first. */
 const MAX_REMEMBERED = 10_000;
 
 /** Only in memory: one process's view (tests, and a default where nothing durable is needed). */
@@ -36,7 +37,7 @@ export function openedSessionsInMemory(): OpenedSessions {
 }
 
 /**
- * The agent view's Slack calls (agent sessions, the Messages tab's suggested prompts), used only where Slack
+ * The agent view's Slack calls (agent view sessions, the Messages tab's suggested prompts), used only where Slack
  * takes them. An app is taken to be an agent app (manifest.yml has `features.agent_view`) unless
  * SLACK_AGENT_VIEW=false, or until Slack answers `not_agent_app` (or `feature_disabled`) in a workspace:
  * from then on nothing agent-only is tried there for a while. A session is closed only if the bot opened it
@@ -48,7 +49,8 @@ export function openedSessionsInMemory(): OpenedSessions {
  * next answer's `processing`, an answer's `active` over a reset's `closed`).
  */
 export class AgentFeatures {
-  private readonly notAgentAppUntil = new Map<string, number>();
+  /** The workspaces where Slack said "not an agent app", each for `notAgentAppTtlMs`. */
+  private readonly notAgentApp: LRUCache<string, true>;
   /** The last session call per thread, while one is under way. */
   private readonly lastCall = new Map<string, Promise<void>>();
 
@@ -57,23 +59,25 @@ export class AgentFeatures {
     readonly mode: AgentViewMode,
     private readonly opened: OpenedSessions,
     private readonly logger: Pick<Logger, 'info' | 'warn'> = { info: () => {}, warn: () => {} },
-    private readonly notAgentAppTtlMs = NOT_AGENT_APP_TTL_MS,
-  ) {}
+    notAgentAppTtlMs = NOT_AGENT_APP_TTL_MS,
+  ) {
+    this.notAgentApp = new LRUCache({ max: MAX_REMEMBERED, ttl: notAgentAppTtlMs });
+  }
 
-  /** Whether the agent view is used in this workspace (its channel threads are agent-view sessions). */
+  /** Whether the agent view is used in this workspace (its channel threads are agent view sessions). */
   offersAgentView(teamId: string): boolean {
     if (this.mode === 'off') return false;
-    return (this.notAgentAppUntil.get(teamId) ?? 0) <= Date.now();
+    return !this.notAgentApp.has(teamId);
   }
 
   /** Sets the thread's session status, creating the session (with `initiator`) if it has none. Best effort. */
-  setStatus(thread: SessionThread, status: AgentSessionStatus, initiator?: string): Promise<void> {
+  setStatus(thread: SessionThread, status: AgentViewStatus, initiator?: string): Promise<void> {
     return this.inOrder(thread, () => this.setStatusNow(thread, status, initiator));
   }
 
   private async setStatusNow(
     thread: SessionThread,
-    status: AgentSessionStatus,
+    status: AgentViewStatus,
     initiator?: string,
   ): Promise<void> {
     if (!this.offersAgentView(thread.teamId)) return;
@@ -83,12 +87,12 @@ export class AgentFeatures {
     try {
       await this.opened.add(thread);
     } catch (error) {
-      this.logger.warn({ err: error }, 'could not record an opened agent session; it may be left open');
+      this.logger.warn({ err: error }, 'could not record an opened agent view session; it may be left open');
     }
   }
 
   /** Sets the status of a session the bot opened; a thread without one is left without one. */
-  update(thread: SessionThread, status: AgentSessionStatus): Promise<void> {
+  update(thread: SessionThread, status: AgentViewStatus): Promise<void> {
     return this.inOrder(thread, async () => {
       if (await this.wasOpened(thread)) await this.setStatusNow(thread, status);
     });
@@ -162,11 +166,10 @@ export class AgentFeatures {
     if (this.offersAgentView(teamId)) {
       this.logger.info(
         { team: teamId },
-        'Slack says the app has no agent features here (manifest without features.agent_view): threads show reactions instead of agent sessions; set SLACK_AGENT_VIEW=false to skip asking',
+        'Slack says the app has no agent features here (manifest without features.agent_view): threads show reactions instead of agent view sessions; set SLACK_AGENT_VIEW=false to skip asking',
       );
     }
-    if (this.notAgentAppUntil.size >= MAX_REMEMBERED) this.notAgentAppUntil.clear();
-    this.notAgentAppUntil.set(teamId, Date.now() + this.notAgentAppTtlMs);
+    this.notAgentApp.set(teamId, true);
     return result;
   }
 }

@@ -4,7 +4,7 @@ import type { SlackWrites } from './writes.js';
 export const QUEUED_REACTION = 'hourglass_flowing_sand';
 export const WORKING_REACTION = 'eyes';
 
-/** The agent thread's status ("<app> is thinking…"), and what Slack rotates through meanwhile. */
+/** The status line of an agent view DM ("<app> is thinking…"), and what Slack rotates through meanwhile. */
 export const AGENT_STATUS = 'is thinking…';
 export const AGENT_SLOW_STATUS = 'is still working on it…';
 export const AGENT_LOADING_MESSAGES = [
@@ -37,7 +37,7 @@ export interface IndicatorTarget {
   /** Thread of the reply, or undefined for a top-level DM conversation. */
   replyThreadTs?: string;
   /**
-   * The thread is an agent-view session (a DM of the Messages tab, or a channel thread): its status shows the
+   * The thread is an agent view session (a DM of the Messages tab, or a channel thread): its status shows the
    * work (`processing`, with Slack's stop button, then `active`) instead of reactions.
    */
   agentView?: {
@@ -52,7 +52,7 @@ export interface IndicatorTarget {
 
 /** The indicators of one message being worked on. */
 export interface Working {
-  /** Names the conversation (an agent session's title); nothing for reactions. */
+  /** Names the conversation (an agent view session's title); nothing for reactions. */
   setTitle(title: string): void;
   /**
    * Ends this attempt's indicators; call on every ending. `clear` (the work is over): take them down. `leave`
@@ -79,7 +79,7 @@ export interface WorkingOptions {
  * effort: an indicator that cannot be shown or cleared never fails the answer.
  */
 export class WorkIndicators {
-  /** The last indicator call per message and reaction name (or per agent session), while one is under way. */
+  /** The last indicator call per message and reaction name (or per agent view session), while one is under way. */
   private readonly reactionCalls = new Map<string, Promise<void>>();
 
   constructor(
@@ -87,9 +87,9 @@ export class WorkIndicators {
     private readonly slowNoticeMs: number,
     /** The working reaction waits this long: an answer that comes sooner needs no indicator (0: at once). */
     private readonly workingDelayMs = 0,
-    /** How often an agent thread's status is set again while the answer is still coming. */
+    /** How often an agent view DM's status line is set again while the answer is still coming. */
     private readonly statusRefreshMs = AGENT_STATUS_REFRESH_MS,
-    /** Agent sessions (shared with whoever closes them); by default this process's own. */
+    /** Agent view sessions (shared with whoever closes them); by default this process's own. */
     private readonly agentFeatures = new AgentFeatures(replies, 'auto', openedSessionsInMemory()),
   ) {}
 
@@ -172,7 +172,7 @@ export class WorkIndicators {
   }
 
   /**
-   * An agent session's indicator: `processing` at once (Slack shows its stop button), set again every 50
+   * An agent view session's indicator: `processing` at once (Slack shows its stop button), set again every 50
    * minutes as a precaution, and `active` on every ending. In the Messages tab also the thread's "is thinking…" line,
    * set again before Slack's two-minute expiry and reworded once the agent is slow (a notice message would
    * clear it). Each call waits for the one before, so an ending never reaches Slack before the start. What a

@@ -2,15 +2,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { KnownBlock, WebClient } from '@slack/web-api';
 import axios from 'axios';
 import type { Logger } from '../observability/logger.js';
-import { backoffMs } from '../util/backoff.js';
+import { retryDelayMs } from '../util/backoff.js';
 import { slackErrorCode } from './client.js';
 import { slackFailureKind, slackPostError } from './failures.js';
 import { plainText, type SlackReplyPart } from './format.js';
 import { SlackReads } from './reads.js';
 import { type JobMark, jobMetadata, type ReplyTarget } from './reply-target.js';
 
-/** An agent session's lifecycle status (agents.sessions.setStatus). */
-export type AgentSessionStatus = 'processing' | 'active' | 'closed';
+/** An agent view session's lifecycle status (agents.sessions.setStatus). */
+export type AgentViewStatus = 'processing' | 'active' | 'closed';
 
 /** How an agent-only call went: `not-agent-app` when Slack says the app has no agent features there. */
 export type AgentCallResult = 'ok' | 'not-agent-app' | 'failed';
@@ -117,7 +117,7 @@ export class SlackWrites {
           this.logger.warn({ err: error, code: failure.code }, 'could not post a notice');
           return undefined;
         }
-        await sleep(failure.retryAfterMs ?? backoffMs(attempt, 500));
+        await sleep(retryDelayMs({ attempt, baseMs: 500, retryAfterMs: failure.retryAfterMs }));
       }
     }
   }
@@ -218,13 +218,13 @@ export class SlackWrites {
   }
 
   /**
-   * Moves a thread's agent session to `status`, creating it (with its initiator) where it has none, `closed`
+   * Moves a thread's agent view session to `status`, creating it (with its initiator) where it has none, `closed`
    * included. Slack shows its stop button while a session is `processing`. Best effort.
    */
   async setSessionStatus(
     channel: string,
     threadTs: string,
-    status: AgentSessionStatus,
+    status: AgentViewStatus,
     initiator?: string,
   ): Promise<AgentCallResult> {
     try {
@@ -237,11 +237,11 @@ export class SlackWrites {
       this.noteWarnings(result.response_metadata?.warnings);
       return 'ok';
     } catch (error) {
-      return this.agentCallFailed(error, 'could not set the agent session status', { status });
+      return this.agentCallFailed(error, 'could not set the agent view session status', { status });
     }
   }
 
-  /** Names a thread's agent session (it must exist: set its status first). Best effort. */
+  /** Names a thread's agent view session (it must exist: set its status first). Best effort. */
   async renameSession(channel: string, threadTs: string, title: string): Promise<AgentCallResult> {
     try {
       await this.client.agents.sessions.rename({ channel_id: channel, thread_ts: threadTs, title });
@@ -268,7 +268,7 @@ export class SlackWrites {
     }
   }
 
-  /** Agent view's suggested prompts (no thread: for an agent app they belong to the Messages tab). */
+  /** Agent view's suggested prompts (no thread: they belong to the Messages tab). */
   async setSuggestedPrompts(
     channel: string,
     title: string,

@@ -14,3 +14,26 @@ export function backoffMs(attempt: number, baseMs: number, maxMs = Number.POSITI
 export function withJitter(ceilingMs: number, random: () => number = Math.random): number {
   return ceilingMs / 2 + random() * (ceilingMs / 2);
 }
+
+export interface RetryDelay {
+  /** 1 for the first retry. */
+  attempt: number;
+  baseMs: number;
+  /** The longest back-off; a longer Retry-After is still waited out. */
+  maxMs?: number;
+  /** How long the server asked to be left alone (Retry-After), if it said. */
+  retryAfterMs?: number | undefined;
+  /** The longest the caller can wait at all, Retry-After included: only where a deadline is near. */
+  capMs?: number;
+  random?: () => number;
+}
+
+/**
+ * The one rule for the wait before a retry: the jittered back-off, or the server's Retry-After if that is
+ * longer (a server is never asked again sooner than it said), and never beyond `capMs`.
+ */
+export function retryDelayMs(delay: RetryDelay): number {
+  const { attempt, baseMs, maxMs, retryAfterMs, capMs = Number.POSITIVE_INFINITY, random } = delay;
+  const backoff = withJitter(backoffMs(attempt, baseMs, maxMs), random);
+  return Math.min(capMs, Math.max(retryAfterMs ?? 0, backoff));
+}

@@ -137,9 +137,19 @@ describe('npm run installations -- reencrypt', () => {
   });
 
   it('says how to use it, and needs TOKEN_ENCRYPTION_KEYS', async () => {
-    expect((await run([], storeVariables(store.store))).err).toContain(
-      'Usage: npm run installations -- reencrypt',
-    );
+    const env = storeVariables(store.store);
+    const [none, extra, unknown] = await Promise.all([
+      run([], env),
+      run(['reencrypt', 'now'], env),
+      run(['reencrypt', '--force'], env),
+    ]);
+    for (const usage of [none, extra]) {
+      expect(usage).toMatchObject({ code: 2 });
+      expect(usage.err).toMatch(/^Usage: npm run installations -- reencrypt\n/);
+    }
+    // An unknown option is named, as `npm run sessions` names it.
+    expect(unknown).toMatchObject({ code: 2 });
+    expect(unknown.err).toMatch(/^Unknown option '--force'\.\nUsage: npm run installations -- reencrypt\n/);
     const missing = await run(['reencrypt'], storeVariables(store.store));
     expect(missing).toMatchObject({ code: 2 });
     expect(missing.err).toMatch(/^Configuration error: TOKEN_ENCRYPTION_KEYS is required/);

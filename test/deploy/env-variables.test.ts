@@ -6,7 +6,7 @@ import { ENV_VARIABLES, loadConfig, loadOperatorConfig } from '../../src/config/
 
 const required = {
   SLACK_BOT_TOKEN: 'xoxb-1-abc',
-  AGENT_BASE_URL: 'https://agents.example.com/v1',
+  AGENT_BASE_URL: 'https://agent-service.internal/v1',
   AGENT_API_KEY: 'key-123',
   AGENT_ID: 'agent-1',
 };

@@ -190,6 +190,7 @@ describe('start-up with the real services', () => {
   it('runs every start-up check and lists all their failures together, once each', async () => {
     const run = runBot(
       await environment({
+        SLACK_API_URL: `http://127.0.0.1:${await freePort()}/api/`,
         AGENT_API_KEY: 'not-the-key',
         DATABASE_URL: `postgres://bridge:hunter2-secret@127.0.0.1:${await freePort()}/bridge`,
       }),
@@ -202,9 +203,12 @@ describe('start-up with the real services', () => {
       .split('\n')
       .filter((line) => line.startsWith('Start-up failed:'));
     expect(failed).toEqual([
+      expect.stringMatching(/^Start-up failed: cannot reach Slack at http:\/\/127\.0\.0\.1:\d+\/api\/ /),
       expect.stringMatching(/^Start-up failed: AGENT_API_KEY was refused by the agent service/),
       expect.stringMatching(/^Start-up failed: cannot connect to the database in DATABASE_URL/),
     ]);
+    // Once each: not also as the Slack client's line for each of its tries.
+    expect(run.output()).not.toMatch(/http request failed/i);
     expect(run.output()).not.toMatch(/^\s+at /m);
   });
 

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { inject } from 'vitest';
 import { ENV_VARIABLES } from '../../src/config/index.js';
+import { TEST_NODE_FLAGS } from './node-flags.js';
 
 /**
  * Running the project's entry points (the bot, `npm run sessions`) in child processes, unaffected by a
@@ -15,10 +16,14 @@ export const PROJECT_ROOT = path.resolve(import.meta.dirname, '../..');
 /**
  * Node's arguments that run an entry point, e.g. `entryPointArgs('src/main.ts')`: its JavaScript compiled
  * for this run by test/global-setup.ts (test/helpers/compiled-sources.ts), by absolute path, so it runs
- * from any working directory.
+ * from any working directory; with the flags Vitest's workers run with (test/helpers/node-flags.ts).
  */
 export function entryPointArgs(file: string): string[] {
-  return ['--enable-source-maps', path.join(inject('compiledSources'), file.replace(/\.ts$/, '.js'))];
+  return [
+    ...TEST_NODE_FLAGS,
+    '--enable-source-maps',
+    path.join(inject('compiledSources'), file.replace(/\.ts$/, '.js')),
+  ];
 }
 
 /**

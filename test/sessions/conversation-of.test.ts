@@ -98,6 +98,18 @@ describe('conversationOfThread: a known thread', () => {
     expect(conversation.thread).toEqual({ teamId: 'T1', channelId, threadTs });
   });
 
+  it.each([
+    ['a channel thread', 'C1', '3.3'],
+    ['a DM thread', 'D1', '2.2'],
+  ])(
+    '%s Slack shows as agent view is one, though the bot learned the workspace is classic',
+    (_name, channelId, threadTs) => {
+      const thread = { teamId: 'T1', channelId, threadTs };
+      const conversation = conversationOfThread(thread, CLASSIC, { slackShowsAgentView: true });
+      expect(conversation).toEqual({ ...conversationOfThread(thread, CLASSIC), agentView: true });
+    },
+  );
+
   it('places a message exactly where its stored thread says', () => {
     for (const view of [CLASSIC, AGENT_VIEW, DMS_ONLY]) {
       for (const position of [

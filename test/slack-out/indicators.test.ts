@@ -82,7 +82,7 @@ describe('the status of an agent thread', () => {
     expect(seen).toContain(AGENT_SLOW_STATUS);
     expect(seen.at(-1)).toBe('');
     expect(slack.callsOf('reactions.add')).toEqual([]);
-    // The thread is an agent session: processing (with its initiator) while the answer comes, then active.
+    // The thread is an agent view session: processing (with its initiator) while the answer comes, then active.
     const session = slack.agentSession('D0AGENT', threadTs);
     expect(session?.status).toBe('active');
     expect(session?.initiatorUserId).toBe('U0ALICE');

@@ -54,11 +54,11 @@ export function register(events: EventRouter, deps: AgentViewDeps): void {
     const conversation = conversationOfThread(
       { teamId, channelId: channel, threadTs, ...(enterpriseId ? { enterpriseId } : {}) },
       agentViewIn(deps.agentFeatures, teamId),
+      { slackShowsAgentView: true },
     );
-    // Slack shows its stop button only on an agent-view session, whatever the bot last learned of the workspace.
     await stopConversation(
       deps,
-      { ...conversation, agentView: true },
+      conversation,
       userId,
       { teamId, channelId: channel, ts: `stop:${eventId ?? threadTs}` },
       after,
