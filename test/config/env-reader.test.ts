@@ -64,10 +64,11 @@ describe('EnvReader', () => {
     expect(env.boolean('MENTION_ONLY', false)).toBe(true);
     expect(env.boolean('FEEDBACK_BUTTONS', true)).toBe(false);
     expect(env.boolean('PORT', true)).toBe(true);
-    for (const [raw, value] of [
-      ...['true', '1', 'on'].map((w) => [w, true]),
-      ...['false', '0', 'no'].map((w) => [w, false]),
-    ] as const) {
+    const words: [string, boolean][] = [
+      ...['true', '1', 'on'].map((word): [string, boolean] => [word, true]),
+      ...['false', '0', 'no'].map((word): [string, boolean] => [word, false]),
+    ];
+    for (const [raw, value] of words) {
       expect(new EnvReader({ MENTION_ONLY: raw }).boolean('MENTION_ONLY', !value), raw).toBe(value);
     }
     expect(env.problems).toEqual([]);
@@ -97,17 +98,36 @@ describe('EnvReader', () => {
     ]);
   });
 
+  it('refuses a URL on a domain reserved for examples, and only those', () => {
+    const env = new EnvReader({});
+    expect(env.placeholderUrl('AGENT_BASE_URL', 'https://agents.example.com/v1')).toBe(true);
+    expect(env.placeholderUrl('AGENT_BASE_URL', 'http://example.org.')).toBe(true);
+    expect(env.problems.map(({ problem }) => problem)).toEqual([
+      'is a placeholder ("https://agents.example.com/v1"): example.com is reserved for examples, so no real service is there; set the real URL',
+      'is a placeholder ("http://example.org."): example.org is reserved for examples, so no real service is there; set the real URL',
+    ]);
+    for (const url of [
+      'https://myexample.com/v1',
+      'https://example.com.evil.test/',
+      'https://example.io',
+      undefined,
+    ]) {
+      expect(env.placeholderUrl('AGENT_BASE_URL', url), url).toBe(false);
+    }
+    expect(env.problems).toHaveLength(2);
+  });
+
   it('takes http and https URLs only', () => {
     const env = new EnvReader({});
-    expect(env.httpUrl('AGENT_BASE_URL', 'https://agent.example/v1')).toBe('https://agent.example/v1');
+    expect(env.httpUrl('AGENT_BASE_URL', 'https://agent.internal/v1')).toBe('https://agent.internal/v1');
     expect(env.httpUrl('AGENT_BASE_URL', 'http://127.0.0.1:8080')).toBe('http://127.0.0.1:8080');
     expect(env.httpUrl('AGENT_BASE_URL', undefined)).toBeUndefined();
     expect(env.problems).toEqual([]);
-    expect(env.httpUrl('AGENT_BASE_URL', 'ftp://agent.example')).toBeUndefined();
-    expect(env.httpUrl('AGENT_BASE_URL', 'agent.example')).toBeUndefined();
+    expect(env.httpUrl('AGENT_BASE_URL', 'ftp://agent.internal')).toBeUndefined();
+    expect(env.httpUrl('AGENT_BASE_URL', 'agent.internal')).toBeUndefined();
     expect(env.problems.map(({ problem }) => problem)).toEqual([
-      'must be an http(s) URL (got "ftp://agent.example")',
-      'must be an http(s) URL (got "agent.example")',
+      'must be an http(s) URL (got "ftp://agent.internal")',
+      'must be an http(s) URL (got "agent.internal")',
     ]);
   });
 

@@ -3,7 +3,7 @@ import { loadConfig, loadOperatorConfig } from '../../src/config/index.js';
 import { secretsOf } from '../../src/config/secrets.js';
 
 const agent = {
-  AGENT_BASE_URL: 'https://agents.example.com/v1/',
+  AGENT_BASE_URL: 'https://agent-service.internal/v1/',
   AGENT_API_KEY: 'key-123',
   AGENT_ID: 'agent-1',
 };

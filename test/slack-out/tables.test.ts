@@ -113,7 +113,7 @@ describe('tableBlock', () => {
     const table = onlyTable(
       '| **Name** | `code` | Link | Note |\n|---|---|---|---|\n| __Ada__ | a<br>b<BR/>c | [docs](https://e.x/d) | @**here** |',
     );
-    expect(tableBlock(table).rows.map((row) => row.map((cell) => cell.text))).toEqual([
+    expect(tableBlock(table).rows.map((row) => row.map((cell) => (cell as { text: string }).text))).toEqual([
       ['Name', 'code', 'Link', 'Note'],
       ['Ada', 'a b c', 'docs (https://e.x/d)', `@${INERT}here`],
     ]);
