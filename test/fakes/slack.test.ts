@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { App, type BlockAction } from '@slack/bolt';
 import { SocketModeClient } from '@slack/socket-mode';
 import { ErrorCode, retryPolicies, WebClient } from '@slack/web-api';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parse } from 'yaml';
 import { freePort } from '../helpers/free-port.js';
 import {
@@ -730,11 +730,14 @@ describe('FakeSlack outages', () => {
   });
 
   afterEach(async () => {
+    vi.useRealTimers();
     await slack.stop();
   });
 
   it('answers 503 to a method for a duration, then normally again', async () => {
     const client = clientFor(slack, { retries: 0 });
+    // The fake reads its failure windows from the clock, which the test moves on.
+    vi.useFakeTimers({ toFake: ['Date'] });
     slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 300);
 
     for (const text of ['first', 'second']) {
@@ -745,7 +748,11 @@ describe('FakeSlack outages', () => {
     }
     // Other methods are untouched.
     await expect(client.auth.test()).resolves.toMatchObject({ ok: true });
-    await new Promise((resolve) => setTimeout(resolve, 350));
+    vi.advanceTimersByTime(299);
+    await expect(client.chat.postMessage({ channel: 'C1', text: 'still' })).rejects.toMatchObject({
+      statusCode: 503,
+    });
+    vi.advanceTimersByTime(1);
 
     await expect(client.chat.postMessage({ channel: 'C1', text: 'after' })).resolves.toMatchObject({
       ok: true,
@@ -1247,6 +1254,7 @@ describe('FakeSlack rate limits', () => {
   let slack: FakeSlack;
 
   afterEach(async () => {
+    vi.useRealTimers();
     await slack.stop();
   });
 
@@ -1282,6 +1290,8 @@ describe('FakeSlack rate limits', () => {
 
   it('let chat.postMessage post about once a second per channel after a short burst', async () => {
     slack = await FakeSlack.start();
+    // The fake refills its allowances by the clock, which the test moves on.
+    vi.useFakeTimers({ toFake: ['Date'] });
     const client = clientFor(slack, { retries: 0, rejectRateLimitedCalls: true });
     const seen: { status: number; retryAfter?: string; body: unknown }[] = [];
     slack.onCall((call, response) => {
@@ -1300,7 +1310,11 @@ describe('FakeSlack rate limits', () => {
     expect(seen.at(-1)).toEqual({ status: 429, retryAfter: '1', body: { ok: false, error: 'ratelimited' } });
     // Another channel is not affected, and a second later the first takes a post again.
     await client.chat.postMessage({ channel: 'C2', text: 'elsewhere' });
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    vi.advanceTimersByTime(900);
+    await expect(client.chat.postMessage({ channel: 'C1', text: 'too soon' })).rejects.toMatchObject({
+      code: ErrorCode.RateLimitedError,
+    });
+    vi.advanceTimersByTime(100);
     await client.chat.postMessage({ channel: 'C1', text: 'later' });
     expect(slack.channelMessages('C1').map((m) => m.text)).toEqual([
       'burst 0',

@@ -154,10 +154,16 @@ function inboxContract(name: string, storePerSuite: () => { readonly db: Databas
       // The first question is only asked; a sender heard from afterwards is alive.
       expect(await quickB.judgeSender(theirs, false)).toMatchObject({ lost: false });
       await quickA.heartbeat([mine.id]);
-      await new Promise((resolve) => setTimeout(resolve, 450));
+      // Time passing, as the store sees it: the question and the answer to it moved 450 ms into the past.
+      const later = () =>
+        db.query(`UPDATE inbox SET sender_pinged_at = sender_pinged_at - interval '450 milliseconds',
+                    sender_seen_at = sender_seen_at - interval '450 milliseconds'`);
+      await later();
+      expect(await quickB.judgeSender(theirs, false)).toMatchObject({ lost: false });
+      // Silent, but not yet for the window (two heartbeats, 300 ms): asked again later.
       expect(await quickB.judgeSender(theirs, false)).toMatchObject({ lost: false });
       // Silent for the window: given up, and its answer refused from then on.
-      await new Promise((resolve) => setTimeout(resolve, 450));
+      await later();
       expect(await quickB.judgeSender(theirs, false)).toEqual({ lost: true });
       await expect(quickA.storeReply(mine, 'late answer', false)).rejects.toEqual(
         new JobInterruptedError('lost'),

@@ -1,8 +1,20 @@
 import { WebClient } from '@slack/web-api';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { cachedUserNameResolver } from '../../src/slack-out/user-names.js';
 import { FakeSlack } from '../fakes/slack.js';
 import { sleep } from '../helpers/wait.js';
+
+/**
+ * Moves the cache's clock on. lru-cache keeps the `performance` object it found at import and calls its
+ * `now()`; vi.useFakeTimers swaps in another object, which the cache never sees, so `now` itself is
+ * spied on. The cache also reuses one reading of the clock for 1 ms (a real timer): waiting that 1 ms makes
+ * its next look read the clock moved on.
+ */
+async function advanceCacheClock(ms: number): Promise<void> {
+  const now = performance.now();
+  vi.spyOn(performance, 'now').mockReturnValue(now + ms);
+  await sleep(1);
+}
 
 describe('the user-name cache', () => {
   let slack: FakeSlack;
@@ -18,6 +30,9 @@ describe('the user-name cache', () => {
     client = new WebClient(slack.botToken, { slackApiUrl: slack.apiUrl, retryConfig: { retries: 0 } });
   });
   afterAll(() => slack.stop());
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
 
   const lookupsOf = (user: string) => slack.callsOf('users.info').filter((call) => call.args.user === user);
 
@@ -49,7 +64,7 @@ describe('the user-name cache', () => {
     const carol = lookupsOf('U0CAROL').length;
     await resolve('U0CAROL');
     expect(lookupsOf('U0CAROL')).toHaveLength(carol + 1);
-    await sleep(250);
+    await advanceCacheClock(250);
     await resolve('U0BOB');
     expect(lookupsOf('U0BOB')).toHaveLength(before + 2);
   });
@@ -58,7 +73,23 @@ describe('the user-name cache', () => {
     const resolve = cachedUserNameResolver(client, { ttlMs: 200 });
     slack.failNext('users.info', { type: 'http', status: 503 });
     expect(await resolve('U0CAROL')).toBeUndefined();
-    await sleep(250);
+    await advanceCacheClock(250);
     expect(await resolve('U0CAROL')).toBeTruthy();
+  });
+
+  it('remembers a failed lookup for a minute only, a name for as long as it was told', async () => {
+    const resolve = cachedUserNameResolver(client);
+    expect(await resolve('U0ALICE')).toBeTruthy();
+    slack.failNext('users.info', { type: 'http', status: 503 });
+    expect(await resolve('U0BOB')).toBeUndefined();
+    const [alice, bob] = [lookupsOf('U0ALICE').length, lookupsOf('U0BOB').length];
+    await advanceCacheClock(59_000);
+    await resolve('U0BOB');
+    expect(lookupsOf('U0BOB')).toHaveLength(bob);
+    await advanceCacheClock(2_000);
+    expect(await resolve('U0BOB')).toBeTruthy();
+    expect(await resolve('U0ALICE')).toBeTruthy();
+    expect(lookupsOf('U0BOB')).toHaveLength(bob + 1);
+    expect(lookupsOf('U0ALICE')).toHaveLength(alice);
   });
 });
