@@ -1,7 +1,7 @@
 import type { Logger } from '../observability/logger.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { Database } from '../store/database.js';
-import { DueWork, retryDelayMs } from '../store/due-work.js';
+import { DueWork, rowRetryDelayMs } from '../store/due-work.js';
 import type { Inbox } from './inbox.js';
 
 /**
@@ -217,7 +217,7 @@ export class WorkspaceRemovals {
       this.options.onRemoved?.(workspace, removal.reason, outcome);
     } catch (error) {
       const attempts = removal.attempts + 1;
-      const delayMs = retryDelayMs(attempts, this.options.retryBaseMs);
+      const delayMs = rowRetryDelayMs(attempts, this.options.retryBaseMs);
       const kind = error instanceof Error ? error.name : 'internal';
       this.logger.warn(
         { ...context, err: error, attempts, retryInMs: delayMs },

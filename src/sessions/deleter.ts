@@ -2,7 +2,7 @@ import type { AgentClient } from '../agent/client.js';
 import { isAgentServiceError } from '../agent/errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Database } from '../store/database.js';
-import { DueWork, retryDelayMs } from '../store/due-work.js';
+import { DueWork, rowRetryDelayMs } from '../store/due-work.js';
 
 /** Why a session is deleted; `unused`: made for a message whose conversation ended before it was sent. */
 export type DeletionReason = 'reset' | 'channel-gone' | 'workspace-gone' | 'idle' | 'orphan' | 'unused';
@@ -102,7 +102,7 @@ export class SessionDeleter {
     } catch (error) {
       if (!isAgentServiceError(error) || error.kind !== 'session_not_found') {
         const attempts = deletion.attempts + 1;
-        const delayMs = retryDelayMs(attempts, this.options.retryBaseMs);
+        const delayMs = rowRetryDelayMs(attempts, this.options.retryBaseMs);
         const kind = isAgentServiceError(error) ? error.kind : 'internal';
         await this.db.query(
           `UPDATE pending_session_deletions

@@ -82,6 +82,6 @@ export class DueWork<Row extends object> {
 }
 
 /** When a row that failed its `attempts`-th time is tried again: backoff from `baseMs`, up to 15 minutes. */
-export function retryDelayMs(attempts: number, baseMs: number): number {
+export function rowRetryDelayMs(attempts: number, baseMs: number): number {
   return backoffMs(attempts, baseMs, MAX_RETRY_DELAY_MS);
 }

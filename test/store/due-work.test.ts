@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../src/observability/logger.js';
-import { DueWork, type DueWorkOptions, retryDelayMs } from '../../src/store/due-work.js';
+import { DueWork, type DueWorkOptions, rowRetryDelayMs } from '../../src/store/due-work.js';
 import { embeddedStorePerSuite } from '../helpers/embedded-store.js';
 import { LogCapture } from '../helpers/stack.js';
 import { waitFor } from '../helpers/wait.js';
@@ -128,12 +128,12 @@ describe('DueWork', () => {
   });
 });
 
-describe('retryDelayMs', () => {
+describe('rowRetryDelayMs', () => {
   it('doubles from the base for each failed attempt, never waiting more than 15 minutes', () => {
-    expect([1, 2, 3].map((attempts) => retryDelayMs(attempts, 5_000))).toEqual([5_000, 10_000, 20_000]);
+    expect([1, 2, 3].map((attempts) => rowRetryDelayMs(attempts, 5_000))).toEqual([5_000, 10_000, 20_000]);
     // 5 s doubled 7 times is 640 s; 8 times would be 1,280 s.
-    expect(retryDelayMs(8, 5_000)).toBe(640_000);
-    expect(retryDelayMs(9, 5_000)).toBe(15 * 60_000);
-    expect(retryDelayMs(10_000, 5_000)).toBe(15 * 60_000);
+    expect(rowRetryDelayMs(8, 5_000)).toBe(640_000);
+    expect(rowRetryDelayMs(9, 5_000)).toBe(15 * 60_000);
+    expect(rowRetryDelayMs(10_000, 5_000)).toBe(15 * 60_000);
   });
 });
