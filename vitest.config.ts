@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { TEST_NODE_FLAGS } from './test/helpers/node-flags.js';
@@ -20,8 +21,15 @@ class SlowFilesFirst extends BaseSequencer {
 /** Test files that measure their own process's memory. */
 const OWN_PROCESS = ['test/faults/huge-replies.test.ts'];
 
+/**
+ * This run's id: the test databases its processes keep for reuse carry it, and the run drops them when it
+ * ends (test/helpers/postgres.ts). A Vitest run inside a test has its own.
+ */
+const TEST_RUN_ID = randomBytes(4).toString('hex');
+
 export default defineConfig({
   test: {
+    env: { BRIDGE_TEST_RUN_ID: TEST_RUN_ID },
     globalSetup: ['test/global-setup.ts'],
     // Generous: a case that starts bot processes one after another (start-up checks, a takeover after a kill)
     // took over 45 s in CI while the rest of the suite kept both cores busy. What the bot must do in time is

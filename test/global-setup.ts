@@ -5,7 +5,12 @@ import { PGlite } from '@electric-sql/pglite';
 import type { TestProject } from 'vitest/node';
 import { compileSources } from './helpers/compiled-sources.js';
 import { PGLITE_TEMPLATE_DIR, prepareMigratedTemplate } from './helpers/embedded-store.js';
-import { postgresReachable, prepareTemplateDatabase } from './helpers/postgres.js';
+import {
+  dropThisRunsDatabases,
+  postgresReachable,
+  prepareTemplateDatabase,
+  RUN_ID_VARIABLE,
+} from './helpers/postgres.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -19,7 +24,8 @@ declare module 'vitest' {
  * copy of it migrated to the current schema; makes the migrated template database the PostgreSQL tests copy,
  * when the server is there; compiles src once for the tests that start the bot in a child process.
  */
-export default async function setup(project: TestProject): Promise<void> {
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const run = project.config.env[RUN_ID_VARIABLE];
   project.provide('compiledSources', await compileSources(path.resolve(import.meta.dirname, '..')));
   if (!existsSync(path.join(PGLITE_TEMPLATE_DIR, 'PG_VERSION'))) {
     await mkdir(path.dirname(PGLITE_TEMPLATE_DIR), { recursive: true });
@@ -28,5 +34,10 @@ export default async function setup(project: TestProject): Promise<void> {
   }
   await prepareMigratedTemplate();
   // Without a server the PostgreSQL tests are skipped, or fail in CI, each saying why.
-  if (await postgresReachable()) await prepareTemplateDatabase();
+  const withPostgres = await postgresReachable();
+  if (withPostgres) await prepareTemplateDatabase();
+  // The test databases the run's processes kept for reuse (test/helpers/postgres.ts).
+  return async () => {
+    if (withPostgres && run) await dropThisRunsDatabases(run);
+  };
 }

@@ -39,15 +39,22 @@ export interface TestDatabase {
 }
 
 /**
- * Test databases are named with the time they were made (`bridge_test_<ms in base 36>_<random>`), so a run
- * can tell what a killed run left behind (`removeStaleDatabases`).
+ * Test databases are named with the time they were made and the run that made them
+ * (`bridge_test_<ms in base 36>_<run><random>`), so a run can tell what a killed run left behind
+ * (`removeStaleDatabases`) and drop what it kept for reuse when it ends (`dropThisRunsDatabases`).
  */
 const TEST_DATABASE = /^bridge_test_([0-9a-z]+)_[0-9a-f]+$/;
 /** A run lasts minutes: what is older than this was left by a run that is over. */
 const STALE_MS = 60 * 60 * 1000;
 
+/**
+ * The run's id, which vitest.config.ts gives the test processes. Without one (the benchmark, a script),
+ * databases are dropped when done instead of kept for reuse.
+ */
+export const RUN_ID_VARIABLE = 'BRIDGE_TEST_RUN_ID';
+
 function testDatabaseName(): string {
-  return `bridge_test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
+  return `bridge_test_${Date.now().toString(36)}_${process.env[RUN_ID_VARIABLE] ?? ''}${randomBytes(4).toString('hex')}`;
 }
 
 function urlOf(name: string): string {
@@ -56,24 +63,170 @@ function urlOf(name: string): string {
   return url.toString();
 }
 
+type Schema = 'current' | 'none';
+
 /**
- * A brand-new database on the test server, so test files never see each other's rows. Its schema is the
- * current one with `schema: 'current'` (a copy of the migrated template, `prepareTemplateDatabase`), so a bot
+ * Databases this process's tests are done with, emptied back to what a new one of that schema holds, for the
+ * next test to take instead of a new one. Making one copies its template (8 MB written through the WAL), and
+ * dropping one makes the server write every dirty buffer it holds (a checkpoint): a whole run made and dropped
+ * over a hundred, and its checkpoints alone took about 20 s of the server's CPU.
+ */
+const reusable: Record<Schema, { name: string; fingerprint: string }[]> = { current: [], none: [] };
+
+/**
+ * A database on the test server that no other test is using, so test files never see each other's rows:
+ * new, or one a finished test left, emptied and checked to be as new (`recycle`). Its schema is the current
+ * one with `schema: 'current'` (a copy of the migrated template, `prepareTemplateDatabase`), so a bot
  * starting on it pays a version check instead of the migrations; without, it is empty, for the tests of the
  * migrations and of what a first start does.
  */
-export async function createTestDatabase(
-  options: { schema?: 'current' | 'none' } = {},
-): Promise<TestDatabase> {
-  const name = testDatabaseName();
-  if (options.schema === 'current') await copyTemplate(name);
-  else await admin(`CREATE DATABASE ${name}`);
+export async function createTestDatabase(options: { schema?: Schema } = {}): Promise<TestDatabase> {
+  const schema = options.schema ?? 'none';
+  let database = reusable[schema].pop();
+  if (!database) {
+    const name = testDatabaseName();
+    if (schema === 'current') await copyTemplate(name);
+    else await admin(`CREATE DATABASE ${name}`);
+    database = { name, fingerprint: await fingerprintOf(name) };
+  }
+  const { name, fingerprint } = database;
+  let done = false;
   return {
     url: urlOf(name),
     drop: async () => {
-      await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      if (done) return;
+      done = true;
+      const emptied = process.env[RUN_ID_VARIABLE] ? await recycle(name, schema, fingerprint) : undefined;
+      if (emptied) reusable[schema].push({ name: emptied, fingerprint });
+      else await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     },
   };
+}
+
+/**
+ * Empties a database a test is done with back to what a new one of its schema holds, under a new name, so a
+ * process the test left running (a bot being stopped) can no longer reach it; the new name, or undefined when
+ * it cannot be made as new (the test changed its tables, settings or the schema's version: then it is
+ * dropped). Its statistics are reset as well: a test may count what the server read.
+ */
+async function recycle(name: string, schema: Schema, fingerprint: string): Promise<string | undefined> {
+  const renamed = testDatabaseName();
+  try {
+    await renameWhenClosed(name, renamed, { closeOthers: true });
+    const client = new pg.Client({ connectionString: urlOf(renamed), connectionTimeoutMillis: 5_000 });
+    await client.connect();
+    try {
+      if (schema === 'none') {
+        await client.query(
+          'DROP SCHEMA public CASCADE; CREATE SCHEMA public AUTHORIZATION pg_database_owner',
+        );
+        await client.query('GRANT USAGE ON SCHEMA public TO public');
+      } else {
+        // What the template has, emptied; what a test or a bot added (Keyv's table: a bot makes it), dropped.
+        const relations = await client.query<{ name: string; kind: string; ours: boolean }>(
+          `SELECT quote_ident(c.relname) AS name, c.relkind AS kind, c.relname = ANY($1) AS ours
+           FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm')`,
+          [TEMPLATE_TABLES],
+        );
+        for (const { name: relation, kind } of relations.rows.filter((row) => !row.ours)) {
+          const what = kind === 'v' ? 'VIEW' : kind === 'm' ? 'MATERIALIZED VIEW' : 'TABLE';
+          await client.query(`DROP ${what} IF EXISTS ${relation} CASCADE`);
+        }
+        const emptied = relations.rows.filter((row) => row.ours && row.name !== 'schema_version');
+        if (emptied.length > 0)
+          await client.query(
+            `TRUNCATE ${emptied.map((row) => row.name).join(', ')} RESTART IDENTITY CASCADE`,
+          );
+      }
+      await client.query('SELECT pg_stat_reset()');
+      if ((await fingerprintOn(client)) !== fingerprint) {
+        await client.end();
+        await admin(`DROP DATABASE IF EXISTS ${renamed} WITH (FORCE)`);
+        return undefined;
+      }
+    } finally {
+      await client.end().catch(() => {});
+    }
+    return renamed;
+  } catch {
+    await admin(`DROP DATABASE IF EXISTS ${renamed} WITH (FORCE)`).catch(() => {});
+    return undefined;
+  }
+}
+
+/** The migrated template's tables (schema_version's rows are part of the fingerprint). */
+const TEMPLATE_TABLES = [
+  'conversation_marks',
+  'handled_messages',
+  'inbox',
+  'pending_session_deletions',
+  'schema_version',
+  'session_activity',
+  'user_requests',
+  'viewing_context',
+  'workspace_installs',
+  'workspace_removals',
+];
+
+/**
+ * What a test could change in a database beyond its rows: its relations, columns, indexes, constraints,
+ * functions, types, schemas, extensions, settings and sequences, and the schema's version.
+ */
+const FINGERPRINT = `SELECT md5(string_agg(item, E'\n' ORDER BY item)) FROM (
+  SELECT format('relation %s.%s %s', n.nspname, c.relname, c.relkind) FROM pg_class c
+    JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_toast%'
+  UNION ALL SELECT format('column %s.%s %s %s %s', c.relname, a.attname, format_type(a.atttypid, a.atttypmod),
+      a.attnotnull, pg_get_expr(d.adbin, d.adrelid))
+    FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+    LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+    WHERE c.relnamespace = 'public'::regnamespace AND a.attnum > 0 AND NOT a.attisdropped
+  UNION ALL SELECT format('index %s', pg_get_indexdef(i.indexrelid)) FROM pg_index i
+    JOIN pg_class c ON c.oid = i.indrelid WHERE c.relnamespace = 'public'::regnamespace
+  UNION ALL SELECT format('constraint %s %s', conname, pg_get_constraintdef(oid)) FROM pg_constraint
+    WHERE connamespace = 'public'::regnamespace
+  UNION ALL SELECT format('function %s', oid::regprocedure) FROM pg_proc
+    WHERE pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
+  UNION ALL SELECT format('type %s', typname) FROM pg_type WHERE typnamespace = 'public'::regnamespace
+  UNION ALL SELECT format('trigger %s', tgname) FROM pg_trigger WHERE NOT tgisinternal
+  UNION ALL SELECT format('schema %s %s %s', nspname, nspowner::regrole, nspacl) FROM pg_namespace
+  UNION ALL SELECT format('extension %s', extname) FROM pg_extension
+  UNION ALL SELECT format('setting %s', setconfig) FROM pg_db_role_setting
+    WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database())
+  UNION ALL SELECT format('sequence %s %s', sequencename, last_value) FROM pg_sequences
+) items(item)`;
+
+/** FINGERPRINT, and the schema's version where the database has one. */
+async function fingerprintOn(client: pg.Client): Promise<string> {
+  const [{ fingerprint = '', versioned = false } = {}] = (
+    await client.query<{ fingerprint: string; versioned: boolean }>(
+      `SELECT (${FINGERPRINT}) AS fingerprint, to_regclass('public.schema_version') IS NOT NULL AS versioned`,
+    )
+  ).rows;
+  if (!versioned) return fingerprint;
+  const versions = await client.query<{ row: string }>(
+    'SELECT to_jsonb(v)::text AS row FROM public.schema_version v ORDER BY 1',
+  );
+  return `${fingerprint} ${versions.rows.map((version) => version.row).join(' ')}`;
+}
+
+async function fingerprintOf(name: string): Promise<string> {
+  const client = new pg.Client({ connectionString: urlOf(name), connectionTimeoutMillis: 5_000 });
+  await client.connect();
+  try {
+    return await fingerprintOn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Drops the databases this run kept for reuse, for test/global-setup.ts when the run ends. */
+export async function dropThisRunsDatabases(runId: string): Promise<void> {
+  const rows = await admin<{ name: string }>(
+    `SELECT datname AS name FROM pg_database WHERE datname LIKE 'bridge\\_test\\_%\\_' || $1 || '%'`,
+    [runId],
+  );
+  for (const { name } of rows) await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
 }
 
 /** The migrated template of this schema: keyed by a hash of src/store, as the embedded store's. */
@@ -121,8 +274,14 @@ export async function prepareTemplateDatabase(): Promise<void> {
   }
 }
 
-async function renameWhenClosed(from: string, to: string): Promise<void> {
+async function renameWhenClosed(
+  from: string,
+  to: string,
+  options: { closeOthers?: boolean } = {},
+): Promise<void> {
   for (let attempt = 1; ; attempt++) {
+    if (options.closeOthers)
+      await admin('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [from]);
     try {
       await admin(`ALTER DATABASE ${from} RENAME TO ${to}`);
       return;
