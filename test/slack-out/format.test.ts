@@ -5,6 +5,9 @@ import { formatAgentReply, type SlackReplyPart } from '../../src/slack-out/forma
 import { MAX_TEXT_PER_MESSAGE } from '../../src/slack-out/message-packer.js';
 import { validateMessageBlocks } from '../fakes/slack-blocks.js';
 
+/** A row of a Slack table block: its cells as raw text. */
+const rawRow = (...texts: string[]) => texts.map((text) => ({ type: 'raw_text', text }));
+
 /** The Markdown of each message a reply is posted as, with at most `maxChars` of text in each. */
 const messagesOf = (markdown: string, maxChars: number) =>
   formatAgentReply(markdown, maxChars).map((part) => part.markdown);
@@ -221,23 +224,7 @@ describe('tables in a reply', () => {
       { type: 'markdown', text: 'Here is the team:' },
       {
         type: 'table',
-        rows: [
-          [
-            { type: 'raw_text', text: 'Name' },
-            { type: 'raw_text', text: 'Role' },
-            { type: 'raw_text', text: 'Since' },
-          ],
-          [
-            { type: 'raw_text', text: 'Ada' },
-            { type: 'raw_text', text: 'eng' },
-            { type: 'raw_text', text: '2019' },
-          ],
-          [
-            { type: 'raw_text', text: 'Bob | Jr' },
-            { type: 'raw_text', text: 'ops' },
-            { type: 'raw_text', text: ' ' },
-          ],
-        ],
+        rows: [rawRow('Name', 'Role', 'Since'), rawRow('Ada', 'eng', '2019'), rawRow('Bob | Jr', 'ops', ' ')],
         column_settings: [{ align: 'left' }, { align: 'center' }, { align: 'right' }],
       },
       { type: 'markdown', text: 'Ask if you need more.' },
@@ -272,16 +259,7 @@ describe('tables in a reply', () => {
     expect(part?.blocks).toEqual([
       {
         type: 'table',
-        rows: [
-          [
-            { type: 'raw_text', text: 'a' },
-            { type: 'raw_text', text: 'b' },
-          ],
-          [
-            { type: 'raw_text', text: '1' },
-            { type: 'raw_text', text: '2' },
-          ],
-        ],
+        rows: [rawRow('a', 'b'), rawRow('1', '2')],
       },
       { type: 'markdown', text: 'After' },
     ]);

@@ -11,6 +11,9 @@ import {
 
 const INERT = '\u200B';
 
+/** A row of a Slack table block: its cells as raw text. */
+const rawRow = (...texts: string[]) => texts.map((text) => ({ type: 'raw_text', text }));
+
 /** The one table of a reply that holds only it. */
 function onlyTable(markdown: string): MarkdownTable {
   const [piece, ...rest] = piecesOf(markdown);
@@ -88,16 +91,7 @@ describe('tableBlock', () => {
   it('sends each cell as raw text, an empty one as a space (Slack needs a character)', () => {
     expect(tableBlock(onlyTable('| a | |\n|---|---|\n| | 2 |'))).toEqual({
       type: 'table',
-      rows: [
-        [
-          { type: 'raw_text', text: 'a' },
-          { type: 'raw_text', text: ' ' },
-        ],
-        [
-          { type: 'raw_text', text: ' ' },
-          { type: 'raw_text', text: '2' },
-        ],
-      ],
+      rows: [rawRow('a', ' '), rawRow(' ', '2')],
     });
   });
 
