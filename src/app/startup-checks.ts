@@ -8,9 +8,10 @@ import { type Database, openDatabase } from '../store/database.js';
 import { checkSessionTable } from '../store/keyv.js';
 import { migrate } from '../store/schema.js';
 import { checkInstallationKeys } from './installations.js';
+import { checkPortsFree } from './port-check.js';
 
 /**
- * Slack, the agent service and the store (in OAuth mode: that the stored tokens open with the configured keys),
+ * The ports, Slack, the agent service and the store (in OAuth mode: that the stored tokens open with the configured keys),
  * each checked whatever the others found: every failure is reported together (an AggregateError of one-line
  * errors), so an operator fixes them all in one round.
  */
@@ -36,7 +37,8 @@ export async function runStartupChecks(
     return db;
   };
   const { auth } = config.slack;
-  const [identity, agentCheck] = await Promise.allSettled([
+  const [ports, identity, agentCheck] = await Promise.allSettled([
+    checkPortsFree(config),
     // OAuth mode: each workspace's bot is its installation's, known when its events come.
     auth.mode === 'single' ? checkSlackIdentity(config, auth.botToken) : { botUserId: '' },
     checkAgentService(agent, config.agent, logger),
@@ -44,11 +46,16 @@ export async function runStartupChecks(
   // After the others, whatever they found: opening the embedded store holds the event loop for a while, and
   // would eat into the agent service check's 3 s.
   const [db] = await Promise.allSettled([openStore()]);
-  if (identity.status === 'fulfilled' && agentCheck.status === 'fulfilled' && db.status === 'fulfilled')
+  if (
+    ports.status === 'fulfilled' &&
+    identity.status === 'fulfilled' &&
+    agentCheck.status === 'fulfilled' &&
+    db.status === 'fulfilled'
+  )
     return { identity: identity.value, db: db.value };
   // The store's lock (embedded) and connections are released before the process exits.
   if (db.status === 'fulfilled') await db.value.close().catch(() => {});
-  const failures = [identity, agentCheck, db].flatMap((outcome) =>
+  const failures = [identity, agentCheck, db, ports].flatMap((outcome) =>
     outcome.status === 'rejected' ? [outcome.reason as unknown] : [],
   );
   throw new AggregateError(failures, 'start-up failed');

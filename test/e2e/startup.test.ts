@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -188,15 +189,21 @@ describe('start-up with the real services', () => {
   });
 
   it('runs every start-up check and lists all their failures together, once each', async () => {
+    // Another process holds the port the bot would serve on.
+    const holder = createServer();
+    const port = await freePort();
+    await new Promise<void>((resolve) => holder.listen(port, resolve));
     const run = runBot(
       await environment({
         SLACK_API_URL: `http://127.0.0.1:${await freePort()}/api/`,
         AGENT_API_KEY: 'not-the-key',
         DATABASE_URL: `postgres://bridge:hunter2-secret@127.0.0.1:${await freePort()}/bridge`,
+        PORT: String(port),
       }),
     );
     running.push(run);
     expect(await run.exited).toBe(1);
+    holder.close();
     const failed = run
       .output()
       .trim()
@@ -206,6 +213,7 @@ describe('start-up with the real services', () => {
       expect.stringMatching(/^Start-up failed: cannot reach Slack at http:\/\/127\.0\.0\.1:\d+\/api\/ /),
       expect.stringMatching(/^Start-up failed: AGENT_API_KEY was refused by the agent service/),
       expect.stringMatching(/^Start-up failed: cannot connect to the database in DATABASE_URL/),
+      `Start-up failed: PORT ${port} is already in use by another process`,
     ]);
     // Once each: not also as the Slack client's line for each of its tries.
     expect(run.output()).not.toMatch(/http request failed/i);
