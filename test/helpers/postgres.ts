@@ -71,7 +71,15 @@ type Schema = 'current' | 'none';
  * dropping one makes the server write every dirty buffer it holds (a checkpoint): a whole run made and dropped
  * over a hundred, and its checkpoints alone took about 20 s of the server's CPU.
  */
-const reusable: Record<Schema, { name: string; fingerprint: string }[]> = { current: [], none: [] };
+const reusable: Record<Schema, KeptDatabase[]> = { current: [], none: [] };
+
+/** A test database as it was new: what `recycle` brings it back to. */
+interface KeptDatabase {
+  name: string;
+  fingerprint: string;
+  /** Its tables (quoted): emptied on reuse; any other relation is dropped. */
+  tables: string[];
+}
 
 /**
  * A database on the test server that no other test is using, so test files never see each other's rows:
@@ -87,18 +95,18 @@ export async function createTestDatabase(options: { schema?: Schema } = {}): Pro
     const name = testDatabaseName();
     if (schema === 'current') await copyTemplate(name);
     else await admin(`CREATE DATABASE ${name}`);
-    database = { name, fingerprint: await fingerprintOf(name) };
+    database = { name, ...(await asNew(name)) };
   }
-  const { name, fingerprint } = database;
+  const kept = database;
   let done = false;
   return {
-    url: urlOf(name),
+    url: urlOf(kept.name),
     drop: async () => {
       if (done) return;
       done = true;
-      const emptied = process.env[RUN_ID_VARIABLE] ? await recycle(name, schema, fingerprint) : undefined;
-      if (emptied) reusable[schema].push({ name: emptied, fingerprint });
-      else await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      const emptied = process.env[RUN_ID_VARIABLE] ? await recycle(kept) : undefined;
+      if (emptied) reusable[schema].push({ ...kept, name: emptied });
+      else await admin(`DROP DATABASE IF EXISTS ${kept.name} WITH (FORCE)`);
     },
   };
 }
@@ -109,64 +117,37 @@ export async function createTestDatabase(options: { schema?: Schema } = {}): Pro
  * it cannot be made as new (the test changed its tables, settings or the schema's version: then it is
  * dropped). Its statistics are reset as well: a test may count what the server read.
  */
-async function recycle(name: string, schema: Schema, fingerprint: string): Promise<string | undefined> {
+async function recycle(database: KeptDatabase): Promise<string | undefined> {
   const renamed = testDatabaseName();
+  let asItWas = false;
   try {
-    await renameWhenClosed(name, renamed, { closeOthers: true });
+    await renameWhenClosed(database.name, renamed, { closeOthers: true });
     const client = new pg.Client({ connectionString: urlOf(renamed), connectionTimeoutMillis: 5_000 });
     await client.connect();
     try {
-      if (schema === 'none') {
-        await client.query(
-          'DROP SCHEMA public CASCADE; CREATE SCHEMA public AUTHORIZATION pg_database_owner',
-        );
-        await client.query('GRANT USAGE ON SCHEMA public TO public');
-      } else {
-        // What the template has, emptied; what a test or a bot added (Keyv's table: a bot makes it), dropped.
-        const relations = await client.query<{ name: string; kind: string; ours: boolean }>(
-          `SELECT quote_ident(c.relname) AS name, c.relkind AS kind, c.relname = ANY($1) AS ours
-           FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm')`,
-          [TEMPLATE_TABLES],
-        );
-        for (const { name: relation, kind } of relations.rows.filter((row) => !row.ours)) {
-          const what = kind === 'v' ? 'VIEW' : kind === 'm' ? 'MATERIALIZED VIEW' : 'TABLE';
-          await client.query(`DROP ${what} IF EXISTS ${relation} CASCADE`);
-        }
-        const emptied = relations.rows.filter((row) => row.ours && row.name !== 'schema_version');
-        if (emptied.length > 0)
-          await client.query(
-            `TRUNCATE ${emptied.map((row) => row.name).join(', ')} RESTART IDENTITY CASCADE`,
-          );
+      // Its own tables emptied (the schema's version kept); what a test or a bot added (Keyv's table), dropped.
+      const relations = await client.query<{ name: string; kind: string }>(
+        `SELECT quote_ident(relname) AS name, relkind AS kind FROM pg_class
+         WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'p', 'v', 'm')`,
+      );
+      for (const { name, kind } of relations.rows.filter((row) => !database.tables.includes(row.name))) {
+        const what = kind === 'v' ? 'VIEW' : kind === 'm' ? 'MATERIALIZED VIEW' : 'TABLE';
+        await client.query(`DROP ${what} IF EXISTS ${name} CASCADE`);
       }
+      const emptied = database.tables.filter((table) => table !== 'schema_version');
+      if (emptied.length > 0) await client.query(`TRUNCATE ${emptied.join(', ')} RESTART IDENTITY CASCADE`);
       await client.query('SELECT pg_stat_reset()');
-      if ((await fingerprintOn(client)) !== fingerprint) {
-        await client.end();
-        await admin(`DROP DATABASE IF EXISTS ${renamed} WITH (FORCE)`);
-        return undefined;
-      }
+      asItWas = (await fingerprintOn(client)) === database.fingerprint;
     } finally {
       await client.end().catch(() => {});
     }
-    return renamed;
   } catch {
-    await admin(`DROP DATABASE IF EXISTS ${renamed} WITH (FORCE)`).catch(() => {});
-    return undefined;
+    // Dropped below, as a database changed beyond its rows is.
   }
+  if (asItWas) return renamed;
+  await admin(`DROP DATABASE IF EXISTS ${renamed} WITH (FORCE)`).catch(() => {});
+  return undefined;
 }
-
-/** The migrated template's tables (schema_version's rows are part of the fingerprint). */
-const TEMPLATE_TABLES = [
-  'conversation_marks',
-  'handled_messages',
-  'inbox',
-  'pending_session_deletions',
-  'schema_version',
-  'session_activity',
-  'user_requests',
-  'viewing_context',
-  'workspace_installs',
-  'workspace_removals',
-];
 
 /**
  * What a test could change in a database beyond its rows: its relations, columns, indexes, constraints,
@@ -210,11 +191,16 @@ async function fingerprintOn(client: pg.Client): Promise<string> {
   return `${fingerprint} ${versions.rows.map((version) => version.row).join(' ')}`;
 }
 
-async function fingerprintOf(name: string): Promise<string> {
+/** A new database's fingerprint and tables. */
+async function asNew(name: string): Promise<Omit<KeptDatabase, 'name'>> {
   const client = new pg.Client({ connectionString: urlOf(name), connectionTimeoutMillis: 5_000 });
   await client.connect();
   try {
-    return await fingerprintOn(client);
+    const tables = await client.query<{ name: string }>(
+      `SELECT quote_ident(relname) AS name FROM pg_class
+       WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'p')`,
+    );
+    return { fingerprint: await fingerprintOn(client), tables: tables.rows.map((table) => table.name) };
   } finally {
     await client.end();
   }
