@@ -108,12 +108,7 @@ export class WorkIndicators {
   /** Marks the message as being worked on; `end()` the result on every ending. */
   showWorking(target: IndicatorTarget, options: WorkingOptions = {}): Working {
     if (target.agentView && target.replyThreadTs) {
-      return this.showAgentView(
-        target.channelId,
-        target.replyThreadTs,
-        target.agentView,
-        options.stillWanted,
-      );
+      return this.showAgentView(target.channelId, target.replyThreadTs, target.agentView, options);
     }
     // Not awaited: the reaction shows up while the prompt is already on its way (its removal is queued after it).
     let adding: Promise<void> | undefined;
@@ -172,18 +167,23 @@ export class WorkIndicators {
   }
 
   /**
-   * An agent view session's indicator: `processing` at once (Slack shows its stop button), set again every 50
-   * minutes as a precaution, and `active` on every ending. In the Messages tab also the thread's "is thinking…" line,
-   * set again before Slack's two-minute expiry and reworded once the agent is slow (a notice message would
-   * clear it). Each call waits for the one before, so an ending never reaches Slack before the start. What a
-   * timer sets is set only while `stillWanted`: after a takeover the other owner may have ended the work.
+   * An agent view session's indicator: `processing` (Slack shows its stop button), set again every 50 minutes
+   * as a precaution, and `active` on every ending. Like the working reaction, `processing` waits
+   * `workingDelayMs` in a conversation under way: an answer that comes sooner leaves the session as it was
+   * (active), with no call. A new conversation (`setTitle`) opens its session at once, so that it is listed
+   * and named; so does a job resumed after another owner, which may have left it `processing`. In the Messages
+   * tab also the thread's "is thinking…" line, at once, set again before Slack's two-minute expiry and reworded
+   * once the agent is slow (a notice message would clear it). Each call waits for the one before, so an ending
+   * never reaches Slack before the start. What a timer sets is set only while `stillWanted`: after a takeover
+   * the other owner may have ended the work.
    */
   private showAgentView(
     channel: string,
     threadTs: string,
     session: NonNullable<IndicatorTarget['agentView']>,
-    stillWanted: () => Promise<boolean> = async () => true,
+    options: WorkingOptions,
   ): Working {
+    const stillWanted = options.stillWanted ?? (async () => true);
     let line = AGENT_STATUS;
     // In order with the session's calls of earlier jobs too, which may still be under way (throttled).
     const sessionKey = `${channel}/${threadTs}/session`;
@@ -193,13 +193,28 @@ export class WorkIndicators {
     const then = (call: () => Promise<unknown>) => {
       calls = this.queued(sessionKey, call);
     };
-    then(() => features.setStatus(thread, 'processing', session.initiator));
     const whileWanted = (call: () => Promise<unknown>) =>
       then(async () => {
         if (await stillWanted()) await call();
       });
+    /** Whether this attempt set `processing`, so that its ending sets `active`. */
+    let processing = false;
+    const setProcessing = (afterDelay: boolean) => {
+      if (processing) return;
+      processing = true;
+      clearTimeout(processingTimer);
+      const call = () => features.setStatus(thread, 'processing', session.initiator);
+      if (afterDelay) whileWanted(call);
+      else then(call);
+    };
+    const processingTimer =
+      this.workingDelayMs > 0 && !options.resumed
+        ? setTimeout(() => setProcessing(true), this.workingDelayMs)
+        : undefined;
+    if (!processingTimer) setProcessing(false);
     const showLine = () => this.replies.setThreadStatus(channel, threadTs, line, AGENT_LOADING_MESSAGES);
-    const timers: NodeJS.Timeout[] = [
+    const timers: (NodeJS.Timeout | undefined)[] = [
+      processingTimer,
       setInterval(
         () => whileWanted(() => features.setStatus(thread, 'processing')),
         SESSION_PROCESSING_REFRESH_MS,
@@ -217,17 +232,20 @@ export class WorkIndicators {
         );
       }
     }
-    for (const timer of timers) timer.unref();
+    for (const timer of timers) timer?.unref();
     return {
       // By rename, not in the creating setStatus (which takes a title): the title is known only once the prompt is
-      // built and its conversation found new, after the `processing` call that must show the stop button at once.
-      setTitle: (title) => then(() => features.rename(thread, title)),
+      // built and its conversation found new, which may be after `processing` was set.
+      setTitle: (title) => {
+        setProcessing(false);
+        then(() => features.rename(thread, title));
+      },
       end: async (how = 'clear') => {
         for (const timer of timers) clearTimeout(timer);
         if (how === 'leave') return void (await awhile(calls));
         if (session.isDm) then(() => this.replies.setThreadStatus(channel, threadTs, ''));
         // Only a session still open: a reset, archive or idle close may have ended it while this call waited.
-        then(() => features.update(thread, 'active'));
+        if (processing) then(() => features.update(thread, 'active'));
         await awhile(calls);
       },
     };

@@ -607,6 +607,69 @@ describe('an agent app: idle conversations close only the sessions the bot opene
   });
 });
 
+describe('an agent app: the working status waits WORKING_INDICATOR_DELAY_MS in a conversation under way', () => {
+  const stack = useStack({ SLACK_AGENT_VIEW: 'true', WORKING_INDICATOR_DELAY_MS: '600' });
+
+  it('opens a new conversation at once; later, shows processing only for an answer slower than the delay', async () => {
+    const { slack, agent, bot } = stack;
+    const root = nextTs();
+    // A new conversation: its session is opened and named at once, however soon the answer comes.
+    await answered(stack, CHANNEL, 'Draft the agenda', root);
+    expect(slack.agentSession(CHANNEL, root)).toMatchObject({
+      title: 'Draft the agenda',
+      initiatorUserId: ALICE,
+    });
+    const opened = ['processing via agents.sessions.setStatus', 'active via agents.sessions.setStatus'];
+    expect(transitions(slack, CHANNEL, root)).toEqual(opened);
+
+    // A quick answer in the conversation under way: the session stays active, untouched (no stop button flashes).
+    const quick = nextTs();
+    await send(
+      bot,
+      messageEvent({
+        channel: CHANNEL,
+        channelType: 'channel',
+        user: ALICE,
+        text: 'Add a break',
+        ts: quick,
+        threadTs: root,
+      }),
+    );
+    await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('Add a break'),
+    );
+    await sleep(900);
+    expect(transitions(slack, CHANNEL, root)).toEqual(opened);
+
+    // A slow one: processing (with the stop button) once the delay has passed, then active.
+    agent.setLatency(1_500, 'sendMessage');
+    try {
+      await send(
+        bot,
+        messageEvent({
+          channel: CHANNEL,
+          channelType: 'channel',
+          user: ALICE,
+          text: 'Now in detail',
+          ts: nextTs(),
+          threadTs: root,
+        }),
+      );
+      const processing = await slack.waitForAgentSessionStatus(CHANNEL, root, 'processing');
+      expect(processing.stopButtonVisible).toBe(true);
+      await slack.waitForCall(
+        'chat.postMessage',
+        (c) => c.args.thread_ts === root && textOf(c).includes('Now in detail'),
+      );
+    } finally {
+      agent.setLatency(0, 'sendMessage');
+    }
+    await slack.waitForAgentSessionStatus(CHANNEL, root, 'active');
+    expect(transitions(slack, CHANNEL, root)).toEqual([...opened, ...opened]);
+  });
+});
+
 describe('a fresh install from manifest.yml (SLACK_AGENT_VIEW at its default)', () => {
   const stack = useStack({ SLACK_AGENT_VIEW: 'auto' });
 

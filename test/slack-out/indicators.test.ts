@@ -7,6 +7,7 @@ import {
   AGENT_STATUS,
   AGENT_STATUS_REFRESH_MS,
   WorkIndicators,
+  type WorkingOptions,
 } from '../../src/slack-out/indicators.js';
 import { SlackWrites } from '../../src/slack-out/writes.js';
 import { FakeSlack } from '../fakes/slack.js';
@@ -91,6 +92,74 @@ describe('the status of an agent thread', () => {
     await advance(1_000);
     await realSleep(50);
     expect(statuses(threadTs)).toHaveLength(count);
+  });
+});
+
+describe('the session status of an agent thread with a working delay', () => {
+  let slack: FakeSlack;
+  let client: WebClient;
+  beforeAll(async () => {
+    slack = await FakeSlack.start();
+    client = new WebClient(slack.botToken, { slackApiUrl: slack.apiUrl });
+  });
+  afterAll(() => slack.stop());
+  useFakeClock();
+
+  const logger = createLogger({ level: 'warn', secrets: [], destination: new LogCapture() });
+  const sessionStatuses = (threadTs: string) =>
+    slack
+      .callsOf('agents.sessions.setStatus')
+      .filter((call) => call.args.thread_ts === threadTs)
+      .map((call) => call.args.status);
+  let indicators: WorkIndicators;
+  beforeEach(() => {
+    indicators = new WorkIndicators(new SlackWrites(client, client, logger), 0, 400);
+  });
+  const work = (threadTs: string, options?: WorkingOptions) =>
+    indicators.showWorking(
+      {
+        channelId: 'C0WORK',
+        ts: threadTs,
+        replyThreadTs: threadTs,
+        agentView: { teamId: 'T0TEAM', initiator: 'U0ALICE', isDm: false },
+      },
+      options,
+    );
+
+  it('leaves a conversation under way untouched for an answer that comes within the delay', async () => {
+    const threadTs = '1700000000.000500';
+    const working = work(threadTs);
+    await advance(300);
+    await working.end();
+    await advance(1_000);
+    await realSleep(50);
+    expect(sessionStatuses(threadTs)).toEqual([]);
+  });
+
+  it('sets processing once the delay has passed, and active at the end', async () => {
+    const threadTs = '1700000000.000600';
+    const working = work(threadTs);
+    await advance(400);
+    await until(() => sessionStatuses(threadTs).length === 1, 'processing after the delay');
+    await working.end();
+    expect(sessionStatuses(threadTs)).toEqual(['processing', 'active']);
+  });
+
+  it('opens a new conversation at once, named, and a job resumed after another owner at once too', async () => {
+    const fresh = '1700000000.000700';
+    const opening = work(fresh);
+    opening.setTitle('Plan the launch');
+    await until(() => slack.agentSession('C0WORK', fresh)?.title === 'Plan the launch', 'the session named');
+    expect(sessionStatuses(fresh)).toEqual(['processing']);
+    await opening.end();
+    expect(sessionStatuses(fresh)).toEqual(['processing', 'active']);
+
+    // The earlier owner may have left it processing: this one ends it, however soon the answer comes.
+    const resumed = '1700000000.000800';
+    const resuming = work(resumed, { resumed: true });
+    await until(() => sessionStatuses(resumed).length === 1, 'processing at once');
+    await resuming.end();
+    expect(sessionStatuses(resumed)).toEqual(['processing', 'active']);
   });
 });
 
