@@ -613,6 +613,15 @@ describe('an agent app: the working status waits WORKING_INDICATOR_DELAY_MS in a
   it('opens a new conversation at once; later, shows processing only for an answer slower than the delay', async () => {
     const { slack, agent, bot } = stack;
     const root = nextTs();
+    /** Replies in the conversation (no mention needed there) and waits for the answer. */
+    const replyAndWait = async (text: string) => {
+      const event = { channel: CHANNEL, channelType: 'channel', user: ALICE, text, threadTs: root } as const;
+      await send(bot, messageEvent(event));
+      await slack.waitForCall(
+        'chat.postMessage',
+        (c) => c.args.thread_ts === root && textOf(c).includes(text),
+      );
+    };
     // A new conversation: its session is opened and named at once, however soon the answer comes.
     await answered(stack, CHANNEL, 'Draft the agenda', root);
     expect(slack.agentSession(CHANNEL, root)).toMatchObject({
@@ -623,45 +632,17 @@ describe('an agent app: the working status waits WORKING_INDICATOR_DELAY_MS in a
     expect(transitions(slack, CHANNEL, root)).toEqual(opened);
 
     // A quick answer in the conversation under way: the session stays active, untouched (no stop button flashes).
-    const quick = nextTs();
-    await send(
-      bot,
-      messageEvent({
-        channel: CHANNEL,
-        channelType: 'channel',
-        user: ALICE,
-        text: 'Add a break',
-        ts: quick,
-        threadTs: root,
-      }),
-    );
-    await slack.waitForCall(
-      'chat.postMessage',
-      (c) => c.args.thread_ts === root && textOf(c).includes('Add a break'),
-    );
+    await replyAndWait('Add a break');
     await sleep(900);
     expect(transitions(slack, CHANNEL, root)).toEqual(opened);
 
     // A slow one: processing (with the stop button) once the delay has passed, then active.
     agent.setLatency(1_500, 'sendMessage');
     try {
-      await send(
-        bot,
-        messageEvent({
-          channel: CHANNEL,
-          channelType: 'channel',
-          user: ALICE,
-          text: 'Now in detail',
-          ts: nextTs(),
-          threadTs: root,
-        }),
-      );
+      const answering = replyAndWait('Now in detail');
       const processing = await slack.waitForAgentSessionStatus(CHANNEL, root, 'processing');
       expect(processing.stopButtonVisible).toBe(true);
-      await slack.waitForCall(
-        'chat.postMessage',
-        (c) => c.args.thread_ts === root && textOf(c).includes('Now in detail'),
-      );
+      await answering;
     } finally {
       agent.setLatency(0, 'sendMessage');
     }

@@ -93,30 +93,15 @@ describe('the status of an agent thread', () => {
     await realSleep(50);
     expect(statuses(threadTs)).toHaveLength(count);
   });
-});
 
-describe('the session status of an agent thread with a working delay', () => {
-  let slack: FakeSlack;
-  let client: WebClient;
-  beforeAll(async () => {
-    slack = await FakeSlack.start();
-    client = new WebClient(slack.botToken, { slackApiUrl: slack.apiUrl });
-  });
-  afterAll(() => slack.stop());
-  useFakeClock();
-
-  const logger = createLogger({ level: 'warn', secrets: [], destination: new LogCapture() });
   const sessionStatuses = (threadTs: string) =>
     slack
       .callsOf('agents.sessions.setStatus')
       .filter((call) => call.args.thread_ts === threadTs)
       .map((call) => call.args.status);
-  let indicators: WorkIndicators;
-  beforeEach(() => {
-    indicators = new WorkIndicators(new SlackWrites(client, client, logger), 0, 400);
-  });
+  /** A channel thread's indicators with a working delay of 400 ms (WORKING_INDICATOR_DELAY_MS). */
   const work = (threadTs: string, options?: WorkingOptions) =>
-    indicators.showWorking(
+    new WorkIndicators(new SlackWrites(client, client, logger), 0, 400).showWorking(
       {
         channelId: 'C0WORK',
         ts: threadTs,
