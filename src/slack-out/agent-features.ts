@@ -28,11 +28,10 @@ const MAX_REMEMBERED = 10_000;
 /** Only in memory: one process's view (tests, and a default where nothing durable is needed). */
 export function openedSessionsInMemory(): OpenedSessions {
   const keys = new Set<string>();
-  const key = (t: SessionThread) => `${t.teamId}:${t.channelId}:${t.threadTs}`;
   return {
-    add: async (thread) => void keys.add(key(thread)),
-    has: async (thread) => keys.has(key(thread)),
-    remove: async (thread) => void keys.delete(key(thread)),
+    add: async (thread) => void keys.add(keyOf(thread)),
+    has: async (thread) => keys.has(keyOf(thread)),
+    remove: async (thread) => void keys.delete(keyOf(thread)),
   };
 }
 
@@ -53,6 +52,12 @@ export class AgentFeatures {
   private readonly notAgentApp: LRUCache<string, true>;
   /** The last session call per thread, while one is under way. */
   private readonly lastCall = new Map<string, Promise<void>>();
+  /**
+   * Threads where a status this process set did not land (Slack failed it), or landed without its mark being
+   * recorded: the session may show a stale status (`processing`, its stop button), which the next answer
+   * there settles even if it set no status of its own (see `settle`).
+   */
+  private readonly unsettled: LRUCache<string, 'status-failed' | 'mark-missing'>;
 
   constructor(
     private readonly replies: SlackWrites,
@@ -62,6 +67,7 @@ export class AgentFeatures {
     notAgentAppTtlMs = NOT_AGENT_APP_TTL_MS,
   ) {
     this.notAgentApp = new LRUCache({ max: MAX_REMEMBERED, ttl: notAgentAppTtlMs });
+    this.unsettled = new LRUCache({ max: MAX_REMEMBERED });
   }
 
   /** Whether the agent view is used in this workspace (its channel threads are agent view sessions). */
@@ -82,11 +88,16 @@ export class AgentFeatures {
   ): Promise<void> {
     if (!this.offersAgentView(thread.teamId)) return;
     const result = await this.replies.setSessionStatus(thread.channelId, thread.threadTs, status, initiator);
-    if (this.learn(thread.teamId, result) !== 'ok') return;
+    if (this.learn(thread.teamId, result) !== 'ok') {
+      if (result === 'failed') this.unsettled.set(keyOf(thread), 'status-failed');
+      return;
+    }
     // Every time, not once per thread: another replica may have closed it, and a reset's next message reopens it.
     try {
       await this.opened.add(thread);
+      this.unsettled.delete(keyOf(thread));
     } catch (error) {
+      this.unsettled.set(keyOf(thread), 'mark-missing');
       this.logger.warn({ err: error }, 'could not record an opened agent view session; it may be left open');
     }
   }
@@ -95,6 +106,22 @@ export class AgentFeatures {
   update(thread: SessionThread, status: AgentViewStatus): Promise<void> {
     return this.inOrder(thread, async () => {
       if (await this.wasOpened(thread)) await this.setStatusNow(thread, status);
+    });
+  }
+
+  /**
+   * After an answer that set no status of its own: where a status this process set earlier did not land, or
+   * its mark was not recorded, the session is set `active` (as every answer did when each set `processing`
+   * first), its mark recorded again. Nothing otherwise: no call, no statement.
+   */
+  settle(thread: SessionThread): Promise<void> {
+    if (!this.unsettled.has(keyOf(thread))) return Promise.resolve();
+    return this.inOrder(thread, async () => {
+      const why = this.unsettled.get(keyOf(thread));
+      if (!why) return;
+      // Slack took that status, so the bot did open the session: only the mark is missing.
+      if (why === 'mark-missing') await this.opened.add(thread).catch(() => {});
+      if (await this.wasOpened(thread)) await this.setStatusNow(thread, 'active');
     });
   }
 
@@ -114,6 +141,7 @@ export class AgentFeatures {
           );
         }
         await this.opened.remove(thread).catch(() => {});
+        this.unsettled.delete(keyOf(thread));
       });
     }
   }
@@ -141,7 +169,7 @@ export class AgentFeatures {
 
   /** Runs `call` after the thread's session call before it has ended (whether that one failed or not). */
   private inOrder(thread: SessionThread, call: () => Promise<void>): Promise<void> {
-    const key = `${thread.teamId}:${thread.channelId}:${thread.threadTs}`;
+    const key = keyOf(thread);
     const run = (this.lastCall.get(key) ?? Promise.resolve()).then(call, call);
     this.lastCall.set(key, run);
     void run.then(
@@ -172,4 +200,8 @@ export class AgentFeatures {
     this.notAgentApp.set(teamId, true);
     return result;
   }
+}
+
+function keyOf(thread: SessionThread): string {
+  return `${thread.teamId}:${thread.channelId}:${thread.threadTs}`;
 }

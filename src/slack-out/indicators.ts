@@ -52,7 +52,10 @@ export interface IndicatorTarget {
 
 /** The indicators of one message being worked on. */
 export interface Working {
-  /** Names the conversation (an agent view session's title); nothing for reactions. */
+  /**
+   * Names a new conversation (an agent view session's title), opening its session at once if the working
+   * delay has not; nothing for reactions.
+   */
   setTitle(title: string): void;
   /**
    * Ends this attempt's indicators; call on every ending. `clear` (the work is over): take them down. `leave`
@@ -67,7 +70,10 @@ export interface WorkingOptions {
   slowNoticeTs?: string;
   /** Persists the slow notice's ts, so whoever finishes the job can delete it. */
   onSlowNotice?: (ts: string) => Promise<void>;
-  /** An earlier owner worked on this message (and may have left its reaction), so always clear it. */
+  /**
+   * An earlier owner worked on this message and may have left its indicator (a reaction, `processing`): the
+   * reaction is always cleared, and `processing` set at once, so that this attempt's ending sets `active`.
+   */
   resumed?: boolean;
   /** Whether the job is still this process's and wanted, asked before the slow notice is posted. */
   stillWanted?: () => Promise<boolean>;
@@ -85,7 +91,10 @@ export class WorkIndicators {
   constructor(
     private readonly replies: SlackWrites,
     private readonly slowNoticeMs: number,
-    /** The working reaction waits this long: an answer that comes sooner needs no indicator (0: at once). */
+    /**
+     * The working reaction, and an agent view session's `processing` in a conversation under way, wait this long:
+     * an answer that comes sooner needs no indicator (0: at once).
+     */
     private readonly workingDelayMs = 0,
     /** How often an agent view DM's status line is set again while the answer is still coming. */
     private readonly statusRefreshMs = AGENT_STATUS_REFRESH_MS,
@@ -168,7 +177,8 @@ export class WorkIndicators {
 
   /**
    * An agent view session's indicator: `processing` (Slack shows its stop button), set again every 50 minutes
-   * as a precaution, and `active` on every ending. Like the working reaction, `processing` waits
+   * as a precaution, and `active` at the end of the attempt that set it (and after one that did not where an
+   * earlier status did not land: AgentFeatures.settle). Like the working reaction, `processing` waits
    * `workingDelayMs` in a conversation under way: an answer that comes sooner leaves the session as it was
    * (active), with no call. A new conversation (`setTitle`) opens its session at once, so that it is listed
    * and named; so does a job resumed after another owner, which may have left it `processing`. In the Messages
@@ -197,28 +207,28 @@ export class WorkIndicators {
       then(async () => {
         if (await stillWanted()) await call();
       });
-    /** Whether this attempt set `processing`, so that its ending sets `active`. */
-    let processing = false;
-    const setProcessing = (afterDelay: boolean) => {
-      if (processing) return;
-      processing = true;
+    let processingTimer: NodeJS.Timeout | undefined;
+    /** Whether this attempt asked for `processing` (so that its ending asks for `active`). */
+    let processingAsked = false;
+    const askProcessing = (ifStillWanted: boolean) => {
+      if (processingAsked) return;
+      processingAsked = true;
       clearTimeout(processingTimer);
       const call = () => features.setStatus(thread, 'processing', session.initiator);
-      if (afterDelay) whileWanted(call);
+      if (ifStillWanted) whileWanted(call);
       else then(call);
     };
-    const processingTimer =
-      this.workingDelayMs > 0 && !options.resumed
-        ? setTimeout(() => setProcessing(true), this.workingDelayMs)
-        : undefined;
-    if (!processingTimer) setProcessing(false);
+    if (this.workingDelayMs > 0 && !options.resumed) {
+      processingTimer = setTimeout(() => askProcessing(true), this.workingDelayMs);
+    } else {
+      askProcessing(false);
+    }
     const showLine = () => this.replies.setThreadStatus(channel, threadTs, line, AGENT_LOADING_MESSAGES);
     const timers: (NodeJS.Timeout | undefined)[] = [
       processingTimer,
-      setInterval(
-        () => whileWanted(() => features.setStatus(thread, 'processing')),
-        SESSION_PROCESSING_REFRESH_MS,
-      ),
+      setInterval(() => {
+        if (processingAsked) whileWanted(() => features.setStatus(thread, 'processing'));
+      }, SESSION_PROCESSING_REFRESH_MS),
     ];
     if (session.isDm) {
       then(showLine);
@@ -237,7 +247,7 @@ export class WorkIndicators {
       // By rename, not in the creating setStatus (which takes a title): the title is known only once the prompt is
       // built and its conversation found new, which may be after `processing` was set.
       setTitle: (title) => {
-        setProcessing(false);
+        askProcessing(false);
         then(() => features.rename(thread, title));
       },
       end: async (how = 'clear') => {
@@ -245,7 +255,8 @@ export class WorkIndicators {
         if (how === 'leave') return void (await awhile(calls));
         if (session.isDm) then(() => this.replies.setThreadStatus(channel, threadTs, ''));
         // Only a session still open: a reset, archive or idle close may have ended it while this call waited.
-        if (processing) then(() => features.update(thread, 'active'));
+        if (processingAsked) then(() => features.update(thread, 'active'));
+        else then(() => features.settle(thread));
         await awhile(calls);
       },
     };

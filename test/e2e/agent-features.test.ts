@@ -608,7 +608,12 @@ describe('an agent app: idle conversations close only the sessions the bot opene
 });
 
 describe('an agent app: the working status waits WORKING_INDICATOR_DELAY_MS in a conversation under way', () => {
-  const stack = useStack({ SLACK_AGENT_VIEW: 'true', WORKING_INDICATOR_DELAY_MS: '600' });
+  const stack = useStack({
+    SLACK_AGENT_VIEW: 'true',
+    WORKING_INDICATOR_DELAY_MS: '1000',
+    // The slow answer below takes 2 s.
+    AGENT_TIMEOUT_MS: '5000',
+  });
 
   it('opens a new conversation at once; later, shows processing only for an answer slower than the delay', async () => {
     const { slack, agent, bot } = stack;
@@ -633,11 +638,12 @@ describe('an agent app: the working status waits WORKING_INDICATOR_DELAY_MS in a
 
     // A quick answer in the conversation under way: the session stays active, untouched (no stop button flashes).
     await replyAndWait('Add a break');
-    await sleep(900);
+    // Past the delay: nothing was left to set later.
+    await sleep(1_200);
     expect(transitions(slack, CHANNEL, root)).toEqual(opened);
 
     // A slow one: processing (with the stop button) once the delay has passed, then active.
-    agent.setLatency(1_500, 'sendMessage');
+    agent.setLatency(2_000, 'sendMessage');
     try {
       const answering = replyAndWait('Now in detail');
       const processing = await slack.waitForAgentSessionStatus(CHANNEL, root, 'processing');

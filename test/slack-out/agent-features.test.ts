@@ -37,6 +37,32 @@ describe('agent features', () => {
     expect(slack.callsOf('agents.sessions.setStatus')).toHaveLength(calls);
   });
 
+  it('settles only a thread whose status or mark did not land: active again, the mark recorded', async () => {
+    const { slack, replies, logger } = await start();
+    const memory = openedSessionsInMemory();
+    let markFails = true;
+    const opened = {
+      ...memory,
+      add: async (t: ReturnType<typeof thread>) => {
+        if (markFails) throw new Error('store down');
+        await memory.add(t);
+      },
+    };
+    const features = new AgentFeatures(replies, 'auto', opened, logger);
+    // Slack took processing; the mark could not be recorded.
+    await features.setStatus(thread('4.000001'), 'processing', 'U0ALICE');
+    expect(await memory.has(thread('4.000001'))).toBe(false);
+    markFails = false;
+    await features.settle(thread('4.000001'));
+    expect(slack.agentSession('C1', '4.000001')?.status).toBe('active');
+    expect(await memory.has(thread('4.000001'))).toBe(true);
+    // Settled, and a thread with nothing amiss: no call.
+    const calls = slack.callsOf('agents.sessions.setStatus').length;
+    await features.settle(thread('4.000001'));
+    await features.settle(thread('4.000002'));
+    expect(slack.callsOf('agents.sessions.setStatus')).toHaveLength(calls);
+  });
+
   it.each([
     ['not_agent_app', { agentView: false }],
     ['feature_disabled', {}],

@@ -99,9 +99,11 @@ describe('the status of an agent thread', () => {
       .callsOf('agents.sessions.setStatus')
       .filter((call) => call.args.thread_ts === threadTs)
       .map((call) => call.args.status);
-  /** A channel thread's indicators with a working delay of 400 ms (WORKING_INDICATOR_DELAY_MS). */
-  const work = (threadTs: string, options?: WorkingOptions) =>
-    new WorkIndicators(new SlackWrites(client, client, logger), 0, 400).showWorking(
+  /** Indicators with a working delay of 400 ms (WORKING_INDICATOR_DELAY_MS), as one process has them. */
+  const delayed = () => new WorkIndicators(new SlackWrites(client, client, logger), 0, 400);
+  /** Work on a channel thread's message. */
+  const work = (indicators: WorkIndicators, threadTs: string, options?: WorkingOptions) =>
+    indicators.showWorking(
       {
         channelId: 'C0WORK',
         ts: threadTs,
@@ -113,7 +115,7 @@ describe('the status of an agent thread', () => {
 
   it('leaves a conversation under way untouched for an answer that comes within the delay', async () => {
     const threadTs = '1700000000.000500';
-    const working = work(threadTs);
+    const working = work(delayed(), threadTs);
     await advance(300);
     await working.end();
     await advance(1_000);
@@ -121,30 +123,75 @@ describe('the status of an agent thread', () => {
     expect(sessionStatuses(threadTs)).toEqual([]);
   });
 
-  it('sets processing once the delay has passed, and active at the end', async () => {
+  it('sets processing once the delay has passed, not before, and active at the end', async () => {
     const threadTs = '1700000000.000600';
-    const working = work(threadTs);
-    await advance(400);
+    const working = work(delayed(), threadTs);
+    await advance(399);
+    await realSleep(50);
+    expect(sessionStatuses(threadTs)).toEqual([]);
+    await advance(1);
     await until(() => sessionStatuses(threadTs).length === 1, 'processing after the delay');
     await working.end();
     expect(sessionStatuses(threadTs)).toEqual(['processing', 'active']);
   });
 
+  it('sets nothing later for an attempt left before the delay (another owner finishes the job)', async () => {
+    const threadTs = '1700000000.000650';
+    const working = work(delayed(), threadTs);
+    await advance(100);
+    await working.end('leave');
+    await advance(1_000);
+    await realSleep(50);
+    expect(sessionStatuses(threadTs)).toEqual([]);
+  });
+
   it('opens a new conversation at once, named, and a job resumed after another owner at once too', async () => {
     const fresh = '1700000000.000700';
-    const opening = work(fresh);
+    const opening = work(delayed(), fresh);
     opening.setTitle('Plan the launch');
     await until(() => slack.agentSession('C0WORK', fresh)?.title === 'Plan the launch', 'the session named');
     expect(sessionStatuses(fresh)).toEqual(['processing']);
     await opening.end();
     expect(sessionStatuses(fresh)).toEqual(['processing', 'active']);
 
+    // Named after the delay has set processing: processing once.
+    const late = '1700000000.000750';
+    const lateTitle = work(delayed(), late);
+    await advance(400);
+    await until(() => sessionStatuses(late).length === 1, 'processing after the delay');
+    lateTitle.setTitle('Plan the offsite');
+    await until(() => slack.agentSession('C0WORK', late)?.title === 'Plan the offsite', 'the session named');
+    await lateTitle.end();
+    expect(sessionStatuses(late)).toEqual(['processing', 'active']);
+
     // The earlier owner may have left it processing: this one ends it, however soon the answer comes.
     const resumed = '1700000000.000800';
-    const resuming = work(resumed, { resumed: true });
+    const resuming = work(delayed(), resumed, { resumed: true });
     await until(() => sessionStatuses(resumed).length === 1, 'processing at once');
     await resuming.end();
     expect(sessionStatuses(resumed)).toEqual(['processing', 'active']);
+  });
+
+  it('settles a session whose active did not land with the next answer, however soon it comes', async () => {
+    const indicators = delayed();
+    const threadTs = '1700000000.000900';
+    const slow = work(indicators, threadTs);
+    await advance(400);
+    await until(() => sessionStatuses(threadTs).length === 1, 'processing after the delay');
+    slack.failNextWith('agents.sessions.setStatus', 'internal_error', 1, (args) => args.status === 'active');
+    await slow.end();
+    expect(slack.agentSession('C0WORK', threadTs)?.status).toBe('processing');
+
+    const quick = work(indicators, threadTs);
+    await advance(100);
+    await quick.end();
+    expect(slack.agentSession('C0WORK', threadTs)?.status).toBe('active');
+    // Settled: the next quick answer makes no call.
+    const calls = sessionStatuses(threadTs).length;
+    const next = work(indicators, threadTs);
+    await advance(100);
+    await next.end();
+    expect(sessionStatuses(threadTs)).toHaveLength(calls);
   });
 });
 

@@ -38,7 +38,7 @@ export async function stopConversation(
   after.push(async () => {
     // Slack leaves the status to the app on a stop (docs: agent_session_stopped). With nothing left to do the
     // session is ready for the next message (the button goes); while someone else's message is still being
-    // answered it stays `processing`, which that job ends itself (setting it here could land after that end).
+    // answered it stays as that job set it, which that job ends itself (setting it here could land after that end).
     // Only a session the bot opened: setStatus would create one in a thread that never had one.
     if (conversation.agentView && replyThreadTs && !othersGoOn) {
       await deps.agentFeatures.update(
