@@ -54,10 +54,10 @@ export class AgentFeatures {
   private readonly lastCall = new Map<string, Promise<void>>();
   /**
    * Threads where a status this process set did not land (Slack failed it), or landed without its mark being
-   * recorded: the session may show a stale status (`processing`, its stop button), which the next answer
-   * there settles even if it set no status of its own (see `settle`).
+   * recorded: the session may show a stale status (`processing`, its stop button), so the next message there
+   * sets its status as every message once did, without waiting (see `statusUnsettled`).
    */
-  private readonly unsettled: LRUCache<string, 'status-failed' | 'mark-missing'>;
+  private readonly unsettled: LRUCache<string, true>;
 
   constructor(
     private readonly replies: SlackWrites,
@@ -89,7 +89,8 @@ export class AgentFeatures {
     if (!this.offersAgentView(thread.teamId)) return;
     const result = await this.replies.setSessionStatus(thread.channelId, thread.threadTs, status, initiator);
     if (this.learn(thread.teamId, result) !== 'ok') {
-      if (result === 'failed') this.unsettled.set(keyOf(thread), 'status-failed');
+      if (result === 'failed') this.unsettled.set(keyOf(thread), true);
+      else this.unsettled.delete(keyOf(thread));
       return;
     }
     // Every time, not once per thread: another replica may have closed it, and a reset's next message reopens it.
@@ -97,7 +98,7 @@ export class AgentFeatures {
       await this.opened.add(thread);
       this.unsettled.delete(keyOf(thread));
     } catch (error) {
-      this.unsettled.set(keyOf(thread), 'mark-missing');
+      this.unsettled.set(keyOf(thread), true);
       this.logger.warn({ err: error }, 'could not record an opened agent view session; it may be left open');
     }
   }
@@ -109,20 +110,9 @@ export class AgentFeatures {
     });
   }
 
-  /**
-   * After an answer that set no status of its own: where a status this process set earlier did not land, or
-   * its mark was not recorded, the session is set `active` (as every answer did when each set `processing`
-   * first), its mark recorded again. Nothing otherwise: no call, no statement.
-   */
-  settle(thread: SessionThread): Promise<void> {
-    if (!this.unsettled.has(keyOf(thread))) return Promise.resolve();
-    return this.inOrder(thread, async () => {
-      const why = this.unsettled.get(keyOf(thread));
-      if (!why) return;
-      // Slack took that status, so the bot did open the session: only the mark is missing.
-      if (why === 'mark-missing') await this.opened.add(thread).catch(() => {});
-      if (await this.wasOpened(thread)) await this.setStatusNow(thread, 'active');
-    });
+  /** Whether a status this process set in the thread did not land, or its mark was not recorded. */
+  statusUnsettled(thread: SessionThread): boolean {
+    return this.unsettled.has(keyOf(thread));
   }
 
   /**

@@ -177,11 +177,11 @@ export class WorkIndicators {
 
   /**
    * An agent view session's indicator: `processing` (Slack shows its stop button), set again every 50 minutes
-   * as a precaution, and `active` at the end of the attempt that set it (and after one that did not where an
-   * earlier status did not land: AgentFeatures.settle). Like the working reaction, `processing` waits
-   * `workingDelayMs` in a conversation under way: an answer that comes sooner leaves the session as it was
-   * (active), with no call. A new conversation (`setTitle`) opens its session at once, so that it is listed
-   * and named; so does a job resumed after another owner, which may have left it `processing`. In the Messages
+   * as a precaution, and `active` at the end of the attempt that set it. Like the working reaction,
+   * `processing` waits `workingDelayMs` in a conversation under way: an answer that comes sooner leaves the
+   * session as it was (active), with no call. A new conversation (`setTitle`) opens its session at once, so
+   * that it is listed and named; so does a message tried again (another owner may have left it `processing`),
+   * and one in a thread whose last status here did not land (AgentFeatures.statusUnsettled). In the Messages
    * tab also the thread's "is thinking…" line, at once, set again before Slack's two-minute expiry and reworded
    * once the agent is slow (a notice message would clear it). Each call waits for the one before, so an ending
    * never reaches Slack before the start. What a timer sets is set only while `stillWanted`: after a takeover
@@ -218,7 +218,7 @@ export class WorkIndicators {
       if (ifStillWanted) whileWanted(call);
       else then(call);
     };
-    if (this.workingDelayMs > 0 && !options.resumed) {
+    if (this.workingDelayMs > 0 && !options.resumed && !features.statusUnsettled(thread)) {
       processingTimer = setTimeout(() => askProcessing(true), this.workingDelayMs);
     } else {
       askProcessing(false);
@@ -256,7 +256,6 @@ export class WorkIndicators {
         if (session.isDm) then(() => this.replies.setThreadStatus(channel, threadTs, ''));
         // Only a session still open: a reset, archive or idle close may have ended it while this call waited.
         if (processingAsked) then(() => features.update(thread, 'active'));
-        else then(() => features.settle(thread));
         await awhile(calls);
       },
     };

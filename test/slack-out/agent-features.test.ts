@@ -37,10 +37,10 @@ describe('agent features', () => {
     expect(slack.callsOf('agents.sessions.setStatus')).toHaveLength(calls);
   });
 
-  it('settles only a thread whose status or mark did not land: active again, the mark recorded', async () => {
+  it('counts a thread unsettled while its last status here did not land or its mark was not recorded', async () => {
     const { slack, replies, logger } = await start();
     const memory = openedSessionsInMemory();
-    let markFails = true;
+    let markFails = false;
     const opened = {
       ...memory,
       add: async (t: ReturnType<typeof thread>) => {
@@ -49,18 +49,27 @@ describe('agent features', () => {
       },
     };
     const features = new AgentFeatures(replies, 'auto', opened, logger);
-    // Slack took processing; the mark could not be recorded.
-    await features.setStatus(thread('4.000001'), 'processing', 'U0ALICE');
-    expect(await memory.has(thread('4.000001'))).toBe(false);
+    const failing = thread('4.000001');
+    await features.setStatus(failing, 'processing', 'U0ALICE');
+    expect(features.statusUnsettled(failing)).toBe(false);
+    // Slack failed the closing status: the session still shows processing.
+    slack.failNextWith('agents.sessions.setStatus', 'internal_error');
+    await features.update(failing, 'active');
+    expect(slack.agentSession('C1', '4.000001')?.status).toBe('processing');
+    expect(features.statusUnsettled(failing)).toBe(true);
+    await features.setStatus(failing, 'processing');
+    await features.update(failing, 'active');
+    expect(features.statusUnsettled(failing)).toBe(false);
+
+    // Slack took it, the mark could not be recorded: unsettled until a status lands with its mark.
+    const unmarked = thread('4.000002');
+    markFails = true;
+    await features.setStatus(unmarked, 'processing', 'U0ALICE');
+    expect(features.statusUnsettled(unmarked)).toBe(true);
     markFails = false;
-    await features.settle(thread('4.000001'));
-    expect(slack.agentSession('C1', '4.000001')?.status).toBe('active');
-    expect(await memory.has(thread('4.000001'))).toBe(true);
-    // Settled, and a thread with nothing amiss: no call.
-    const calls = slack.callsOf('agents.sessions.setStatus').length;
-    await features.settle(thread('4.000001'));
-    await features.settle(thread('4.000002'));
-    expect(slack.callsOf('agents.sessions.setStatus')).toHaveLength(calls);
+    await features.setStatus(unmarked, 'processing');
+    expect(features.statusUnsettled(unmarked)).toBe(false);
+    expect(await memory.has(unmarked)).toBe(true);
   });
 
   it.each([

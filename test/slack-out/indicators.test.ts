@@ -172,7 +172,7 @@ describe('the status of an agent thread', () => {
     expect(sessionStatuses(resumed)).toEqual(['processing', 'active']);
   });
 
-  it('settles a session whose active did not land with the next answer, however soon it comes', async () => {
+  it('sets the status at once, as before the delay, in a thread whose last active did not land', async () => {
     const indicators = delayed();
     const threadTs = '1700000000.000900';
     const slow = work(indicators, threadTs);
