@@ -113,11 +113,14 @@ describe('the status of an agent thread', () => {
       options,
     );
 
-  it('leaves a conversation under way untouched for an answer that comes within the delay', async () => {
-    const threadTs = '1700000000.000500';
+  it.each([
+    ['clear', 'an answer that comes within the delay leaves a conversation under way untouched'],
+    ['leave', 'an attempt left before the delay (another owner finishes the job) sets nothing later'],
+  ] as const)('%s: %s', async (how, _case) => {
+    const threadTs = how === 'clear' ? '1700000000.000500' : '1700000000.000650';
     const working = work(delayed(), threadTs);
     await advance(300);
-    await working.end();
+    await working.end(how);
     await advance(1_000);
     await realSleep(50);
     expect(sessionStatuses(threadTs)).toEqual([]);
@@ -133,16 +136,6 @@ describe('the status of an agent thread', () => {
     await until(() => sessionStatuses(threadTs).length === 1, 'processing after the delay');
     await working.end();
     expect(sessionStatuses(threadTs)).toEqual(['processing', 'active']);
-  });
-
-  it('sets nothing later for an attempt left before the delay (another owner finishes the job)', async () => {
-    const threadTs = '1700000000.000650';
-    const working = work(delayed(), threadTs);
-    await advance(100);
-    await working.end('leave');
-    await advance(1_000);
-    await realSleep(50);
-    expect(sessionStatuses(threadTs)).toEqual([]);
   });
 
   it('opens a new conversation at once, named, and a job resumed after another owner at once too', async () => {
