@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import type { AgentViewMode } from '../config/index.js';
 import type { Logger } from '../observability/logger.js';
-import type { AgentCallResult, AgentViewStatus, SlackWrites } from './writes.js';
+import type { AgentCallResult, AgentViewStatus, SessionOpening, SlackWrites } from './writes.js';
 
 /** A thread of a workspace, as agent view sessions are named (channel + thread root ts). */
 export interface SessionThread {
@@ -76,23 +76,33 @@ export class AgentFeatures {
     return !this.notAgentApp.has(teamId);
   }
 
-  /** Sets the thread's session status, creating the session (with `initiator`) if it has none. Best effort. */
-  setStatus(thread: SessionThread, status: AgentViewStatus, initiator?: string): Promise<void> {
-    return this.inOrder(thread, () => this.setStatusNow(thread, status, initiator));
+  /**
+   * Sets the thread's session status, creating the session (with `opening`'s initiator and title) if it has
+   * none. A title Slack did not take (the session existed already, or Slack's answer does not say) is set by
+   * rename. Best effort.
+   */
+  setStatus(thread: SessionThread, status: AgentViewStatus, opening?: SessionOpening): Promise<void> {
+    return this.inOrder(thread, () => this.setStatusNow(thread, status, opening));
   }
 
   private async setStatusNow(
     thread: SessionThread,
     status: AgentViewStatus,
-    initiator?: string,
+    opening: SessionOpening = {},
   ): Promise<void> {
     if (!this.offersAgentView(thread.teamId)) return;
-    const result = await this.replies.setSessionStatus(thread.channelId, thread.threadTs, status, initiator);
+    const { result, title } = await this.replies.setSessionStatus(
+      thread.channelId,
+      thread.threadTs,
+      status,
+      opening,
+    );
     if (this.learn(thread.teamId, result) !== 'ok') {
       if (result === 'failed') this.unsettled.set(keyOf(thread), true);
       else this.unsettled.delete(keyOf(thread));
       return;
     }
+    if (opening.title && title !== opening.title) await this.renameNow(thread, opening.title);
     // Every time, not once per thread: another replica may have closed it, and a reset's next message reopens it.
     try {
       await this.opened.add(thread);
@@ -125,10 +135,8 @@ export class AgentFeatures {
       await this.inOrder(thread, async () => {
         if (!(await this.wasOpened(thread))) return;
         if (this.offersAgentView(thread.teamId)) {
-          this.learn(
-            thread.teamId,
-            await this.replies.setSessionStatus(thread.channelId, thread.threadTs, 'closed'),
-          );
+          const { result } = await this.replies.setSessionStatus(thread.channelId, thread.threadTs, 'closed');
+          this.learn(thread.teamId, result);
         }
         await this.opened.remove(thread).catch(() => {});
         this.unsettled.delete(keyOf(thread));
@@ -138,10 +146,12 @@ export class AgentFeatures {
 
   /** Names the thread's session (set its status first). Best effort. */
   rename(thread: SessionThread, title: string): Promise<void> {
-    return this.inOrder(thread, async () => {
-      if (!this.offersAgentView(thread.teamId)) return;
-      this.learn(thread.teamId, await this.replies.renameSession(thread.channelId, thread.threadTs, title));
-    });
+    return this.inOrder(thread, () => this.renameNow(thread, title));
+  }
+
+  private async renameNow(thread: SessionThread, title: string): Promise<void> {
+    if (!this.offersAgentView(thread.teamId)) return;
+    this.learn(thread.teamId, await this.replies.renameSession(thread.channelId, thread.threadTs, title));
   }
 
   /** The Messages tab's suggested prompts; false when the workspace is not (or no longer) an agent app. */

@@ -53,8 +53,8 @@ export interface IndicatorTarget {
 /** The indicators of one message being worked on. */
 export interface Working {
   /**
-   * Names a new conversation (an agent view session's title), opening its session at once if the working
-   * delay has not; nothing for reactions.
+   * Names a new conversation (an agent view session's title): the call that opens its session carries it, or a
+   * rename if `processing` was set already; nothing for reactions.
    */
   setTitle(title: string): void;
   /**
@@ -179,9 +179,10 @@ export class WorkIndicators {
    * An agent view session's indicator: `processing` (Slack shows its stop button), set again every 50 minutes
    * as a precaution, and `active` at the end of the attempt that set it. Like the working reaction,
    * `processing` waits `workingDelayMs` in a conversation under way: an answer that comes sooner leaves the
-   * session as it was (active), with no call. A new conversation (`setTitle`) opens its session at once, so
-   * that it is listed and named; so does a message tried again (another owner may have left it `processing`),
-   * and one in a thread whose last status here did not land (AgentFeatures.statusUnsettled). In the Messages
+   * session as it was (active), with no call; a new conversation's session (`setTitle`) then opens at the end,
+   * named and `active`, in one call. `processing` is set at once for a message tried again (another owner may
+   * have left it `processing`), and in a thread whose last status here did not land
+   * (AgentFeatures.statusUnsettled). In the Messages
    * tab also the thread's "is thinking…" line, at once, set again before Slack's two-minute expiry and reworded
    * once the agent is slow (a notice message would clear it). Each call waits for the one before, so an ending
    * never reaches Slack before the start. What a timer sets is set only while `stillWanted`: after a takeover
@@ -210,11 +211,14 @@ export class WorkIndicators {
     let processingTimer: NodeJS.Timeout | undefined;
     /** Whether this attempt asked for `processing` (so that its ending asks for `active`). */
     let processingAsked = false;
+    /** A new conversation's title while its session waits to be opened: the opening call carries it. */
+    let title: string | undefined;
+    const opening = () => ({ initiator: session.initiator, title });
     const askProcessing = (ifStillWanted: boolean) => {
       if (processingAsked) return;
       processingAsked = true;
       clearTimeout(processingTimer);
-      const call = () => features.setStatus(thread, 'processing', session.initiator);
+      const call = () => features.setStatus(thread, 'processing', opening());
       if (ifStillWanted) whileWanted(call);
       else then(call);
     };
@@ -244,18 +248,25 @@ export class WorkIndicators {
     }
     for (const timer of timers) timer?.unref();
     return {
-      // By rename, not in the creating setStatus (which takes a title): the title is known only once the prompt is
-      // built and its conversation found new, which may be after `processing` was set.
-      setTitle: (title) => {
-        askProcessing(false);
-        then(() => features.rename(thread, title));
+      // The title is known only once the prompt is built and its conversation found new. Before `processing` was
+      // asked it goes with the call that opens the session; after, by rename.
+      setTitle: (named) => {
+        if (processingAsked) then(() => features.rename(thread, named));
+        else title = named;
       },
       end: async (how = 'clear') => {
         for (const timer of timers) clearTimeout(timer);
-        if (how === 'leave') return void (await awhile(calls));
+        if (how === 'leave') {
+          // The session of a new conversation opens now, for whoever finishes the job (it will not name it),
+          // unless the job is no longer this process's to show (a reset, a takeover).
+          if (title !== undefined) askProcessing(true);
+          return void (await awhile(calls));
+        }
         if (session.isDm) then(() => this.replies.setThreadStatus(channel, threadTs, ''));
         // Only a session still open: a reset, archive or idle close may have ended it while this call waited.
         if (processingAsked) then(() => features.update(thread, 'active'));
+        // A new conversation answered within the delay: its session opens, named, with no stop button shown.
+        else if (title !== undefined) then(() => features.setStatus(thread, 'active', opening()));
         await awhile(calls);
       },
     };

@@ -15,6 +15,14 @@ export type AgentViewStatus = 'processing' | 'active' | 'closed';
 /** How an agent-only call went: `not-agent-app` when Slack says the app has no agent features there. */
 export type AgentCallResult = 'ok' | 'not-agent-app' | 'failed';
 
+/** What agents.sessions.setStatus uses only when it creates the session (@slack/web-api's typings say so). */
+export interface SessionOpening {
+  /** Who started the conversation. */
+  initiator?: string;
+  /** The session's title (at most 200 characters). */
+  title?: string;
+}
+
 /**
  * Slack's answers for an app without agent features: `not_agent_app` (assistant.threads.setSuggestedPrompts)
  * and `feature_disabled` (agents.sessions.*, a workspace without them); taken alike, as Slack names no other.
@@ -218,26 +226,31 @@ export class SlackWrites {
   }
 
   /**
-   * Moves a thread's agent view session to `status`, creating it (with its initiator) where it has none, `closed`
-   * included. Slack shows its stop button while a session is `processing`. Best effort.
+   * Moves a thread's agent view session to `status`, creating it where it has none (`closed` included), with
+   * `opening`'s initiator and title: Slack uses both only when the call creates the session. Slack shows its
+   * stop button while a session is `processing`. `title` is the session's title as Slack answered it, if it did.
+   * Best effort.
    */
   async setSessionStatus(
     channel: string,
     threadTs: string,
     status: AgentViewStatus,
-    initiator?: string,
-  ): Promise<AgentCallResult> {
+    opening: SessionOpening = {},
+  ): Promise<{ result: AgentCallResult; title?: string }> {
     try {
-      const result = await this.client.agents.sessions.setStatus({
+      const answer = await this.client.agents.sessions.setStatus({
         channel_id: channel,
         thread_ts: threadTs,
         status,
-        ...(initiator ? { initiator_user_id: initiator } : {}),
+        ...(opening.initiator ? { initiator_user_id: opening.initiator } : {}),
+        ...(opening.title ? { title: opening.title } : {}),
       });
-      this.noteWarnings(result.response_metadata?.warnings);
-      return 'ok';
+      this.noteWarnings(answer.response_metadata?.warnings);
+      return { result: 'ok', title: answer.title };
     } catch (error) {
-      return this.agentCallFailed(error, 'could not set the agent view session status', { status });
+      return {
+        result: this.agentCallFailed(error, 'could not set the agent view session status', { status }),
+      };
     }
   }
 

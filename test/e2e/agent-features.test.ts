@@ -615,7 +615,7 @@ describe('an agent app: the working status waits WORKING_INDICATOR_DELAY_MS in a
     AGENT_TIMEOUT_MS: '5000',
   });
 
-  it('opens a new conversation at once; later, shows processing only for an answer slower than the delay', async () => {
+  it('opens a quick new conversation named and active in one call; shows processing only for an answer slower than the delay', async () => {
     const { slack, agent, bot } = stack;
     const root = nextTs();
     /** Replies in the conversation (no mention needed there) and waits for the answer. */
@@ -627,14 +627,17 @@ describe('an agent app: the working status waits WORKING_INDICATOR_DELAY_MS in a
         (c) => c.args.thread_ts === root && textOf(c).includes(text),
       );
     };
-    // A new conversation: its session is opened and named at once, however soon the answer comes.
+    // A new conversation answered within the delay: its session opens with the answer, named, and never shows
+    // the stop button.
     await answered(stack, CHANNEL, 'Draft the agenda', root);
+    await slack.waitForAgentSessionStatus(CHANNEL, root, 'active');
     expect(slack.agentSession(CHANNEL, root)).toMatchObject({
       title: 'Draft the agenda',
       initiatorUserId: ALICE,
     });
-    const opened = ['processing via agents.sessions.setStatus', 'active via agents.sessions.setStatus'];
+    const opened = ['active via agents.sessions.setStatus'];
     expect(transitions(slack, CHANNEL, root)).toEqual(opened);
+    expect(slack.callsOf('agents.sessions.rename').filter((c) => c.args.thread_ts === root)).toEqual([]);
 
     // A quick answer in the conversation under way: the session stays active, untouched (no stop button flashes).
     await replyAndWait('Add a break');
@@ -653,7 +656,11 @@ describe('an agent app: the working status waits WORKING_INDICATOR_DELAY_MS in a
       agent.setLatency(0, 'sendMessage');
     }
     await slack.waitForAgentSessionStatus(CHANNEL, root, 'active');
-    expect(transitions(slack, CHANNEL, root)).toEqual([...opened, ...opened]);
+    expect(transitions(slack, CHANNEL, root)).toEqual([
+      ...opened,
+      'processing via agents.sessions.setStatus',
+      'active via agents.sessions.setStatus',
+    ]);
   });
 });
 

@@ -26,7 +26,7 @@ describe('agent features', () => {
     const opened = openedSessionsInMemory();
     const a = new AgentFeatures(replies, 'auto', opened, logger);
     const b = new AgentFeatures(replies, 'auto', opened, logger);
-    await a.setStatus(thread('1.000001'), 'processing', 'U0ALICE');
+    await a.setStatus(thread('1.000001'), 'processing', { initiator: 'U0ALICE' });
     await b.update(thread('1.000002'), 'active');
     await b.close([thread('1.000001'), thread('1.000002'), thread('dm-main')]);
     expect(slack.agentSession('C1', '1.000001')?.status).toBe('closed');
@@ -35,6 +35,20 @@ describe('agent features', () => {
     const calls = slack.callsOf('agents.sessions.setStatus').length;
     await a.close([thread('1.000001')]);
     expect(slack.callsOf('agents.sessions.setStatus')).toHaveLength(calls);
+  });
+
+  it('names a session in the call that opens it, and by rename where Slack kept an older title', async () => {
+    const { slack, replies, logger } = await start();
+    const features = new AgentFeatures(replies, 'auto', openedSessionsInMemory(), logger);
+    await features.setStatus(thread('5.000001'), 'active', { initiator: 'U0ALICE', title: 'Trip to Lisbon' });
+    expect(slack.agentSession('C1', '5.000001')).toMatchObject({ status: 'active', title: 'Trip to Lisbon' });
+    expect(slack.callsOf('agents.sessions.rename')).toEqual([]);
+
+    // A reset's next conversation in the same thread: Slack ignores a title for a session that exists.
+    await features.close([thread('5.000001')]);
+    await features.setStatus(thread('5.000001'), 'processing', { initiator: 'U0ALICE', title: 'Budget' });
+    expect(slack.agentSession('C1', '5.000001')).toMatchObject({ status: 'processing', title: 'Budget' });
+    expect(slack.callsOf('agents.sessions.rename')).toHaveLength(1);
   });
 
   it('counts a thread unsettled while its last status here did not land or its mark was not recorded', async () => {
@@ -50,7 +64,7 @@ describe('agent features', () => {
     };
     const features = new AgentFeatures(replies, 'auto', opened, logger);
     const failing = thread('4.000001');
-    await features.setStatus(failing, 'processing', 'U0ALICE');
+    await features.setStatus(failing, 'processing', { initiator: 'U0ALICE' });
     expect(features.statusUnsettled(failing)).toBe(false);
     // Slack failed the closing status: the session still shows processing.
     slack.failNextWith('agents.sessions.setStatus', 'internal_error');
@@ -64,7 +78,7 @@ describe('agent features', () => {
     // Slack took it, the mark could not be recorded: unsettled until a status lands with its mark.
     const unmarked = thread('4.000002');
     markFails = true;
-    await features.setStatus(unmarked, 'processing', 'U0ALICE');
+    await features.setStatus(unmarked, 'processing', { initiator: 'U0ALICE' });
     expect(features.statusUnsettled(unmarked)).toBe(true);
     markFails = false;
     await features.setStatus(unmarked, 'processing');

@@ -138,14 +138,51 @@ describe('the status of an agent thread', () => {
     expect(sessionStatuses(threadTs)).toEqual(['processing', 'active']);
   });
 
-  it('opens a new conversation at once, named, and a job resumed after another owner at once too', async () => {
-    const fresh = '1700000000.000700';
-    const opening = work(delayed(), fresh);
-    opening.setTitle('Plan the launch');
-    await until(() => slack.agentSession('C0WORK', fresh)?.title === 'Plan the launch', 'the session named');
-    expect(sessionStatuses(fresh)).toEqual(['processing']);
-    await opening.end();
-    expect(sessionStatuses(fresh)).toEqual(['processing', 'active']);
+  it('opens a new conversation named, in the call that first sets its status; a resumed job sets processing at once', async () => {
+    const sessionCalls = (threadTs: string) =>
+      slack.calls
+        .filter((call) => call.method.startsWith('agents.sessions.') && call.args.thread_ts === threadTs)
+        .map((call) => `${call.method} ${call.args.status ?? ''} ${call.args.title ?? ''}`.trim());
+    // Answered within the delay: one call opens it, named, active; no stop button ever shows.
+    const quick = '1700000000.000700';
+    const quickly = work(delayed(), quick);
+    quickly.setTitle('Plan the launch');
+    await advance(300);
+    await realSleep(50);
+    expect(sessionCalls(quick)).toEqual([]);
+    await quickly.end();
+    expect(sessionCalls(quick)).toEqual(['agents.sessions.setStatus active Plan the launch']);
+    expect(slack.agentSession('C0WORK', quick)).toMatchObject({ status: 'active', title: 'Plan the launch' });
+
+    // A slower answer: processing after the delay opens it, named.
+    const slow = '1700000000.000720';
+    const slowly = work(delayed(), slow);
+    slowly.setTitle('Plan the budget');
+    await advance(400);
+    await until(() => sessionCalls(slow).length === 1, 'processing after the delay');
+    await slowly.end();
+    expect(sessionCalls(slow)).toEqual([
+      'agents.sessions.setStatus processing Plan the budget',
+      'agents.sessions.setStatus active',
+    ]);
+    expect(slack.agentSession('C0WORK', slow)?.title).toBe('Plan the budget');
+
+    // Left before the delay (the job goes on later): opened, named, for whoever finishes it; not once unwanted.
+    const left = '1700000000.000740';
+    const leaving = work(delayed(), left);
+    leaving.setTitle('Plan the party');
+    await leaving.end('leave');
+    expect(slack.agentSession('C0WORK', left)).toMatchObject({
+      status: 'processing',
+      title: 'Plan the party',
+    });
+    const unwanted = '1700000000.000745';
+    const cancelled = work(delayed(), unwanted, { stillWanted: async () => false });
+    cancelled.setTitle('Plan nothing');
+    await cancelled.end('leave');
+    await advance(1_000);
+    await realSleep(50);
+    expect(sessionCalls(unwanted)).toEqual([]);
 
     // Named after the delay has set processing: processing once.
     const late = '1700000000.000750';
