@@ -102,7 +102,6 @@ export class AgentFeatures {
       else this.unsettled.delete(keyOf(thread));
       return;
     }
-    if (opening.title && title !== opening.title) await this.renameNow(thread, opening.title);
     // Every time, not once per thread: another replica may have closed it, and a reset's next message reopens it.
     try {
       await this.opened.add(thread);
@@ -111,6 +110,8 @@ export class AgentFeatures {
       this.unsettled.set(keyOf(thread), true);
       this.logger.warn({ err: error }, 'could not record an opened agent view session; it may be left open');
     }
+    // After the mark, which a close elsewhere must find even while Slack holds the rename back.
+    if (opening.title && title !== opening.title) await this.renameNow(thread, opening.title);
   }
 
   /** Sets the status of a session the bot opened; a thread without one is left without one. */

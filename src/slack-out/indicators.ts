@@ -1,5 +1,5 @@
 import { AgentFeatures, openedSessionsInMemory } from './agent-features.js';
-import type { SlackWrites } from './writes.js';
+import type { AgentViewStatus, SlackWrites } from './writes.js';
 
 export const QUEUED_REACTION = 'hourglass_flowing_sand';
 export const WORKING_REACTION = 'eyes';
@@ -180,11 +180,11 @@ export class WorkIndicators {
    * as a precaution, and `active` at the end of the attempt that set it. Like the working reaction,
    * `processing` waits `workingDelayMs` in a conversation under way: an answer that comes sooner leaves the
    * session as it was (active), with no call; a new conversation's session (`setTitle`) then opens at the end,
-   * named and `active`, in one call. `processing` is set at once for a message tried again (another owner may
-   * have left it `processing`), and in a thread whose last status here did not land
-   * (AgentFeatures.statusUnsettled). In the Messages
-   * tab also the thread's "is thinking…" line, at once, set again before Slack's two-minute expiry and reworded
-   * once the agent is slow (a notice message would clear it). Each call waits for the one before, so an ending
+   * named and `active` (one call where Slack's answer shows the title taken). `processing` is set at once for
+   * a message tried again (another owner may have left it `processing`), and in a thread whose last status
+   * here did not land (AgentFeatures.statusUnsettled). In the Messages tab also the thread's "is thinking…"
+   * line, at once, set again before Slack's two-minute expiry and reworded once the agent is slow (a notice
+   * message would clear it). Each call waits for the one before, so an ending
    * never reaches Slack before the start. What a timer sets is set only while `stillWanted`: after a takeover
    * the other owner may have ended the work.
    */
@@ -211,14 +211,23 @@ export class WorkIndicators {
     let processingTimer: NodeJS.Timeout | undefined;
     /** Whether this attempt asked for `processing` (so that its ending asks for `active`). */
     let processingAsked = false;
-    /** A new conversation's title while its session waits to be opened: the opening call carries it. */
+    /**
+     * A new conversation's title until a status call takes it: Slack names a session in the status call that
+     * creates it. Once a status call has gone out (`statusSent`), a title is set by rename.
+     */
     let title: string | undefined;
-    const opening = () => ({ initiator: session.initiator, title });
+    let statusSent = false;
+    const sendStatus = (status: AgentViewStatus) => {
+      statusSent = true;
+      const opening = { initiator: session.initiator, title };
+      title = undefined;
+      return features.setStatus(thread, status, opening);
+    };
     const askProcessing = (ifStillWanted: boolean) => {
       if (processingAsked) return;
       processingAsked = true;
       clearTimeout(processingTimer);
-      const call = () => features.setStatus(thread, 'processing', opening());
+      const call = () => sendStatus('processing');
       if (ifStillWanted) whileWanted(call);
       else then(call);
     };
@@ -231,7 +240,7 @@ export class WorkIndicators {
     const timers: (NodeJS.Timeout | undefined)[] = [
       processingTimer,
       setInterval(() => {
-        if (processingAsked) whileWanted(() => features.setStatus(thread, 'processing'));
+        if (processingAsked) whileWanted(() => sendStatus('processing'));
       }, SESSION_PROCESSING_REFRESH_MS),
     ];
     if (session.isDm) {
@@ -248,25 +257,32 @@ export class WorkIndicators {
     }
     for (const timer of timers) timer?.unref();
     return {
-      // The title is known only once the prompt is built and its conversation found new. Before `processing` was
-      // asked it goes with the call that opens the session; after, by rename.
+      // The title is known only once the prompt is built and its conversation found new, which may be after a
+      // status call went out.
       setTitle: (named) => {
-        if (processingAsked) then(() => features.rename(thread, named));
+        if (statusSent) then(() => features.rename(thread, named));
         else title = named;
       },
       end: async (how = 'clear') => {
         for (const timer of timers) clearTimeout(timer);
         if (how === 'leave') {
-          // The session of a new conversation opens now, for whoever finishes the job (it will not name it),
+          // A new conversation's session opens now, named, for whoever finishes the job (who will not name it),
           // unless the job is no longer this process's to show (a reset, a takeover).
-          if (title !== undefined) askProcessing(true);
+          whileWanted(async () => {
+            if (title !== undefined) await sendStatus('processing');
+          });
           return void (await awhile(calls));
         }
+        // Before the Messages tab's line is cleared, which may wait on Slack: a reset right after the answer must
+        // find the session opened, to close it.
+        then(async () => {
+          // A new conversation whose session no status call has opened (answered within the delay, or the job
+          // no longer wanted when `processing` was due): it opens now, named, with no stop button shown.
+          if (title !== undefined) await sendStatus('active');
+          // Only a session still open: a reset, archive or idle close may have ended it while this call waited.
+          else if (processingAsked) await features.update(thread, 'active');
+        });
         if (session.isDm) then(() => this.replies.setThreadStatus(channel, threadTs, ''));
-        // Only a session still open: a reset, archive or idle close may have ended it while this call waited.
-        if (processingAsked) then(() => features.update(thread, 'active'));
-        // A new conversation answered within the delay: its session opens, named, with no stop button shown.
-        else if (title !== undefined) then(() => features.setStatus(thread, 'active', opening()));
         await awhile(calls);
       },
     };

@@ -662,6 +662,29 @@ describe('an agent app: the working status waits WORKING_INDICATOR_DELAY_MS in a
       'active via agents.sessions.setStatus',
     ]);
   });
+
+  it("in the Messages tab, a reset right after a quick new conversation closes its session, even while Slack holds back the thinking line's clearing", async () => {
+    const { slack, bot } = stack;
+    const root = nextTs();
+    slack.failNext(
+      'assistant.threads.setStatus',
+      { type: 'rate_limited', retryAfterSeconds: 2 },
+      1,
+      (args) => args.status === '' && args.thread_ts === root,
+    );
+    const dm = { channel: 'D0ALICE', channelType: 'im', user: ALICE } as const;
+    await send(bot, messageEvent({ ...dm, text: 'Quick question', ts: root }));
+    await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('Quick question'),
+    );
+    await send(bot, messageEvent({ ...dm, text: 'reset', ts: nextTs(), threadTs: root }));
+    await waitFor(() => slack.agentSession('D0ALICE', root)?.status === 'closed', 'closed on reset');
+    expect(transitions(slack, 'D0ALICE', root)).toEqual([
+      'active via agents.sessions.setStatus',
+      'closed via agents.sessions.setStatus',
+    ]);
+  });
 });
 
 describe('a fresh install from manifest.yml (SLACK_AGENT_VIEW at its default)', () => {

@@ -143,6 +143,12 @@ export interface FakeSlackOptions {
    * and assistant.threads.setSuggestedPrompts answer `not_agent_app`.
    */
   agentView?: boolean;
+  /**
+   * Whether agents.sessions.setStatus answers with the session's `title` (default true: @slack/web-api's
+   * AgentsSessionsSetStatusResponse, generated from Slack's answers, has one; its reference does not say when).
+   * False is the other reading: no title in the answer.
+   */
+  agentSessionTitleAnswered?: boolean;
   /** Every request (Web API, response URLs, mounts, WebSocket) this refuses is answered 403 and ignored. */
   acceptRequest?: (req: IncomingMessage) => boolean;
   /**
@@ -515,6 +521,7 @@ export class FakeSlack {
   private readonly responseContexts = new Map<string, ResponseUrlContext>();
   private agentSessionStoppedSubscribed: boolean;
   private readonly agentView: boolean;
+  private readonly agentSessionTitleAnswered: boolean;
   private readonly tickets = new Set<string>();
   private readonly sockets = new Set<SocketConnection>();
   private readonly pendingAcks = new Map<string, PendingAck>();
@@ -547,6 +554,7 @@ export class FakeSlack {
     this.socketPingIntervalMs = options.socketPingIntervalMs ?? 5000;
     this.agentSessionStoppedSubscribed = options.agentSessionStoppedSubscribed ?? true;
     this.agentView = options.agentView ?? true;
+    this.agentSessionTitleAnswered = options.agentSessionTitleAnswered ?? true;
     this.acceptRequest = options.acceptRequest ?? (() => true);
     this.users = new Map([
       [this.botUserId, { name: 'bot', realName: 'Bot', isBot: true }],
@@ -1680,7 +1688,7 @@ export class FakeSlack {
         session.appearance = appearance;
       }
       const body: ApiBody = { ok: true, status: session.status, agent_status: session.status };
-      if (session.title !== undefined) body.title = session.title;
+      if (session.title !== undefined && this.agentSessionTitleAnswered) body.title = session.title;
       if (!this.agentSessionStoppedSubscribed) {
         const warning = 'missing_agent_session_stopped_event_subscription';
         body.warning = warning;

@@ -51,6 +51,16 @@ describe('agent features', () => {
     expect(slack.callsOf('agents.sessions.rename')).toHaveLength(1);
   });
 
+  it('renames a session it opened where Slack answers without the title', async () => {
+    const { slack, replies, logger } = await start({ agentSessionTitleAnswered: false });
+    const opened = openedSessionsInMemory();
+    const features = new AgentFeatures(replies, 'auto', opened, logger);
+    await features.setStatus(thread('6.000001'), 'active', { initiator: 'U0ALICE', title: 'Trip to Porto' });
+    expect(slack.agentSession('C1', '6.000001')).toMatchObject({ status: 'active', title: 'Trip to Porto' });
+    expect(slack.callsOf('agents.sessions.rename').map((call) => call.args.title)).toEqual(['Trip to Porto']);
+    expect(await opened.has(thread('6.000001'))).toBe(true);
+  });
+
   it('counts a thread unsettled while its last status here did not land or its mark was not recorded', async () => {
     const { slack, replies, logger } = await start();
     const memory = openedSessionsInMemory();

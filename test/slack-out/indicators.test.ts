@@ -194,6 +194,18 @@ describe('the status of an agent thread', () => {
     await lateTitle.end();
     expect(sessionStatuses(late)).toEqual(['processing', 'active']);
 
+    // The job no longer wanted when processing was due (its author stopped it), then ended: opened, named, active.
+    const stopped = '1700000000.000760';
+    let wanted = true;
+    const stopping = work(delayed(), stopped, { stillWanted: async () => wanted });
+    stopping.setTitle('Plan the trip');
+    wanted = false;
+    await advance(400);
+    await realSleep(50);
+    expect(sessionCalls(stopped)).toEqual([]);
+    await stopping.end();
+    expect(sessionCalls(stopped)).toEqual(['agents.sessions.setStatus active Plan the trip']);
+
     // The earlier owner may have left it processing: this one ends it, however soon the answer comes.
     const resumed = '1700000000.000800';
     const resuming = work(delayed(), resumed, { resumed: true });
