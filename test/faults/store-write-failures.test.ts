@@ -74,7 +74,7 @@ describe.runIf(runPostgres)(
           times: 1_000,
         });
         const message = mentionIn(stack, CHANNEL, 'never taken');
-        expect((await message.deliver()).status).toBe(200);
+        expect((await message.deliverUntilAcknowledged()).status).toBe(200);
 
         await waitFor(() => botPostsIn(slack, CHANNEL, message.ts).length > 0, 'the notice', 30_000);
         await waitFor(
@@ -119,10 +119,10 @@ describe.runIf(runPostgres)('a store write that fails', { concurrent: true }, ()
         times: 1_000,
       });
       const first = mentionIn(stack, CHANNEL, 'first');
-      expect((await first.deliver()).status).toBe(200);
+      expect((await first.deliverUntilAcknowledged()).status).toBe(200);
       await waitFor(() => botPostsIn(slack, CHANNEL, first.ts).length > 0, 'the first answer');
       const second = mentionIn(stack, CHANNEL, 'second', { threadTs: first.ts });
-      expect((await second.deliver()).status).toBe(200);
+      expect((await second.deliverUntilAcknowledged()).status).toBe(200);
 
       await waitFor(
         () => stack.bot.logs.text.includes('could not record how a job ended'),
@@ -158,7 +158,7 @@ describe.runIf(runPostgres)('a store write that fails', { concurrent: true }, ()
         times: 1,
       });
       const message = mentionIn(stack, CHANNEL, 'hello');
-      expect((await message.deliver()).status).toBe(200);
+      expect((await message.deliverUntilAcknowledged()).status).toBe(200);
 
       await waitFor(() => botPostsIn(slack, CHANNEL, message.ts).length > 0, 'the answer', 15_000);
       await slack.waitForCall(
@@ -190,7 +190,7 @@ describe.runIf(runPostgres)('a store write that fails', { concurrent: true }, ()
       const threads: string[] = [];
       for (const text of ['reset by mention', 'reset by shortcut']) {
         const root = mentionIn(stack, CHANNEL, text);
-        expect((await root.deliver()).status).toBe(200);
+        expect((await root.deliverUntilAcknowledged()).status).toBe(200);
         await waitFor(() => botPostsIn(slack, CHANNEL, root.ts).length > 0, 'the first answer');
         threads.push(root.ts);
       }
@@ -204,7 +204,7 @@ describe.runIf(runPostgres)('a store write that fails', { concurrent: true }, ()
       });
 
       const reset = mentionIn(stack, CHANNEL, 'reset', { threadTs: byMention });
-      expect((await reset.deliver()).status).toBe(200);
+      expect((await reset.deliverUntilAcknowledged()).status).toBe(200);
       const responseId = `reset-${byShortcut}`;
       const shortcut = await postSignedInteraction(
         stack.bot.eventsUrl,
@@ -247,7 +247,6 @@ describe.runIf(runPostgres)('a store write that fails', { concurrent: true }, ()
     },
   );
 
-  /** A thread with an answer in progress and three messages waiting behind it. */
   /**
    * Says `word` in the thread `root` while the store refuses the first cancellation: the delivery is not
    * acknowledged (Slack will deliver it again) and Slack's retry is.
@@ -269,18 +268,29 @@ describe.runIf(runPostgres)('a store write that fails', { concurrent: true }, ()
     expect((await said.deliver(1)).status).toBe(200);
   }
 
-  async function busyThread(stack: FaultStack): Promise<{ root: string; waiting: string[] }> {
+  /**
+   * A thread with an answer in progress and three messages waiting behind it. The agent answers the first
+   * only once `answer` is called, after the stop or reset came in, however slow the machine.
+   */
+  async function busyThread(
+    stack: FaultStack,
+  ): Promise<{ root: string; waiting: string[]; answer: () => void }> {
     const { slack, agent } = stack;
-    // Long enough for the queued messages, the fault and the stop or reset to come in before the answer does,
-    // while the other cases run beside this one.
-    agent.setLatency(4_000, 'sendMessage');
+    let answer = () => {};
+    const answered = new Promise<void>((resolve) => {
+      answer = resolve;
+    });
+    agent.setReplyFn(async ({ sessionId, turn, prompt }) => {
+      if (prompt === 'long task') await answered;
+      return `echo[${sessionId}#${turn}]: ${prompt}`;
+    });
     const root = mentionIn(stack, CHANNEL, 'long task');
-    expect((await root.deliver()).status).toBe(200);
+    expect((await root.deliverUntilAcknowledged()).status).toBe(200);
     await waitFor(() => promptsOf(stack).includes('long task'), 'the first prompt sent');
     const waiting: string[] = [];
     for (const i of [1, 2, 3]) {
       const message = mentionIn(stack, CHANNEL, `queued ${i}`, { threadTs: root.ts });
-      expect((await message.deliver()).status).toBe(200);
+      expect((await message.deliverUntilAcknowledged()).status).toBe(200);
       waiting.push(message.ts);
     }
     for (const ts of waiting) {
@@ -289,15 +299,16 @@ describe.runIf(runPostgres)('a store write that fails', { concurrent: true }, ()
         (c) => c.args.timestamp === ts && c.args.name === 'hourglass_flowing_sand',
       );
     }
-    return { root: root.ts, waiting };
+    return { root: root.ts, waiting, answer };
   }
 
   itWithStack(
     "keeps a stop that failed on a store error for Slack's retry: the queued messages are cancelled and the notice posted",
     async ({ stack }) => {
       const { slack } = stack;
-      const { root, waiting } = await busyThread(stack);
+      const { root, waiting, answer } = await busyThread(stack);
       await deliverPastFailedCancel(stack, 'stop', root);
+      answer();
 
       await waitFor(
         () => botPostsIn(slack, CHANNEL, root).some((post) => post.text.includes('Stopped')),
@@ -325,8 +336,9 @@ describe.runIf(runPostgres)('a store write that fails', { concurrent: true }, ()
     "keeps a reset that failed on a store error for Slack's retry: the queued messages are cancelled and the thread starts over",
     async ({ stack }) => {
       const { slack } = stack;
-      const { root, waiting } = await busyThread(stack);
+      const { root, waiting, answer } = await busyThread(stack);
       await deliverPastFailedCancel(stack, 'reset', root);
+      answer();
 
       // The answer in progress is posted, then the reset; the queued messages were for the old conversation.
       await waitFor(
@@ -337,9 +349,8 @@ describe.runIf(runPostgres)('a store write that fails', { concurrent: true }, ()
         () => waiting.every((ts) => slack.reactionsOn(CHANNEL, ts).length === 0),
         'queued indicators cleared',
       );
-      stack.agent.setLatency(0, 'sendMessage');
       const after = mentionIn(stack, CHANNEL, 'fresh start', { threadTs: root });
-      expect((await after.deliver()).status).toBe(200);
+      expect((await after.deliverUntilAcknowledged()).status).toBe(200);
       await waitFor(() => botPostsIn(slack, CHANNEL, root).length >= 3, 'the answer after the reset');
       await sleep(500);
       expect(botPostsIn(slack, CHANNEL, root).map((post) => post.text)).toEqual([

@@ -61,7 +61,15 @@ export function mentionIn(
   channel: string,
   text: string,
   thread?: { ts?: string; threadTs?: string; retryNum?: number; user?: string },
-): { ts: string; deliver: (retryNum?: number) => Promise<SignedPostResult> } {
+): {
+  ts: string;
+  deliver: (retryNum?: number) => Promise<SignedPostResult>;
+  /**
+   * Delivered as Slack does until acknowledged: a delivery answered otherwise (503 when the bot could not
+   * record it within 2.5 s, on a busy machine) is sent again with its retry number, three times at most.
+   */
+  deliverUntilAcknowledged: () => Promise<SignedPostResult>;
+} {
   const ts = thread?.ts ?? nextTs();
   const body = appMentionEvent({
     channel,
@@ -71,10 +79,17 @@ export function mentionIn(
     threadTs: thread?.threadTs,
   });
   stack.slack.ingestEvent(body);
+  const deliver = (retryNum?: number) =>
+    postSignedEvent(stack.bot.eventsUrl, SIGNING_SECRET, body, retryNum === undefined ? {} : { retryNum });
   return {
     ts,
-    deliver: (retryNum) =>
-      postSignedEvent(stack.bot.eventsUrl, SIGNING_SECRET, body, retryNum === undefined ? {} : { retryNum }),
+    deliver,
+    deliverUntilAcknowledged: async () => {
+      let result = await deliver();
+      for (let retryNum = 1; result.status !== 200 && retryNum <= 3; retryNum++)
+        result = await deliver(retryNum);
+      return result;
+    },
   };
 }
 
