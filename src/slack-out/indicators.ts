@@ -53,8 +53,8 @@ export interface IndicatorTarget {
 /** The indicators of one message being worked on. */
 export interface Working {
   /**
-   * Names a new conversation (an agent view session's title): the call that opens its session carries it, or a
-   * rename if `processing` was set already; nothing for reactions.
+   * Names a new conversation (an agent view session's title): the status call that opens its session carries
+   * it, or a rename if a status call went out already; nothing for reactions.
    */
   setTitle(title: string): void;
   /**
@@ -268,9 +268,11 @@ export class WorkIndicators {
         if (how === 'leave') {
           // A new conversation's session opens now, named, for whoever finishes the job (who will not name it),
           // unless the job is no longer this process's to show (a reset, a takeover).
-          whileWanted(async () => {
-            if (title !== undefined) await sendStatus('processing');
-          });
+          if (title !== undefined) {
+            whileWanted(async () => {
+              if (title !== undefined) await sendStatus('processing');
+            });
+          }
           return void (await awhile(calls));
         }
         // Before the Messages tab's line is cleared, which may wait on Slack: a reset right after the answer must

@@ -118,12 +118,20 @@ describe('the status of an agent thread', () => {
     ['leave', 'an attempt left before the delay (another owner finishes the job) sets nothing later'],
   ] as const)('%s: %s', async (how, _case) => {
     const threadTs = how === 'clear' ? '1700000000.000500' : '1700000000.000650';
-    const working = work(delayed(), threadTs);
+    let storeAsked = 0;
+    const working = work(delayed(), threadTs, {
+      stillWanted: async () => {
+        storeAsked += 1;
+        return true;
+      },
+    });
     await advance(300);
     await working.end(how);
     await advance(1_000);
     await realSleep(50);
     expect(sessionStatuses(threadTs)).toEqual([]);
+    // Nor is the store asked whether the job is still wanted: a quick answer costs no statement here.
+    expect(storeAsked).toBe(0);
   });
 
   it('sets processing once the delay has passed, not before, and active at the end', async () => {
