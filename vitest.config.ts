@@ -39,10 +39,11 @@ export default defineConfig({
     env: { BRIDGE_TEST_RUN_ID: TEST_RUN_ID },
     globalSetup: ['test/global-setup.ts'],
     // Generous: a case that starts bot processes one after another (start-up checks, a takeover after a kill)
-    // took over 45 s in CI while the rest of the suite kept both cores busy. What the bot must do in time is
-    // bounded by each test's own assertions; these only stop a test that hangs.
-    testTimeout: 90_000,
-    hookTimeout: 60_000,
+    // took over 45 s in CI while the rest of the suite kept both cores busy, and a demo's start over a minute
+    // on a machine half as fast. What the bot must do in time is bounded by each test's own assertions; these
+    // only stop a test that hangs.
+    testTimeout: 180_000,
+    hookTimeout: 120_000,
     // Child processes, not worker threads: end-to-end files start real servers, as the bot does.
     pool: 'forks',
     // PGlite's WebAssembly on V8's baseline compiler only (test/helpers/node-flags.ts).

@@ -105,6 +105,17 @@ describe('AgentServiceEmulator', () => {
     await send(s1);
     await send(s1);
     expect(emu.maxConcurrentSends(s1)).toBe(1);
+    // The three answers wait until all three are in, however slowly a busy machine delivers them.
+    let arrived = 0;
+    let allIn = () => {};
+    const allArrived = new Promise<void>((resolve) => {
+      allIn = resolve;
+    });
+    emu.setReplyFn(async () => {
+      if (++arrived === 3) allIn();
+      await allArrived;
+      return 'ok';
+    });
     await Promise.all([send(s2), send(s2), send(s1)]);
     expect(emu.maxConcurrentSends(s2)).toBe(2);
     expect(emu.maxConcurrentSends(s1)).toBe(1);
