@@ -1673,7 +1673,9 @@ export class FakeSlack {
         return { ...fail('missing_scope'), needed: 'chat:write.customize', provided: this.scopes.join(',') };
       }
       // "creating the session if needed" (the method's description), whatever the status, `closed` included;
-      // title and initiator_user_id only count when this call creates the session.
+      // title and initiator_user_id only count when this call creates the session (@slack/web-api's
+      // AgentsSessionsSetStatusArguments: "Only used when creating a new session; ignored if the session already
+      // exists").
       const session = this.transitionAgentSession(channel, threadTs, status, 'agents.sessions.setStatus', {
         title: typeof title === 'string' && title !== '' ? title : undefined,
         initiator: str(args, 'initiator_user_id'),
