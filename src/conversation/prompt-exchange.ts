@@ -73,11 +73,14 @@ export class PromptExchange {
       session = await sessions.replace(session);
       created = true;
       active = await this.markSent(job, session, created);
-      void this.context.options.replies.notice(
+      // Posted while the agent answers; the answer waits for it, as Slack shows posts in the order they land
+      // (a notice held back by a rate limit would otherwise come after the answer it explains).
+      const noticePosted = this.context.options.replies.notice(
         { channel: message.thread.channelId, threadTs: message.replyThreadTs },
         SESSION_RESTARTED_NOTICE,
       );
       reply = (await agent.sendMessage(agentId, session.sessionId, sent)).text;
+      await noticePosted;
     }
     logger.debug({ session: session.sessionId, chars: reply.length }, 'agent replied');
     return { reply, session, created, active };
