@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
-import { type Bot, createBot } from './app.js';
+import type { Bot } from './app.js';
 import { ConfigError, loadConfig, loadDotEnv, StartupError, secretsOf } from './config/index.js';
 import { createLogger } from './observability/logger.js';
-import { StoreError } from './store/database.js';
+import { StoreError } from './store/store-error.js';
 
 /** The process: environment (and `.env`), configuration, logger, start, signals, exit codes. */
 async function main(): Promise<void> {
@@ -23,6 +23,8 @@ async function main(): Promise<void> {
 
   let bot: Bot;
   try {
+    // Loaded once the configuration is known to be good: a bad one is reported in a tenth of the time.
+    const { createBot } = await import('./app.js');
     bot = await createBot(config, logger);
     await bot.start();
   } catch (error) {

@@ -1,6 +1,7 @@
 import type { WebClientOptions } from '@slack/web-api';
 import type { SlackConfig } from '../config/index.js';
-import { boltLogger, type Logger } from '../observability/logger.js';
+import { boltLogger } from '../observability/bolt-logger.js';
+import type { Logger } from '../observability/logger.js';
 import type { BotMetrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import { SlackWebClient, type TokenSource } from './client.js';
