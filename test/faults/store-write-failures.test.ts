@@ -58,7 +58,7 @@ describe.runIf(runPostgres)(
   () => {
     // Slack's refusals outlast the window: a second, so the bot gives up by the second retry of the answer
     // whatever the jitter of its back-off (with 2 s, a third retry, seconds later, could be needed).
-    itWithStack.scoped({ env: { REPLY_RETRY_WINDOW: '1s' } });
+    itWithStack.override({ env: { REPLY_RETRY_WINDOW: '1s' } });
 
     itWithStack(
       'says once that Slack refused the answer, and posts no answer after saying so',

@@ -1,4 +1,4 @@
-import { WebClient } from '@slack/web-api';
+import { LogLevel, WebClient } from '@slack/web-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SlackPostError, slackFailureKind, slackPostError } from '../../src/slack-out/failures.js';
 import { FakeSlack, type SlackFailure } from '../fakes/slack.js';
@@ -14,6 +14,8 @@ describe('Slack failure kinds', () => {
       slackApiUrl: slack.apiUrl,
       retryConfig: { retries: 0 },
       rejectRateLimitedCalls: true,
+      // The failures are the cases under test, not news for the run's output.
+      logLevel: LogLevel.ERROR,
     });
   });
   afterAll(() => slack.stop());
