@@ -64,12 +64,13 @@ describe.runIf(runPostgres)('a job taken over from a replica', { concurrent: tru
       const posts = fakes.slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === root);
       expect(posts.map((c) => c.args.text)).toEqual(['echo[s-1#1]: stalled']);
       expect(prompts()).toEqual(['stalled']);
-      // Posted as soon as the agent's answer is in, not when A could last have been waiting for it; the
-      // message shows it is being worked on until then.
+      // Posted as soon as the agent's answer is in (a heartbeat or two of the resumed replica, seconds on a busy
+      // machine), not when A could last have been waiting for it (the 5 s takeover grace after the agent's 7 s
+      // timeout, 7 s after this answer); the message shows it is being worked on until then.
       const [sent] = fakes.agent.requestsFor('sendMessage');
       const agentAnswered = sent!.startedAt + (sent!.durationMs ?? Number.NaN);
       expect(resumedAt, 'A resumed before the agent answered').toBeLessThan(agentAnswered);
-      expect(posts[0]!.at - agentAnswered).toBeLessThan(2_500);
+      expect(posts[0]!.at - agentAnswered).toBeLessThan(4_000);
       const removals = fakes.slack.callsOf('reactions.remove').filter((c) => c.args.timestamp === root);
       expect(
         removals.every((c) => c.at >= posts[0]!.at),
