@@ -125,7 +125,6 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
     replies,
     config.conversation.slowNoticeMs,
     config.conversation.workingIndicatorDelayMs,
-    undefined,
     agentFeatures,
   );
 

@@ -52,7 +52,7 @@ export function indicatorOf(message: InboundMessage): IndicatorTarget {
     replyThreadTs: message.replyThreadTs,
     agentView:
       (message.agentView ?? message.agentViewDm)
-        ? { teamId: message.thread.teamId, initiator: message.userId, isDm: message.agentViewDm === true }
+        ? { teamId: message.thread.teamId, initiator: message.userId }
         : undefined,
   };
 }

@@ -9,13 +9,11 @@ import {
 
 /**
  * Calls whose delay or failure costs a nicety only, never a prompt or an answer: the indicators (reactions,
- * thread and session statuses, titles) and the Messages tab's suggested prompts.
+ * session statuses and titles) and the Messages tab's suggested prompts.
  */
 const BEST_EFFORT_METHODS: ReadonlySet<string> = new Set([
   'reactions.add',
   'reactions.remove',
-  'assistant.threads.setStatus',
-  'assistant.threads.setTitle',
   'assistant.threads.setSuggestedPrompts',
   'agents.sessions.setStatus',
   'agents.sessions.rename',

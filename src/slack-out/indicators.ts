@@ -4,19 +4,10 @@ import type { AgentViewStatus, SlackWrites } from './writes.js';
 export const QUEUED_REACTION = 'hourglass_flowing_sand';
 export const WORKING_REACTION = 'eyes';
 
-/** The status line of an agent view DM ("<app> is thinking…"), and what Slack rotates through meanwhile. */
-export const AGENT_STATUS = 'is thinking…';
-export const AGENT_SLOW_STATUS = 'is still working on it…';
-export const AGENT_LOADING_MESSAGES = [
-  'Reading your message…',
-  'Asking the agent…',
-  'Waiting for the answer…',
-];
-/** Slack drops a status after about two minutes without a message; it is set again well before. */
-export const AGENT_STATUS_REFRESH_MS = 90_000;
 /**
- * A precaution, not a documented limit: Slack documents no expiry of `processing`, but a very slow answer sets
- * it again now and then, as the two-minute status line needs, in case Slack ever drops it. Harmless if not.
+ * Slack ends `processing` on its own after an hour ("Sessions in the `processing` status time out after one hour
+ * and automatically transition to `active`": docs.slack.dev, ai/agent-sessions): a slower answer sets it again
+ * before then.
  */
 export const SESSION_PROCESSING_REFRESH_MS = 50 * 60_000;
 
@@ -45,8 +36,6 @@ export interface IndicatorTarget {
     teamId: string;
     /** Who started it, for a session Slack creates now. */
     initiator: string;
-    /** A DM of the agent view (the Messages tab): it also shows "<app> is thinking…" with loading messages. */
-    isDm: boolean;
   };
 }
 
@@ -96,8 +85,6 @@ export class WorkIndicators {
      * an answer that comes sooner needs no indicator (0: at once).
      */
     private readonly workingDelayMs = 0,
-    /** How often an agent view DM's status line is set again while the answer is still coming. */
-    private readonly statusRefreshMs = AGENT_STATUS_REFRESH_MS,
     /** Agent view sessions (shared with whoever closes them); by default this process's own. */
     private readonly agentFeatures = new AgentFeatures(replies, 'auto', openedSessionsInMemory()),
   ) {}
@@ -176,17 +163,17 @@ export class WorkIndicators {
   }
 
   /**
-   * An agent view session's indicator: `processing` (Slack shows its stop button), set again every 50 minutes
-   * as a precaution, and `active` at the end of the attempt that set it. Like the working reaction,
+   * An agent view session's indicator: `processing` (Slack shows "Working…" and its stop button), set again
+   * every 50 minutes, and `active` at the end of the attempt that set it. Like the working reaction,
    * `processing` waits `workingDelayMs` in a conversation under way: an answer that comes sooner leaves the
    * session as it was (active), with no call; a new conversation's session (`setTitle`) then opens at the end,
    * named and `active` (one call where Slack's answer shows the title taken). `processing` is set at once for
    * a message tried again (another owner may have left it `processing`), and in a thread whose last status
-   * here did not land (AgentFeatures.statusUnsettled). In the Messages tab also the thread's "is thinking…"
-   * line, at once, set again before Slack's two-minute expiry and reworded once the agent is slow (a notice
-   * message would clear it). Each call waits for the one before, so an ending
-   * never reaches Slack before the start. What a timer sets is set only while `stillWanted`: after a takeover
-   * the other owner may have ended the work.
+   * here did not land (AgentFeatures.statusUnsettled). The Messages tab gets no "is thinking…" line of its own:
+   * Slack turns `assistant.threads.setStatus` into the session's status there (its "compatibility bridge"),
+   * which would show the stop button at once and open a new conversation's session untitled. Each call waits
+   * for the one before, so an ending never reaches Slack before the start. What a timer sets is set only while
+   * `stillWanted`: after a takeover the other owner may have ended the work.
    */
   private showAgentView(
     channel: string,
@@ -195,7 +182,6 @@ export class WorkIndicators {
     options: WorkingOptions,
   ): Working {
     const stillWanted = options.stillWanted ?? (async () => true);
-    let line = AGENT_STATUS;
     // In order with the session's calls of earlier jobs too, which may still be under way (throttled).
     const sessionKey = `${channel}/${threadTs}/session`;
     const features = this.agentFeatures;
@@ -236,25 +222,12 @@ export class WorkIndicators {
     } else {
       askProcessing(false);
     }
-    const showLine = () => this.replies.setThreadStatus(channel, threadTs, line, AGENT_LOADING_MESSAGES);
     const timers: (NodeJS.Timeout | undefined)[] = [
       processingTimer,
       setInterval(() => {
         if (processingAsked) whileWanted(() => sendStatus('processing'));
       }, SESSION_PROCESSING_REFRESH_MS),
     ];
-    if (session.isDm) {
-      then(showLine);
-      timers.push(setInterval(() => whileWanted(showLine), this.statusRefreshMs));
-      if (this.slowNoticeMs > 0) {
-        timers.push(
-          setTimeout(() => {
-            line = AGENT_SLOW_STATUS;
-            whileWanted(showLine);
-          }, this.slowNoticeMs),
-        );
-      }
-    }
     for (const timer of timers) timer?.unref();
     return {
       // The title is known only once the prompt is built and its conversation found new, which may be after a
@@ -275,8 +248,6 @@ export class WorkIndicators {
           }
           return void (await awhile(calls));
         }
-        // Before the Messages tab's line is cleared, which may wait on Slack: a reset right after the answer must
-        // find the session opened, to close it.
         then(async () => {
           // A new conversation whose session no status call has opened (answered within the delay, or the job
           // no longer wanted when `processing` was due): it opens now, named, with no stop button shown.
@@ -284,7 +255,6 @@ export class WorkIndicators {
           // Only a session still open: a reset, archive or idle close may have ended it while this call waited.
           else if (processingAsked) await features.update(thread, 'active');
         });
-        if (session.isDm) then(() => this.replies.setThreadStatus(channel, threadTs, ''));
         await awhile(calls);
       },
     };

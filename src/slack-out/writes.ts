@@ -203,28 +203,6 @@ export class SlackWrites {
     }
   }
 
-  /** The "<app> is thinking…" line of an agent view thread ('' clears it). Best effort. */
-  async setThreadStatus(
-    channel: string,
-    threadTs: string,
-    status: string,
-    loadingMessages?: string[],
-  ): Promise<void> {
-    try {
-      await this.client.assistant.threads.setStatus({
-        channel_id: channel,
-        thread_ts: threadTs,
-        status,
-        ...(status && loadingMessages ? { loading_messages: loadingMessages } : {}),
-      });
-    } catch (error) {
-      this.logger.warn(
-        { err: error },
-        status ? 'could not set the thread status' : 'could not clear the thread status',
-      );
-    }
-  }
-
   /**
    * Moves a thread's agent view session to `status`, creating it where it has none (`closed` included), with
    * `opening`'s initiator and title: Slack uses both only when the call creates the session. Slack shows its

@@ -37,12 +37,10 @@ describe('indicatorOf', () => {
     expect(indicatorOf({ ...message, agentView: true }).agentView).toEqual({
       teamId: 'T1',
       initiator: 'U1',
-      isDm: false,
     });
     expect(indicatorOf({ ...message, agentViewDm: true }).agentView).toEqual({
       teamId: 'T1',
       initiator: 'U1',
-      isDm: true,
     });
   });
 });
@@ -60,7 +58,7 @@ describe('reading a recorded payload', () => {
     expect(read).toEqual({ ...message, agentViewDm: true, agentView: true });
     expect(read).not.toHaveProperty('agentThread');
     expect(read).not.toHaveProperty('agentSession');
-    expect(indicatorOf(inboundMessageOf({ ...message, agentThread: true })).agentView?.isDm).toBe(true);
+    expect(indicatorOf(inboundMessageOf({ ...message, agentThread: true })).agentView).toBeDefined();
     expect(inboundMessageOf({ ...message, agentSession: false })).toEqual({ ...message, agentView: false });
   });
 

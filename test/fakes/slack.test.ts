@@ -348,7 +348,7 @@ describe('FakeSlack agent sessions', () => {
     expect(slack.pressStopButton('C1', root, 'U0ALICE').event.streaming_message_ts).toEqual([]);
   });
 
-  it('moves the session with chat.stopStream session_status, and not with assistant.threads calls', async () => {
+  it('moves the session with chat.stopStream session_status, and with assistant.threads calls (the compatibility bridge)', async () => {
     const stream = await client.chat.startStream({
       channel: 'C1',
       thread_ts: root,
@@ -359,32 +359,26 @@ describe('FakeSlack agent sessions', () => {
     >[0]);
     await client.assistant.threads.setStatus({ channel_id: 'C1', thread_ts: root, status: 'is thinking…' });
     await client.assistant.threads.setStatus({ channel_id: 'C1', thread_ts: root, status: '' });
-    await client.assistant.threads.setTitle({
-      channel_id: 'C1',
-      thread_ts: root,
-      title: 'Not a session title',
-    });
-    const second = await client.chat.startStream({ channel: 'C1', thread_ts: root, markdown_text: 'Again' });
-    await client.chat.stopStream({ channel: 'C1', ts: second.ts! });
+    await client.assistant.threads.setTitle({ channel_id: 'C1', thread_ts: root, title: 'A session title' });
 
     const session = slack.agentSession('C1', root);
-    // Slack documents no bridge from assistant.threads.* to agent sessions: only the thread's own state moves.
+    // A non-empty status line sets processing, an empty one active, and the title is the session's.
     expect(session?.history.map((h) => `${h.status} by ${h.via}`)).toEqual([
       'processing by chat.startStream',
       'suspended by chat.stopStream',
-      'processing by chat.startStream',
-      'active by chat.stopStream',
+      'processing by assistant.threads.setStatus',
+      'active by assistant.threads.setStatus',
     ]);
-    expect(session?.title).toBeUndefined();
-    expect(session?.titles).toEqual([]);
-    expect(slack.assistantThread('C1', root)).toMatchObject({ status: '', title: 'Not a session title' });
-    // Nor does a status line create a session.
+    expect(session?.title).toBe('A session title');
+    expect(slack.assistantThread('C1', root)).toMatchObject({ status: '', title: 'A session title' });
+    // A status line in a thread with no session opens one, untitled and with no initiator.
     await client.assistant.threads.setStatus({
       channel_id: 'C1',
       thread_ts: '8.000001',
       status: 'is thinking…',
     });
-    expect(slack.agentSession('C1', '8.000001')).toBeUndefined();
+    expect(slack.agentSession('C1', '8.000001')).toMatchObject({ status: 'processing', titles: [] });
+    expect(slack.agentSession('C1', '8.000001')?.initiatorUserId).toBeUndefined();
   });
 
   it('refuses a stopStream session_status Slack does not know, and leaves the stream open', async () => {

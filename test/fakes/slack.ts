@@ -1611,8 +1611,9 @@ export class FakeSlack {
   // ---------------------------------------------------------------- internals: agent sessions
 
   /**
-   * The stored session. Slack documents no expiry of `processing` (the app moves the session on), so none is
-   * emulated.
+   * The stored session. `processing` is not expired here, though Slack documents it: "Sessions in the
+   * `processing` status time out after one hour and automatically transition to `active`" (docs.slack.dev,
+   * ai/agent-sessions, "Session timeouts"); the bot sets it again every 50 minutes, which no test waits for.
    */
   private liveAgentSession(channel: string, threadTs: string): StoredAgentSession | undefined {
     return this.agentSessions.get(`${channel}:${threadTs}`);
@@ -2156,7 +2157,16 @@ export class FakeSlack {
       if (typeof args.status !== 'string') return fail('invalid_arguments');
       state.status = args.status;
       state.loadingMessages = args.loading_messages;
-      // The thread's status line only: Slack documents no effect on an agent session (agents.sessions.* do that).
+      // An agent app's thread is an agent session, and this moves it: "with a non-empty `status` string sets the
+      // session to `processing`. An empty `status` string sets the session to `active`." (docs.slack.dev,
+      // ai/migrating-to-agent-messaging, "Compatibility bridge"). Slack does not say whether a thread without a
+      // session gets one; here it does (untitled, no initiator), the reading that costs an app the most.
+      const threadTs = str(args, 'thread_ts');
+      const channel = str(args, 'channel_id');
+      if (this.agentView && channel && threadTs) {
+        const status = args.status === '' ? 'active' : 'processing';
+        this.transitionAgentSession(channel, threadTs, status, 'assistant.threads.setStatus');
+      }
       return { ok: true };
     });
 
@@ -2177,6 +2187,9 @@ export class FakeSlack {
       const title = str(args, 'title');
       if (!title) return fail('invalid_arguments');
       state.title = title;
+      // "applies the provided title to the thread's agent session" (the same "Compatibility bridge").
+      const session = this.liveAgentSession(str(args, 'channel_id') ?? '', str(args, 'thread_ts') ?? '');
+      if (this.agentView && session) this.retitle(session, title, 'assistant.threads.setTitle');
       return { ok: true };
     });
 
