@@ -118,7 +118,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
 
   // Slack out: one client that retries calls harmless to repeat, one that never repeats a post by itself.
   const slack = slackClients(config.slack, { metrics, tracing, logger }, installations?.tokens);
-  const reads = new SlackReads(slack.calls, logger, identity.botUserId);
+  const reads = new SlackReads(slack.calls, logger, identity.botUserId, slack.optionalReads);
   const replies = new SlackWrites(slack.calls, slack.posts, logger, reads);
   const agentFeatures = new AgentFeatures(replies, config.agentView.mode, openedSessionsIn(marks), logger);
   const indicators = new WorkIndicators(

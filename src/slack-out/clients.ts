@@ -13,6 +13,12 @@ export interface SlackClients {
   calls: SlackWebClient;
   /** Never repeats a post by itself: a post Slack may have taken is looked up before it is sent again. */
   posts: SlackWebClient;
+  /**
+   * Reads the bot can do without (a thread's earlier messages, for context): tried once more after a failure,
+   * but a rate limit is an answer, not a wait. An app outside the Slack Marketplace may read a thread once a
+   * minute, which is not worth a minute of the person's wait.
+   */
+  optionalReads: SlackWebClient;
 }
 
 /**
@@ -53,5 +59,14 @@ export function slackClients(
     { ...options, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true },
     observer,
   );
-  return { options, calls, posts };
+  const optionalReads = new SlackWebClient(
+    token,
+    {
+      ...options,
+      retryConfig: { retries: 1, minTimeout: 500, maxTimeout: 500 },
+      rejectRateLimitedCalls: true,
+    },
+    observer,
+  );
+  return { options, calls, posts, optionalReads };
 }

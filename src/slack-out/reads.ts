@@ -34,7 +34,8 @@ const lastOf = <T>(items: readonly T[], n: number): T[] => (n > 0 ? items.slice(
 
 /**
  * Every read the bot makes of Slack: thread history for context, what a job already posted, a message's words,
- * whether the bot is in a thread or can see a channel. All through `client`, which retries on its own.
+ * whether the bot is in a thread or can see a channel. All through `client`, which retries on its own, but the
+ * context of a thread, which is not worth waiting for (`contextClient`).
  */
 export class SlackReads {
   constructor(
@@ -42,6 +43,8 @@ export class SlackReads {
     private readonly logger: Logger,
     /** The bot's own user id: its messages are not context. */
     private readonly botUserId = '',
+    /** For the thread's context, which the bot can do without: one that does not wait out a rate limit. */
+    private readonly contextClient: WebClient = client,
   ) {}
 
   /**
@@ -99,7 +102,7 @@ export class SlackReads {
     try {
       let cursor: string | undefined;
       for (let page = 0; page < CONTEXT_PAGES; page++) {
-        const found = await this.client.conversations.replies({
+        const found = await this.contextClient.conversations.replies({
           channel,
           ts: threadTs,
           latest: beforeTs,

@@ -6,9 +6,10 @@ import type { MethodContract } from './slack-contracts.js';
  * Slack answers HTTP 429 with `Retry-After` (seconds) and `ratelimited`. chat.postMessage's special limit is
  * about one message per second per channel, short bursts allowed.
  *
- * The 2025 limits for commercially distributed apps that are not on the Marketplace (conversations.history
- * and conversations.replies at 1 per minute) do not apply to an internal app installed in one workspace,
- * which this bot is, so they are not the default here.
+ * The 2025 limits for apps that are not on the Marketplace (conversations.history and conversations.replies
+ * at 1 per minute, 15 messages a page) are an option (FakeSlackOptions.outsideMarketplace), not the default:
+ * Slack's wording leaves open whether an internal app in one workspace is one, and a multi-workspace install
+ * with public distribution may well be.
  */
 
 /** A token bucket: `burst` calls at once, refilled at `perMinute` (Infinity: never refused). */
@@ -24,6 +25,13 @@ const TIER_PER_MINUTE: Record<Exclude<MethodContract['tier'], 'special'>, number
   t3: 50,
   t4: 100,
 };
+
+/** conversations.history and .replies for an app outside the Marketplace (FakeSlackOptions.outsideMarketplace). */
+export const OUTSIDE_MARKETPLACE_READS: Readonly<Record<string, RateLimit>> = {
+  'conversations.history': { perMinute: 1, burst: 1 },
+  'conversations.replies': { perMinute: 1, burst: 1 },
+};
+export const OUTSIDE_MARKETPLACE_PAGE_MAX = 15;
 
 /** chat.postMessage per channel: one a second; Slack allows "short bursts" without a figure, so a few. */
 export const POST_MESSAGE_PER_CHANNEL: Required<RateLimit> = { perMinute: 60, burst: 4 };

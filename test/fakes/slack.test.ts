@@ -1319,6 +1319,23 @@ describe('FakeSlack rate limits', () => {
     ]);
   });
 
+  it('reads threads once a minute, 15 messages a page, for an app outside the Slack Marketplace', async () => {
+    slack = await FakeSlack.start({ outsideMarketplace: true });
+    const client = clientFor(slack, { retries: 0, rejectRateLimitedCalls: true });
+    const root = slack.seedMessage('C1', { user: 'U0ALICE', text: 'a long thread' });
+    for (let i = 0; i < 20; i += 1) slack.seedMessage('C1', { user: 'U0BOB', text: `${i}`, threadTs: root });
+    const page = await client.conversations.replies({ channel: 'C1', ts: root, limit: 200 });
+    expect(page.messages).toHaveLength(15);
+    expect(page.has_more).toBe(true);
+    await expect(client.conversations.replies({ channel: 'C1', ts: root })).rejects.toMatchObject({
+      code: ErrorCode.RateLimitedError,
+      retryAfter: 60,
+    });
+    // conversations.history has its own minute; other methods keep their tiers.
+    expect((await client.conversations.history({ channel: 'C1', limit: 200 })).messages).toHaveLength(1);
+    await client.reactions.add({ channel: 'C1', timestamp: root, name: 'eyes' });
+  });
+
   it('take a per-method override for a test that must exceed Slack', async () => {
     slack = await FakeSlack.start({
       rateLimits: {

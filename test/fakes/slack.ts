@@ -29,7 +29,12 @@ import {
 } from './slack-contracts.js';
 import { readManifest } from './slack-manifest.js';
 import { type FakeOAuthAppOptions, FakeSlackOAuth } from './slack-oauth.js';
-import { type RateLimit, RateLimiter } from './slack-rate-limits.js';
+import {
+  OUTSIDE_MARKETPLACE_PAGE_MAX,
+  OUTSIDE_MARKETPLACE_READS,
+  type RateLimit,
+  RateLimiter,
+} from './slack-rate-limits.js';
 import {
   callerOf,
   type FakeCaller,
@@ -138,6 +143,15 @@ export interface FakeSlackOptions {
    * button and agents.sessions.setStatus warns `missing_agent_session_stopped_event_subscription`.
    */
   agentSessionStoppedSubscribed?: boolean;
+  /**
+   * The app is distributed outside the Slack Marketplace, unapproved (as a multi-workspace install with public
+   * distribution can be): Slack's limits for such apps on conversations.history and conversations.replies
+   * apply, 1 call a minute and at most 15 messages a page ("Effective May 29, 2025, all newly-created Slack
+   * apps that have not been approved for the Slack Marketplace will be subject to new rate limits for the
+   * conversations.history and conversations.replies API methods": api.slack.com/apis/rate-limits; the figures
+   * from Slack's changelog of that date). `rateLimits` still wins for a method it names.
+   */
+  outsideMarketplace?: boolean;
   /**
    * Whether the app has `features.agent_view` (default true, as manifest.yml does). Without it agents.sessions.*
    * and assistant.threads.setSuggestedPrompts answer `not_agent_app`.
@@ -538,6 +552,8 @@ export class FakeSlack {
   private acting: FakeInstallation | undefined;
   /** Who each call's bot token acts for, or why it is refused. */
   private readonly tokenChecks = new WeakMap<SlackApiCall, TokenCheck>();
+  /** The most messages a page of conversations.history or conversations.replies holds. */
+  private readonly readPageMax: number;
 
   private constructor(options: FakeSlackOptions) {
     this.teamId = options.teamId ?? 'T0TEAM';
@@ -549,7 +565,11 @@ export class FakeSlack {
     this.appToken = options.appToken ?? 'xapp-test-token';
     const manifest = readManifest(options.manifest);
     this.scopes = options.scopes ?? manifest.botScopes;
-    this.rateLimiter = new RateLimiter(options.rateLimits);
+    this.rateLimiter = new RateLimiter({
+      ...(options.outsideMarketplace ? OUTSIDE_MARKETPLACE_READS : {}),
+      ...options.rateLimits,
+    });
+    this.readPageMax = options.outsideMarketplace ? OUTSIDE_MARKETPLACE_PAGE_MAX : 1000;
     this.latency = new Map(Object.entries(options.latencyMs ?? {}));
     this.socketPingIntervalMs = options.socketPingIntervalMs ?? 5000;
     this.agentSessionStoppedSubscribed = options.agentSessionStoppedSubscribed ?? true;
@@ -1893,7 +1913,7 @@ export class FakeSlack {
       const start = list.findIndex((m) => m.ts === cursorTs);
       list = start >= 0 ? list.slice(start) : [];
     }
-    const limit = Math.min(Math.max(int(args, 'limit') ?? 100, 1), 1000);
+    const limit = Math.min(Math.max(int(args, 'limit') ?? 100, 1), this.readPageMax);
     const includeMetadata = flag(args, 'include_all_metadata');
     const pageItems = list.slice(0, limit).map((m) => this.view(channel, m, includeMetadata));
     const next = list[limit];

@@ -85,6 +85,42 @@ describe.runIf(runPostgres)('a thread read Slack rate-limits', { concurrent: tru
       PROMPTLY_MS,
     );
     expect(Date.now() - asked).toBeLessThan(PROMPTLY_MS);
-    expect(fakes.prompts()).toEqual([expect.stringContaining('what does')]);
+    // The throttled thread's own prompt went too, without its context (the case below).
+    expect(fakes.prompts()).toEqual(['why?', expect.stringContaining('what does')]);
   });
 });
+
+/**
+ * Context is a nicety: a thread Slack will not let the bot read for now (an app outside the Slack Marketplace
+ * may read threads once a minute, FakeSlackOptions.outsideMarketplace) is not worth a minute of the person's
+ * wait.
+ */
+describe.runIf(runPostgres)(
+  'a thread Slack will not let the bot read for a minute',
+  { concurrent: true },
+  () => {
+    itWithFakes(
+      'sends the first mention in it promptly, alone, without waiting to read the thread',
+      async ({ fakes }) => {
+        const bot = await fakes.startBot(ENV);
+        const root = fakes.slack.seedMessage(CHANNEL, { user: 'U0BOB', text: 'the build is red again' });
+        fakes.slack.failNext(
+          'conversations.replies',
+          { type: 'rate_limited', retryAfterSeconds: 60 },
+          1,
+          (args) => args.channel === CHANNEL,
+        );
+        const asked = Date.now();
+        await fakes.ask(bot.eventsUrl, CHANNEL, 'why?', { root });
+        await waitFor(
+          () => fakes.slack.threadMessages(CHANNEL, root).some((m) => m.text.startsWith('echo')),
+          'the answer',
+          PROMPTLY_MS,
+        );
+        expect(Date.now() - asked).toBeLessThan(PROMPTLY_MS);
+        expect(fakes.prompts()).toEqual(['why?']);
+        expect(bot.logs.text).toMatch(/could not read the thread for context; sending the message alone/);
+      },
+    );
+  },
+);
