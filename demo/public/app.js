@@ -655,7 +655,7 @@ function messageEl(m, { pane, who, compact = false, replies = [] }) {
   const count = replies.length || m.reply_count || 0;
   const status = pane === 'main' && ui.data.assistant?.[`${ui.channelId}:${m.ts}`]?.status;
   const session = pane === 'main' ? sessionOf(ui.channelId, m.ts) : undefined;
-  // A channel thread's session has no status line of its own: the page says the app is at work.
+  // An agent view session has no status line of its own: the page says the app is at work.
   const working = status || (session?.status === 'processing' && 'is working on an answer…');
   const title = currentChannel()?.type === 'im' ? session?.title : undefined;
   const cls = classes(compact && 'compact', SYSTEM_SUBTYPES.has(m.subtype) && 'system');

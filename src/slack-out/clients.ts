@@ -22,7 +22,7 @@ export interface SlackClients {
 }
 
 /**
- * The bot's two Web API clients, every call measured and traced; with the one bot token, or in OAuth mode with
+ * The bot's Web API clients, every call measured and traced; with the one bot token, or in OAuth mode with
  * the served workspace's (`installedTokens`).
  */
 export function slackClients(

@@ -69,8 +69,8 @@ export interface WorkingOptions {
 }
 
 /**
- * Shows people that their message is queued or being worked on (reactions on their message, or the thread
- * status in the Messages tab, and a notice when the agent is slow), and clears them again. Every call is best
+ * Shows people that their message is queued or being worked on (reactions on their message and a notice when
+ * the agent is slow, or the status of an agent view session), and clears them again. Every call is best
  * effort: an indicator that cannot be shown or cleared never fails the answer.
  */
 export class WorkIndicators {

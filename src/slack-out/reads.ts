@@ -1,4 +1,4 @@
-import type { ConversationsRepliesResponse, WebClient } from '@slack/web-api';
+import { type ConversationsRepliesResponse, ErrorCode, type WebClient } from '@slack/web-api';
 import { botUserIdHere } from '../installations/workspace-scope.js';
 import type { Logger } from '../observability/logger.js';
 import { slackErrorCode } from './client.js';
@@ -31,11 +31,13 @@ const CONTEXT_PAGE_SIZE = 200;
 type ThreadReply = NonNullable<ConversationsRepliesResponse['messages']>[number];
 /** The last `n` items (none for n <= 0, where slice(-0) would keep them all). */
 const lastOf = <T>(items: readonly T[], n: number): T[] => (n > 0 ? items.slice(-n) : []);
+const isRateLimited = (error: unknown) =>
+  typeof error === 'object' && error !== null && 'code' in error && error.code === ErrorCode.RateLimitedError;
 
 /**
  * Every read the bot makes of Slack: thread history for context, what a job already posted, a message's words,
  * whether the bot is in a thread or can see a channel. All through `client`, which retries on its own, but the
- * context of a thread, which is not worth waiting for (`contextClient`).
+ * reads not worth waiting for (`optionalClient`): a thread's context, and whether a thread has replies yet.
  */
 export class SlackReads {
   constructor(
@@ -43,8 +45,8 @@ export class SlackReads {
     private readonly logger: Logger,
     /** The bot's own user id: its messages are not context. */
     private readonly botUserId = '',
-    /** For the thread's context, which the bot can do without: one that does not wait out a rate limit. */
-    private readonly contextClient: WebClient = client,
+    /** For what the bot can do without (a thread's context, where a note shows): never waits out a rate limit. */
+    private readonly optionalClient: WebClient = client,
   ) {}
 
   /**
@@ -87,7 +89,8 @@ export class SlackReads {
    * and has no newest-first order, so it is read from its start, up to CONTEXT_PAGES pages (1,000 messages):
    * when more than that came before `beforeTs`, the last ones read are from the middle of the thread, not
    * those just before the mention. Empty when the thread cannot be read (the bot is not in the channel, a
-   * scope is missing): context is a nicety.
+   * scope is missing, Slack throttles reads), and what was read when a later page cannot be: context is a
+   * nicety.
    */
   async threadMessagesBefore(
     channel: string,
@@ -99,10 +102,11 @@ export class SlackReads {
       Number(message.ts) < Number(beforeTs) && message.user !== botUserIdHere(this.botUserId);
     let first: ThreadReply | undefined;
     let latest: ThreadReply[] = [];
-    try {
-      let cursor: string | undefined;
-      for (let page = 0; page < CONTEXT_PAGES; page++) {
-        const found = await this.contextClient.conversations.replies({
+    let cursor: string | undefined;
+    for (let page = 0; page < CONTEXT_PAGES; page++) {
+      let found: ConversationsRepliesResponse;
+      try {
+        found = await this.optionalClient.conversations.replies({
           channel,
           ts: threadTs,
           latest: beforeTs,
@@ -110,16 +114,23 @@ export class SlackReads {
           limit: CONTEXT_PAGE_SIZE,
           ...(cursor ? { cursor } : {}),
         });
-        const messages = (found.messages ?? []).filter(relevant);
-        // The thread's first message leads the first page (and may lead every page: kept once).
-        if (page === 0 && messages[0]?.ts === threadTs) first = messages[0];
-        latest = lastOf([...latest, ...messages.filter((message) => message.ts !== threadTs)], limit);
-        cursor = found.response_metadata?.next_cursor || undefined;
-        if (!found.has_more || !cursor) break;
+      } catch (error) {
+        // What the pages before gave is still context; Slack throttling reads is routine, not a warning.
+        const level = isRateLimited(error) ? 'info' : 'warn';
+        this.logger[level](
+          { err: error, pagesRead: page },
+          page === 0
+            ? 'could not read the thread for context; sending the message alone'
+            : 'could not read the rest of the thread for context; sending what was read',
+        );
+        break;
       }
-    } catch (error) {
-      this.logger.warn({ err: error }, 'could not read the thread for context; sending the message alone');
-      return { latest: [] };
+      const messages = (found.messages ?? []).filter(relevant);
+      // The thread's first message leads the first page (and may lead every page: kept once).
+      if (page === 0 && messages[0]?.ts === threadTs) first = messages[0];
+      latest = lastOf([...latest, ...messages.filter((message) => message.ts !== threadTs)], limit);
+      cursor = found.response_metadata?.next_cursor || undefined;
+      if (!found.has_more || !cursor) break;
     }
     const read = (message: ThreadReply): ThreadMessage => ({
       ts: message.ts ?? '',
@@ -180,7 +191,7 @@ export class SlackReads {
   async hasReplies(channel: string, threadTs: string): Promise<boolean> {
     try {
       // The thread's first message comes first, then its first reply, if any.
-      const found = await this.client.conversations.replies({ channel, ts: threadTs, limit: 2 });
+      const found = await this.optionalClient.conversations.replies({ channel, ts: threadTs, limit: 2 });
       return (found.messages ?? []).some((message) => message.ts !== threadTs);
     } catch {
       return false;

@@ -38,6 +38,8 @@ describe.runIf(runPostgres)('an indicator call Slack rate-limits', { concurrent:
       const [prompt] = fakes.prompts();
       expect(prompt).toContain('the build is red again');
       expect(prompt).toContain('why?');
+      // Its author's name was looked up on the client the throttled reactions use, past them.
+      expect(fakes.slack.callsOf('users.info').length).toBeGreaterThan(0);
 
       // The next message of the thread waits for the first job to end, which must not wait for Slack either.
       const askedAgain = Date.now();
@@ -120,6 +122,41 @@ describe.runIf(runPostgres)(
         expect(Date.now() - asked).toBeLessThan(PROMPTLY_MS);
         expect(fakes.prompts()).toEqual(['why?']);
         expect(bot.logs.text).toMatch(/could not read the thread for context; sending the message alone/);
+      },
+    );
+  },
+);
+
+describe.runIf(runPostgres)(
+  'a long thread whose second page Slack will not let the bot read now',
+  { concurrent: true },
+  () => {
+    itWithFakes(
+      'sends the first mention with what the first page gave: the thread’s first message and the latest read',
+      async ({ fakes }) => {
+        const bot = await fakes.startBot(ENV);
+        const root = fakes.slack.seedMessage(CHANNEL, { user: 'U0BOB', text: 'Release planning for 4.2' });
+        // More than one page of conversations.replies (the bot asks 200 at a time).
+        for (let i = 1; i <= 250; i += 1)
+          fakes.slack.seedMessage(CHANNEL, { user: 'U0ALICE', text: `note ${i}`, threadTs: root });
+        fakes.slack.failNext(
+          'conversations.replies',
+          { type: 'rate_limited', retryAfterSeconds: 60 },
+          1,
+          (args) => args.channel === CHANNEL && args.cursor !== undefined,
+        );
+        const asked = Date.now();
+        await fakes.ask(bot.eventsUrl, CHANNEL, 'what is left?', { root });
+        await waitFor(
+          () => fakes.slack.threadMessages(CHANNEL, root).some((m) => m.text.startsWith('echo')),
+          'the answer',
+          PROMPTLY_MS,
+        );
+        expect(Date.now() - asked).toBeLessThan(PROMPTLY_MS);
+        const [prompt] = fakes.prompts();
+        expect(prompt).toContain('Release planning for 4.2');
+        expect(prompt).toContain('note 199');
+        expect(prompt).not.toContain('note 200');
       },
     );
   },
