@@ -215,14 +215,24 @@ export class SlackWrites {
     status: AgentViewStatus,
     opening: SessionOpening = {},
   ): Promise<{ result: AgentCallResult; title?: string }> {
-    try {
-      const answer = await this.client.agents.sessions.setStatus({
+    const set = (initiator: string | undefined) =>
+      this.client.agents.sessions.setStatus({
         channel_id: channel,
         thread_ts: threadTs,
         status,
-        ...(opening.initiator ? { initiator_user_id: opening.initiator } : {}),
+        ...(initiator ? { initiator_user_id: initiator } : {}),
         ...(opening.title ? { title: opening.title } : {}),
       });
+    try {
+      let answer: Awaited<ReturnType<typeof set>>;
+      try {
+        answer = await set(opening.initiator);
+      } catch (error) {
+        // The initiator "Must be a member of the channel": a guest from another organisation of a shared channel
+        // may not count. The session matters more than who it names.
+        if (!opening.initiator || slackErrorCode(error) !== 'user_not_found') throw error;
+        answer = await set(undefined);
+      }
       this.noteWarnings(answer.response_metadata?.warnings);
       return { result: 'ok', title: answer.title };
     } catch (error) {

@@ -213,6 +213,25 @@ describe('FakeSlack agent sessions', () => {
     expect(slack.agentSession('C1', slack.seedMessage('C1', { user: 'U0ALICE', text: 'x' }))).toBeUndefined();
   });
 
+  it('refuses, as user_not_found, an initiator the channel does not list as a member', async () => {
+    await slack.stop();
+    slack = await FakeSlack.start({ channels: { C2: { name: 'shared', members: ['U0ALICE', 'U0BOT'] } } });
+    client = clientFor(slack);
+    const ts = slack.seedMessage('C2', { user: 'U0ALICE', text: 'numbers?' });
+    const refused = await refusal(
+      client.agents.sessions.setStatus({
+        channel_id: 'C2',
+        thread_ts: ts,
+        status: 'processing',
+        initiator_user_id: 'U0GUEST',
+      }),
+    );
+    expect(refused.error).toBe('user_not_found');
+    expect(slack.agentSession('C2', ts)).toBeUndefined();
+    await client.agents.sessions.setStatus({ channel_id: 'C2', thread_ts: ts, status: 'processing' });
+    expect(slack.agentSession('C2', ts)?.status).toBe('processing');
+  });
+
   it.each([
     // Documented for a status outside the enum, and for a thread-based session without its thread.
     ['an unknown status', { status: 'done' }, 'invalid_status'],

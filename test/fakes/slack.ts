@@ -1693,13 +1693,22 @@ export class FakeSlack {
       if (setsOverride && !this.scopes.includes('chat:write.customize')) {
         return { ...fail('missing_scope'), needed: 'chat:write.customize', provided: this.scopes.join(',') };
       }
+      // The initiator "Must be a member of the channel" (@slack/web-api's AgentsSessionsSetStatusArguments);
+      // Slack's reference lists `user_not_found` among the method's errors, the one answered here.
+      const initiator = str(args, 'initiator_user_id');
+      if (
+        initiator !== undefined &&
+        !this.liveAgentSession(channel, threadTs) &&
+        !this.isMember(channel, initiator)
+      )
+        return fail('user_not_found');
       // "creating the session if needed" (the method's description), whatever the status, `closed` included;
       // title and initiator_user_id only count when this call creates the session (@slack/web-api's
       // AgentsSessionsSetStatusArguments: "Only used when creating a new session; ignored if the session already
       // exists").
       const session = this.transitionAgentSession(channel, threadTs, status, 'agents.sessions.setStatus', {
         title: typeof title === 'string' && title !== '' ? title : undefined,
-        initiator: str(args, 'initiator_user_id'),
+        initiator,
       });
       // Naming any of the three replaces the whole set; naming none leaves it (null or '' clears one).
       if (overrides.length > 0) {

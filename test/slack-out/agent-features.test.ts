@@ -61,6 +61,21 @@ describe('agent features', () => {
     expect(await opened.has(thread('6.000001'))).toBe(true);
   });
 
+  it('opens a session without its initiator where Slack refuses the author as one (not a member of the channel)', async () => {
+    const { slack, replies, logger, logs } = await start({
+      channels: { C1: { name: 'shared', members: ['U0ALICE', 'U0BOT'] } },
+    });
+    const opened = openedSessionsInMemory();
+    const features = new AgentFeatures(replies, 'auto', opened, logger);
+    // Someone the channel does not list, as a guest of another organisation in a shared channel can be.
+    await features.setStatus(thread('7.000001'), 'active', { initiator: 'U0GUEST', title: 'Q3 numbers' });
+    expect(slack.agentSession('C1', '7.000001')).toMatchObject({ status: 'active', title: 'Q3 numbers' });
+    expect(slack.agentSession('C1', '7.000001')?.initiatorUserId).toBeUndefined();
+    expect(await opened.has(thread('7.000001'))).toBe(true);
+    expect(features.statusUnsettled(thread('7.000001'))).toBe(false);
+    expect(logs.text).not.toMatch(/could not set the agent view session status/);
+  });
+
   it('counts a thread unsettled while its last status here did not land or its mark was not recorded', async () => {
     const { slack, replies, logger } = await start();
     const memory = openedSessionsInMemory();
