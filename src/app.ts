@@ -116,7 +116,8 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   const marks = new ConversationMarks(db);
   const viewing = new ViewingContext(db);
 
-  // Slack out: one client that retries calls harmless to repeat, one that never repeats a post by itself.
+  // Slack out: one client that retries calls harmless to repeat, one that never repeats a post by itself, one
+  // for reads the bot can go without, which never waits out a rate limit.
   const slack = slackClients(config.slack, { metrics, tracing, logger }, installations?.tokens);
   const reads = new SlackReads(slack.calls, logger, identity.botUserId, slack.optionalReads);
   const replies = new SlackWrites(slack.calls, slack.posts, logger, reads);

@@ -1,8 +1,8 @@
-import { type ConversationsRepliesResponse, ErrorCode, type WebClient } from '@slack/web-api';
+import type { ConversationsRepliesResponse, WebClient } from '@slack/web-api';
 import { botUserIdHere } from '../installations/workspace-scope.js';
 import type { Logger } from '../observability/logger.js';
 import { slackErrorCode } from './client.js';
-import { slackPostError } from './failures.js';
+import { slackFailureKind, slackPostError } from './failures.js';
 import { jobPartOf, type ReplyTarget } from './reply-target.js';
 
 /** A message of a thread, as read back for context. */
@@ -31,8 +31,6 @@ const CONTEXT_PAGE_SIZE = 200;
 type ThreadReply = NonNullable<ConversationsRepliesResponse['messages']>[number];
 /** The last `n` items (none for n <= 0, where slice(-0) would keep them all). */
 const lastOf = <T>(items: readonly T[], n: number): T[] => (n > 0 ? items.slice(-n) : []);
-const isRateLimited = (error: unknown) =>
-  typeof error === 'object' && error !== null && 'code' in error && error.code === ErrorCode.RateLimitedError;
 
 /**
  * Every read the bot makes of Slack: thread history for context, what a job already posted, a message's words,
@@ -116,7 +114,7 @@ export class SlackReads {
         });
       } catch (error) {
         // What the pages before gave is still context; Slack throttling reads is routine, not a warning.
-        const level = isRateLimited(error) ? 'info' : 'warn';
+        const level = slackFailureKind(error).code === 'ratelimited' ? 'info' : 'warn';
         this.logger[level](
           { err: error, pagesRead: page },
           page === 0
