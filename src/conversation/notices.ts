@@ -91,19 +91,25 @@ export function promptTooLongNotice(length: number, limit: number): string {
   return `:warning: That message is ${length.toLocaleString('en-US')} characters long; I can pass on at most ${limit.toLocaleString('en-US')}. Please shorten it or split it into several messages.`;
 }
 
-/** What `stop` did: the stopper's waiting messages, and the answer that was being computed for them. */
-export function stoppedNotice(cancelled: number, answerAbandoned: boolean): string {
-  if (cancelled === 0 && !answerAbandoned) {
+/**
+ * What `stop` did: the stopper's waiting messages, and the one being worked on: its prompt not sent yet
+ * (`unsent`, now never sent) or sent, its answer dropped.
+ */
+export function stoppedNotice(cancelled: number, running: 'none' | 'unsent' | 'sent'): string {
+  if (cancelled === 0 && running === 'none') {
     return 'Nothing of yours is waiting for the agent in this conversation, so there is nothing to stop.';
   }
-  const parts: string[] = [];
-  if (cancelled > 0)
-    parts.push(`cancelled ${cancelled === 1 ? '1 queued message' : `${cancelled} queued messages`}`);
-  if (answerAbandoned) parts.push('dropped the answer I was waiting for');
+  const messages: string[] = [];
+  if (cancelled > 0) messages.push(cancelled === 1 ? '1 queued message' : `${cancelled} queued messages`);
+  if (running === 'unsent') messages.push('the message I was about to send');
+  const parts = messages.length > 0 ? [`cancelled ${messages.join(' and ')}`] : [];
+  if (running === 'sent') parts.push('dropped the answer I was waiting for');
   const sentence = `:octagonal_sign: Stopped: ${parts.join(' and ')}.`;
-  return answerAbandoned
-    ? `${sentence} The agent had already received that message and may have acted on it; the next message here continues the conversation.`
-    : sentence;
+  if (running === 'sent')
+    return `${sentence} The agent had already received that message and may have acted on it; the next message here continues the conversation.`;
+  if (running === 'unsent')
+    return `${sentence} The agent never received ${messages.length > 1 ? 'any of them' : 'it'}.`;
+  return sentence;
 }
 
 export function queueFullNotice(limit: number): string {

@@ -11,6 +11,14 @@ export type EnqueuedReset =
   | { outcome: 'queued' | 'duplicate'; cancelled: unknown[] }
   | { outcome: 'not-allowed'; starter: string };
 
+/** What a `stop` did (see JobCancellation.stop). */
+export interface StopOutcome {
+  first: boolean;
+  cancelled: unknown[];
+  running: 'none' | 'unsent' | 'sent';
+  othersGoOn: boolean;
+}
+
 /**
  * Ending work before it runs: a thread reset recorded in turn (cancelling what waits behind it), `stop` from
  * a message's author, a closed channel or workspace, a message edited or deleted while it waits.
@@ -58,29 +66,29 @@ export class JobCancellation {
   /**
    * `stop` from `userId` in a thread, once per request (`request` is claimed in the same transaction): their
    * messages still waiting are cancelled, and their message being answered is stopped (its answer is not
-   * posted). Nobody else's work is touched: `othersGoOn` says whether any is still open in the thread.
-   * `first` is false for a repeated delivery of the same request, which changes nothing.
+   * posted). `running` says whether there was one, and whether its prompt had left (`sent`: the agent has it)
+   * or is now never sent. Nobody else's work is touched: `othersGoOn` says whether any is still open in the
+   * thread. `first` is false for a repeated delivery of the same request, which changes nothing.
    */
-  async stop(
-    threadKey: string,
-    userId: string,
-    request: MessageRef,
-  ): Promise<{ first: boolean; cancelled: unknown[]; stoppedRunning: boolean; othersGoOn: boolean }> {
+  async stop(threadKey: string, userId: string, request: MessageRef): Promise<StopOutcome> {
     return this.db.transaction(async (query) => {
       if (!(await claimWith(query, request, 'control')))
-        return { first: false, cancelled: [], stoppedRunning: false, othersGoOn: false };
+        return { first: false, cancelled: [], running: 'none', othersGoOn: false };
       const cancelled = await cancelWaiting(query, threadKey, userId);
-      const stopped = await query(
+      // The row lock orders this against markSent, which refuses a stopped job: a prompt not recorded as sent
+      // here never leaves.
+      const stopped = await query<{ sent: boolean }>(
         `UPDATE inbox SET stop_requested = true
          WHERE thread_key = $1 AND kind = 'message' AND state = 'running' AND NOT stop_requested AND user_id = $2
-         RETURNING 1`,
+         RETURNING sent_at IS NOT NULL AS sent`,
         [threadKey, userId],
       );
       const others = await query(
         `SELECT 1 FROM inbox WHERE thread_key = $1 AND kind = 'message' AND ${OPEN} AND NOT stop_requested LIMIT 1`,
         [threadKey],
       );
-      return { first: true, cancelled, stoppedRunning: stopped.length > 0, othersGoOn: others.length > 0 };
+      const running = stopped.length === 0 ? 'none' : stopped.some((row) => row.sent) ? 'sent' : 'unsent';
+      return { first: true, cancelled, running, othersGoOn: others.length > 0 };
     });
   }
 

@@ -1,6 +1,6 @@
 import type { ClaimedJob, Hold, JobProgress, SenderVerdict } from '../conversation/job-progress.js';
 import type { Database } from '../store/database.js';
-import { type EnqueuedReset, JobCancellation } from './cancellation.js';
+import { type EnqueuedReset, JobCancellation, type StopOutcome } from './cancellation.js';
 import type { MessageRef } from './claims.js';
 import { InboxJobProgress } from './progress.js';
 import { InboxPruning } from './pruning.js';
@@ -116,11 +116,7 @@ export class Inbox implements JobProgress {
   enqueueReset(job: NewJob, options: { noSession: boolean }): Promise<EnqueuedReset> {
     return this.cancellation.enqueueReset(job, options);
   }
-  stop(
-    threadKey: string,
-    userId: string,
-    request: MessageRef,
-  ): Promise<{ first: boolean; cancelled: unknown[]; stoppedRunning: boolean; othersGoOn: boolean }> {
+  stop(threadKey: string, userId: string, request: MessageRef): Promise<StopOutcome> {
     return this.cancellation.stop(threadKey, userId, request);
   }
   cancelOpenWithPrefix(prefix: string): Promise<number> {

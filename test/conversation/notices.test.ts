@@ -54,10 +54,16 @@ describe('notices', () => {
   });
 
   it('say what stop did, and that there was nothing to stop', () => {
-    expect(stoppedNotice(0, false)).toMatch(/nothing to stop/);
-    expect(stoppedNotice(1, false)).toBe(':octagonal_sign: Stopped: cancelled 1 queued message.');
-    expect(stoppedNotice(2, true)).toMatch(
+    expect(stoppedNotice(0, 'none')).toMatch(/nothing to stop/);
+    expect(stoppedNotice(1, 'none')).toBe(':octagonal_sign: Stopped: cancelled 1 queued message.');
+    expect(stoppedNotice(2, 'sent')).toMatch(
       /cancelled 2 queued messages and dropped the answer.*may have acted/,
+    );
+    expect(stoppedNotice(0, 'unsent')).toBe(
+      ':octagonal_sign: Stopped: cancelled the message I was about to send. The agent never received it.',
+    );
+    expect(stoppedNotice(1, 'unsent')).toBe(
+      ':octagonal_sign: Stopped: cancelled 1 queued message and the message I was about to send. The agent never received any of them.',
     );
   });
 

@@ -305,6 +305,8 @@ describe('correctness under real Slack delivery', () => {
     const root = nextTs();
     await mention(bot, { channel: CHANNEL, text: '<@U0BOT> long task', ts: root });
     await slack.waitForCall('reactions.add', (c) => c.args.timestamp === root && c.args.name === 'eyes');
+    // The stop comes while the agent computes: the prompt has reached it.
+    await waitFor(() => promptsSent(agent).includes('long task'), 'prompt received');
     const queued = [nextTs(), nextTs()];
     for (const [i, ts] of queued.entries()) {
       await send(bot, channelMessage({ user: 'U0ALICE', text: `queued ${i}`, ts, threadTs: root }));
@@ -354,6 +356,33 @@ describe('correctness under real Slack delivery', () => {
     });
     await sleep(300);
     expect(promptsSent(agent)).not.toContain('queued 0');
+  });
+
+  it('"stop" before the prompt has left cancels it: the agent never gets it, and the notice says so', async () => {
+    const { slack, agent, bot } = stack;
+    // The thread's session is still being made when the stop comes, so the prompt has not been sent.
+    agent.setLatency(700, 'createSession');
+    const root = nextTs();
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> never mind this', ts: root });
+    await slack.waitForCall('reactions.add', (c) => c.args.timestamp === root && c.args.name === 'eyes');
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> stop', threadTs: root });
+    const stopped = await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('Stopped'),
+    );
+    agent.setLatency(0, 'createSession');
+    expect(textOf(stopped)).toBe(
+      ':octagonal_sign: Stopped: cancelled the message I was about to send. The agent never received it.',
+    );
+    await waitFor(() => slack.reactionsOn(CHANNEL, root).length === 0, 'working indicator cleared');
+    expect(promptsSent(agent)).not.toContain('never mind this');
+    // The next message is the conversation's first prompt.
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> the real question', threadTs: root });
+    const next = await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('the real question'),
+    );
+    expect(textOf(next)).toMatch(/^echo\[s-\d+#1\]: the real question$/);
   });
 
   it('takes "stop" and "reset" said in its thread without a mention as words for the agent, not commands', async () => {

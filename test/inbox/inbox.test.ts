@@ -249,19 +249,19 @@ function inboxContract(name: string, storePerSuite: () => { readonly db: Databas
       const request = { teamId: 'T', channelId: 'C', ts: 'stop-1' };
       const bob = await a.stop('t1', 'U-BOB', { ...request, ts: 'stop-bob' });
       // Alice's message is still being answered: Bob's stop leaves work going on in the thread.
-      expect(bob).toMatchObject({ first: true, stoppedRunning: false, othersGoOn: true });
+      expect(bob).toMatchObject({ first: true, running: 'none', othersGoOn: true });
       expect(bob.cancelled).toEqual([{ text: 'prompt 3' }]);
       const alice = await a.stop('t1', 'U-ALICE', request);
       expect(alice).toMatchObject({
         first: true,
-        stoppedRunning: true,
+        running: 'unsent',
         cancelled: [{ text: 'prompt 2' }],
         othersGoOn: false,
       });
       expect(await a.stop('t1', 'U-ALICE', request)).toEqual({
         first: false,
         cancelled: [],
-        stoppedRunning: false,
+        running: 'none',
         othersGoOn: false,
       });
       // An answer that comes after the stop is neither kept nor posted.
@@ -273,6 +273,21 @@ function inboxContract(name: string, storePerSuite: () => { readonly db: Databas
         [running.id],
       );
       expect(row?.agent_reply).toBeNull();
+    });
+
+    it('says whether the stopped prompt had left; one that had not is never sent', async () => {
+      const { a } = await fresh();
+      await a.admit(message('t1', '1', 'U-ALICE'), NO_LIMITS);
+      await a.admit(message('t2', '1', 'U-ALICE'), NO_LIMITS);
+      const [first, second] = (await a.claim(2)) as [ClaimedJob, ClaimedJob];
+      await a.markSent(first, 's-1');
+      const request = { teamId: 'T', channelId: 'C', ts: 'stop-1' };
+      expect(await a.stop('t1', 'U-ALICE', request)).toMatchObject({ running: 'sent' });
+      expect(await a.stop('t2', 'U-ALICE', { ...request, ts: 'stop-2' })).toMatchObject({
+        running: 'unsent',
+      });
+      await expect(a.markSent(second, 's-2')).rejects.toEqual(new JobInterruptedError('stopped'));
+      expect(await a.wasSent('t2:1')).toBe(false);
     });
 
     it('records a reset once, behind the answer in progress, cancelling what waits', async () => {

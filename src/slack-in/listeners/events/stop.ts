@@ -18,7 +18,8 @@ export interface StopDeps {
 
 /**
  * `stop` from a person (the word, or Slack's stop button): their waiting messages are cancelled and the
- * answer being computed for their message is dropped (the agent service cannot cancel it); nobody else's.
+ * answer being computed for their message is dropped (the agent service cannot cancel it), or its prompt
+ * never sent if it had not left yet; nobody else's.
  * Once per request; the notice after the ack.
  */
 export async function stopConversation(
@@ -29,7 +30,7 @@ export async function stopConversation(
   after: AfterAck[],
 ): Promise<void> {
   const { thread, replyThreadTs } = conversation;
-  const { first, cancelled, stoppedRunning, othersGoOn } = await deps.inbox.stop(
+  const { first, cancelled, running, othersGoOn } = await deps.inbox.stop(
     threadKeyString(thread),
     userId,
     request,
@@ -51,7 +52,7 @@ export async function stopConversation(
       await deps.indicators.clearQueued(indicatorOf(message));
     await deps.replies.notice(
       { channel: thread.channelId, threadTs: replyThreadTs },
-      stoppedNotice(cancelled.length, stoppedRunning),
+      stoppedNotice(cancelled.length, running),
     );
   });
 }
