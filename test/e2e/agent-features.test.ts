@@ -288,26 +288,24 @@ describe('an agent app: channel threads are agent sessions', () => {
   it('the word stop in an agent session does what the button does', async () => {
     const { slack, agent, bot } = stack;
     const root = nextTs();
-    agent.setLatency(800, 'sendMessage');
-    try {
-      await send(bot, mentionIn(CHANNEL, 'another long job', root));
-      await waitFor(() => prompts(agent).includes('another long job'), 'prompt sent');
-      expect(slack.agentSession(CHANNEL, root)?.stopButtonVisible).toBe(true);
-      await send(bot, mentionIn(CHANNEL, 'stop', nextTs(), root));
-      const notice = await slack.waitForCall(
-        'chat.postMessage',
-        (c) => c.args.thread_ts === root && textOf(c).includes('Stopped'),
-      );
-      expect(textOf(notice)).toMatch(/^:octagonal_sign: Stopped: dropped the answer I was waiting for\./);
-      await waitFor(() => slack.agentSession(CHANNEL, root)?.status === 'active', 'active again at once');
-      await waitFor(
-        () =>
-          agent.requestsFor('sendMessage').some((r) => r.prompt === 'another long job' && r.status === 200),
-        'agent done',
-      );
-    } finally {
-      agent.setLatency(0, 'sendMessage');
-    }
+    // The agent answers once the stop has done its work, however slow the machine.
+    const answer = agent.holdAnswerTo('another long job');
+    await send(bot, mentionIn(CHANNEL, 'another long job', root));
+    await waitFor(() => prompts(agent).includes('another long job'), 'prompt sent');
+    // The status call goes alongside the prompt, not before it.
+    await waitFor(() => slack.agentSession(CHANNEL, root)?.stopButtonVisible, 'stop button shown');
+    await send(bot, mentionIn(CHANNEL, 'stop', nextTs(), root));
+    const notice = await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('Stopped'),
+    );
+    expect(textOf(notice)).toMatch(/^:octagonal_sign: Stopped: dropped the answer I was waiting for\./);
+    await waitFor(() => slack.agentSession(CHANNEL, root)?.status === 'active', 'active again at once');
+    answer();
+    await waitFor(
+      () => agent.requestsFor('sendMessage').some((r) => r.prompt === 'another long job' && r.status === 200),
+      'agent done',
+    );
     await sleep(300);
     expect(slack.threadMessages(CHANNEL, root).filter((m) => m.text.includes('another long job'))).toEqual(
       [],
@@ -319,44 +317,43 @@ describe('an agent app: channel threads are agent sessions', () => {
   it("someone else's stop cancels only their queued message: the answer in progress stays, and so does processing", async () => {
     const { slack, agent, bot } = stack;
     const root = nextTs();
-    agent.setLatency(800, 'sendMessage');
-    try {
-      await send(bot, mentionIn(CHANNEL, 'alice long job', root));
-      await waitFor(() => prompts(agent).includes('alice long job'), 'prompt sent');
-      const bobs = nextTs();
-      await send(bot, mentionIn(CHANNEL, 'bob waits', bobs, root, 'U0BOB'));
-      await slack.waitForCall('reactions.add', (c) => c.args.timestamp === bobs);
-      await send(bot, slack.pressStopButton(CHANNEL, root, 'U0BOB'));
-      const notice = await slack.waitForCall(
-        'chat.postMessage',
-        (c) => c.args.thread_ts === root && textOf(c).includes('Stopped'),
-      );
-      expect(textOf(notice)).toBe(':octagonal_sign: Stopped: cancelled 1 queued message.');
-      // Alice's answer is still coming, so the session still shows it, stop button and all.
-      await sleep(200);
-      expect(slack.agentSession(CHANNEL, root)).toMatchObject({
-        status: 'processing',
-        stopButtonVisible: true,
-      });
-      await send(bot, slack.pressStopButton(CHANNEL, root, 'U0BOB'));
-      const nothing = await slack.waitForCall(
-        'chat.postMessage',
-        (c) => c.args.thread_ts === root && textOf(c).startsWith('Nothing of yours'),
-      );
-      expect(textOf(nothing)).toBe(
-        'Nothing of yours is waiting for the agent in this conversation, so there is nothing to stop.',
-      );
-      const answer = await slack.waitForCall(
-        'chat.postMessage',
-        (c) => c.args.thread_ts === root && textOf(c).includes('alice long job'),
-      );
-      expect(textOf(answer)).toMatch(/^echo\[s-\d+#1\]: alice long job$/);
-      // Processing until the answer was posted, active after it.
-      const history = slack.agentSession(CHANNEL, root)?.history ?? [];
-      expect(history.filter((h) => h.at < answer.at).map((h) => h.status)).toEqual(['processing']);
-    } finally {
-      agent.setLatency(0, 'sendMessage');
-    }
+    // Alice's answer comes once Bob's two stops are done, however slow the machine.
+    const answerAlice = agent.holdAnswerTo('alice long job');
+    await send(bot, mentionIn(CHANNEL, 'alice long job', root));
+    await waitFor(() => prompts(agent).includes('alice long job'), 'prompt sent');
+    await waitFor(() => slack.agentSession(CHANNEL, root)?.stopButtonVisible, 'stop button shown');
+    const bobs = nextTs();
+    await send(bot, mentionIn(CHANNEL, 'bob waits', bobs, root, 'U0BOB'));
+    await slack.waitForCall('reactions.add', (c) => c.args.timestamp === bobs);
+    await send(bot, slack.pressStopButton(CHANNEL, root, 'U0BOB'));
+    const notice = await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('Stopped'),
+    );
+    expect(textOf(notice)).toBe(':octagonal_sign: Stopped: cancelled 1 queued message.');
+    // Alice's answer is still coming, so the session still shows it, stop button and all.
+    await sleep(200);
+    expect(slack.agentSession(CHANNEL, root)).toMatchObject({
+      status: 'processing',
+      stopButtonVisible: true,
+    });
+    await send(bot, slack.pressStopButton(CHANNEL, root, 'U0BOB'));
+    const nothing = await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).startsWith('Nothing of yours'),
+    );
+    expect(textOf(nothing)).toBe(
+      'Nothing of yours is waiting for the agent in this conversation, so there is nothing to stop.',
+    );
+    answerAlice();
+    const answer = await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('alice long job'),
+    );
+    expect(textOf(answer)).toMatch(/^echo\[s-\d+#1\]: alice long job$/);
+    // Processing until the answer was posted, active after it.
+    const history = slack.agentSession(CHANNEL, root)?.history ?? [];
+    expect(history.filter((h) => h.at < answer.at).map((h) => h.status)).toEqual(['processing']);
     await waitFor(() => slack.agentSession(CHANNEL, root)?.status === 'active', 'active after the answer');
     expect(prompts(agent)).not.toContain('bob waits');
   });
@@ -377,6 +374,7 @@ describe('an agent app: channel threads are agent sessions', () => {
     try {
       await send(bot, mentionIn(CHANNEL, 'a slow one', root));
       await waitFor(() => prompts(agent).includes('a slow one'), 'prompt sent');
+      await waitFor(() => slack.agentSession(CHANNEL, root)?.stopButtonVisible, 'stop button shown');
       holdBackNextActive(slack, root);
       await send(bot, slack.pressStopButton(CHANNEL, root, ALICE));
       // Longer than the held-back call takes to go through again.

@@ -89,7 +89,8 @@ function conversationSuite(
         const rootTs = nextTs();
         const first = await mention(bot, { channel: CHANNEL, text: '<@U0BOT> what is up?', ts: rootTs });
         expect(first.status).toBe(200);
-        expect(first.ms).toBeLessThan(1_000);
+        // Within Slack's 3 seconds, on a machine the rest of the suite keeps busy.
+        expect(first.ms).toBeLessThan(3_000);
 
         const reply = await slack.waitForCall('chat.postMessage', replyIn(rootTs));
         const [session] = sessionsCreated();

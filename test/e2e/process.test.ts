@@ -53,6 +53,7 @@ describe('npm start', () => {
       async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.ok,
       // `npm start` builds first: a full tsc run, slow while the rest of the suite shares the machine.
       120_000,
+      () => output,
     );
   }, 150_000);
 
@@ -92,11 +93,16 @@ describe('npm start', () => {
   }, 30_000);
 });
 
-async function waitUntil(check: () => Promise<boolean | undefined>, timeoutMs: number): Promise<void> {
+/** Fails with what `npm start` printed by then, so a start that never got ready says why. */
+async function waitUntil(
+  check: () => Promise<boolean | undefined>,
+  timeoutMs: number,
+  printed: () => string,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await check()) return;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
-  throw new Error(`condition not met within ${timeoutMs} ms`);
+  throw new Error(`not ready within ${timeoutMs} ms; npm start printed:\n${printed().slice(-3000)}`);
 }

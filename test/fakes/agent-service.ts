@@ -135,6 +135,8 @@ export class AgentServiceEmulator {
   private recorded: RecordedRequest[] = [];
   private failures = new Map<AgentOperation, { failure: InjectedFailure; remaining: number }[]>();
   private replyFn: ReplyFn = defaultReply;
+  /** Prompts whose answers wait for a test to release them (holdAnswerTo). */
+  private held = new Map<string, Promise<void>>();
   private latencyMs: number;
   private latency: Partial<Record<AgentOperation, number>>;
   private listShape: ListShape;
@@ -208,6 +210,21 @@ export class AgentServiceEmulator {
     this.replyFn = fn;
   }
 
+  /**
+   * The agent computes its answer to `prompt` until the returned function is called: a test that must act
+   * while an answer is in progress says when it is done, however slow the machine.
+   */
+  holdAnswerTo(prompt: string): () => void {
+    let release = () => {};
+    this.held.set(
+      prompt,
+      new Promise<void>((resolve) => {
+        release = resolve;
+      }),
+    );
+    return release;
+  }
+
   setLatency(ms: number, operation?: AgentOperation): void {
     if (operation) this.latency[operation] = ms;
     else this.latencyMs = ms;
@@ -240,6 +257,7 @@ export class AgentServiceEmulator {
     this.recorded = [];
     this.failures = new Map();
     this.replyFn = defaultReply;
+    this.held = new Map();
     this.latencyMs = this.options.latencyMs ?? 0;
     this.latency = { ...this.options.latency };
     this.listShape = this.options.listShape ?? 'array';
@@ -463,6 +481,7 @@ export class AgentServiceEmulator {
         session.turns += 1;
         let text: string;
         try {
+          await this.held.get(parsed.prompt);
           text = await this.replyFn({
             agentId,
             sessionId: session.uuid,
