@@ -75,11 +75,14 @@ export class JobCancellation {
       if (!(await claimWith(query, request, 'control')))
         return { first: false, cancelled: [], running: 'none', othersGoOn: false };
       const cancelled = await cancelWaiting(query, threadKey, userId);
+      // Open and not cancelled above: running, or put back to wait after its prompt left (Slack refusing the
+      // answer's post, a takeover waiting on the process that sent it), which runs again at once only to end.
       // The row lock orders this against markSent, which refuses a stopped job: a prompt not recorded as sent
       // here never leaves.
       const stopped = await query<{ sent: boolean }>(
-        `UPDATE inbox SET stop_requested = true
-         WHERE thread_key = $1 AND kind = 'message' AND state = 'running' AND NOT stop_requested AND user_id = $2
+        `UPDATE inbox SET stop_requested = true,
+                run_after = CASE WHEN state = 'pending' THEN now() ELSE run_after END
+         WHERE thread_key = $1 AND kind = 'message' AND ${OPEN} AND NOT stop_requested AND user_id = $2
          RETURNING sent_at IS NOT NULL AS sent`,
         [threadKey, userId],
       );

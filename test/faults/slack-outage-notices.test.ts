@@ -168,6 +168,37 @@ describe.runIf(runPostgres)('Slack refusing the answer', { concurrent: true }, (
   );
 
   itWithFakes(
+    'a stop while the answer waits for Slack drops it: once Slack takes posts again, it is not posted',
+    async ({ fakes }) => {
+      const { threadTexts, answerPosts, ask, finished } = outageViews(fakes);
+      const bot = await fakes.startBot(ENV);
+      fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
+      const root = await ask(bot.eventsUrl, 'refused for now');
+      await waitFor(
+        async () => await waitingForSlack(fakes.database.url),
+        'the job put back to wait for Slack',
+      );
+      await fakes.ask(bot.eventsUrl, CHANNEL, 'stop', { root });
+      await waitFor(
+        () => threadTexts(root).some((t) => t.startsWith(':octagonal_sign: Stopped')),
+        'the stop notice',
+        10_000,
+      );
+      const refused = answerPosts(root).length;
+      fakes.slack.clearFailures('chat.postMessage');
+      // The stopped job ends, and takes its working indicator down.
+      await finished(root);
+      await sleep(2_500);
+      expect(threadTexts(root)).toEqual([
+        '<@U0BOT> refused for now',
+        '<@U0BOT> stop',
+        ':octagonal_sign: Stopped: dropped the answer I was waiting for. The agent had already received that message and may have acted on it; the next message here continues the conversation.',
+      ]);
+      expect(answerPosts(root)).toHaveLength(refused);
+    },
+  );
+
+  itWithFakes(
     'keeps the answer across a restart: the bot killed while the post waits is replaced, and the new one posts it',
     async ({ fakes }) => {
       const { prompts, threadTexts, ask, finished } = outageViews(fakes);

@@ -290,6 +290,30 @@ function inboxContract(name: string, storePerSuite: () => { readonly db: Databas
       expect(await a.wasSent('t2:1')).toBe(false);
     });
 
+    it('stops a sent job put back to wait (Slack refusing its post): its answer is not kept, it runs at once', async () => {
+      const { db, a } = await fresh();
+      await a.admit(message('t1', '1', 'U-ALICE'), NO_LIMITS);
+      const [job] = (await a.claim(1)) as [ClaimedJob];
+      await a.markSent(job, 's-1');
+      await a.defer(job, 60_000, true);
+      const request = { teamId: 'T', channelId: 'C', ts: 'stop-1' };
+      expect(await a.stop('t1', 'U-ALICE', request)).toMatchObject({ running: 'sent', othersGoOn: false });
+      const [row] = await db.query<{ due: boolean }>(
+        'SELECT run_after <= now() AS due FROM inbox WHERE id = $1',
+        [job.id],
+      );
+      expect(row?.due).toBe(true);
+      // The process that sent the prompt gets the answer late: it is not kept for the job's next run.
+      await expect(a.storeReply(job, 'not wanted any more', false)).rejects.toBeInstanceOf(
+        JobInterruptedError,
+      );
+      const [after] = await db.query<{ agent_reply: string | null }>(
+        'SELECT agent_reply FROM inbox WHERE id = $1',
+        [job.id],
+      );
+      expect(after?.agent_reply).toBeNull();
+    });
+
     it('records a reset once, behind the answer in progress, cancelling what waits', async () => {
       const { db, a } = await fresh();
       await a.admit(message('t1', '1'), NO_LIMITS);
