@@ -82,7 +82,7 @@ export const FILES_ONLY_NOTICE =
   'I can only pass text to the agent, and attachments are not forwarded. Please describe what you need in words.';
 
 export const EDIT_NOT_RESENT_NOTICE =
-  'I had already sent the original version of that message to the agent; edits are not re-sent. Send a new message to correct it.';
+  'I had already passed the original version of that message on to the agent, or was doing so; edits are not re-sent. Send a new message to correct it.';
 
 export const DELETED_BEFORE_SENT_NOTICE =
   'You deleted your message before I passed it on, so I did not send it to the agent.';

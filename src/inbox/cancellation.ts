@@ -11,6 +11,9 @@ export type EnqueuedReset =
   | { outcome: 'queued' | 'duplicate'; cancelled: unknown[] }
   | { outcome: 'not-allowed'; starter: string };
 
+/** What an edit did to its message's job (see JobCancellation.editMessage). */
+export type EditOutcome = 'replaced' | 'started' | 'none';
+
 /** What a `stop` did (see JobCancellation.stop). */
 export interface StopOutcome {
   first: boolean;
@@ -122,19 +125,26 @@ export class JobCancellation {
     return rows.length;
   }
 
-  /** Gives a message still waiting new words (an edit); false if it already started. */
-  async replaceWaitingPayload(dedupeKey: string, edit: (payload: unknown) => unknown): Promise<boolean> {
+  /**
+   * An edit of a relayed message: one still waiting takes the new words (`replaced`); one whose job has
+   * started or whose prompt was sent keeps the words it has (`started`); any other (never relayed, or ended
+   * unsent) is left alone (`none`). The row lock orders this against the job's claim.
+   */
+  async editMessage(dedupeKey: string, edit: (payload: unknown) => unknown): Promise<EditOutcome> {
     return this.db.transaction(async (query) => {
-      const [row] = await query<{ payload: string }>(
-        `SELECT payload FROM inbox WHERE dedupe_key = $1 AND state = 'pending' AND sent_at IS NULL FOR UPDATE`,
+      const [row] = await query<{ payload: string; waiting: boolean; started: boolean }>(
+        `SELECT payload, state = 'pending' AND sent_at IS NULL AS waiting,
+                state = 'running' OR sent_at IS NOT NULL AS started
+         FROM inbox WHERE dedupe_key = $1 FOR UPDATE`,
         [dedupeKey],
       );
-      if (!row) return false;
+      if (!row) return 'none';
+      if (!row.waiting) return row.started ? 'started' : 'none';
       await query('UPDATE inbox SET payload = $2 WHERE dedupe_key = $1', [
         dedupeKey,
         storableJson(edit(JSON.parse(row.payload))),
       ]);
-      return true;
+      return 'replaced';
     });
   }
 

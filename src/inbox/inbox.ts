@@ -1,6 +1,6 @@
 import type { ClaimedJob, Hold, JobProgress, SenderVerdict } from '../conversation/job-progress.js';
 import type { Database } from '../store/database.js';
-import { type EnqueuedReset, JobCancellation, type StopOutcome } from './cancellation.js';
+import { type EditOutcome, type EnqueuedReset, JobCancellation, type StopOutcome } from './cancellation.js';
 import type { MessageRef } from './claims.js';
 import { InboxJobProgress } from './progress.js';
 import { InboxPruning } from './pruning.js';
@@ -77,9 +77,6 @@ export class Inbox implements JobProgress {
   requestOf(dedupeKey: string): Promise<{ threadKey: string; userId?: string } | undefined> {
     return this.queue.requestOf(dedupeKey);
   }
-  wasSent(dedupeKey: string): Promise<boolean> {
-    return this.queue.wasSent(dedupeKey);
-  }
   counts(): Promise<{ pending: number; running: number }> {
     return this.queue.counts();
   }
@@ -125,8 +122,8 @@ export class Inbox implements JobProgress {
   cancelOpenOfOrg(enterpriseId: string, removedAt?: Date): Promise<number> {
     return this.cancellation.cancelOpenOfOrg(enterpriseId, removedAt);
   }
-  replaceWaitingPayload(dedupeKey: string, edit: (payload: unknown) => unknown): Promise<boolean> {
-    return this.cancellation.replaceWaitingPayload(dedupeKey, edit);
+  editMessage(dedupeKey: string, edit: (payload: unknown) => unknown): Promise<EditOutcome> {
+    return this.cancellation.editMessage(dedupeKey, edit);
   }
   cancelWaitingMessage(dedupeKey: string): Promise<unknown> {
     return this.cancellation.cancelWaitingMessage(dedupeKey);

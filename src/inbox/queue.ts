@@ -268,14 +268,6 @@ export class JobQueue {
     return row ? { threadKey: row.thread_key, userId: row.user_id ?? undefined } : undefined;
   }
 
-  /** Whether this message's prompt reached the agent. */
-  async wasSent(dedupeKey: string): Promise<boolean> {
-    return (
-      (await this.db.query('SELECT 1 FROM inbox WHERE dedupe_key = $1 AND sent_at IS NOT NULL', [dedupeKey]))
-        .length > 0
-    );
-  }
-
   async counts(): Promise<{ pending: number; running: number }> {
     const rows = await this.db.query<{ state: string; count: string | number }>(
       `SELECT state, count(*) AS count FROM inbox WHERE ${OPEN} GROUP BY state`,

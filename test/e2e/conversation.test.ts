@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { EDIT_NOT_RESENT_NOTICE } from '../../src/conversation/notices.js';
 import { appMentionEvent, messageEvent, nextTs } from '../helpers/slack-events.js';
 import { AGENT_ID, mention } from '../helpers/stack.js';
 import { sleep, waitFor } from '../helpers/wait.js';
@@ -169,6 +170,44 @@ describe('threads, DMs and what is relayed', () => {
     const seen = slack.visibleEphemerals('U0ALICE', { channel: CHANNEL });
     expect(seen.filter((m) => m.text?.includes('edits are not re-sent'))).toHaveLength(1);
     expect(promptsSent(agent).filter((p) => p?.includes('words'))).toEqual(['original words']);
+  });
+
+  it('tells the author that an edit made while their message was being passed on is not sent either', async () => {
+    const { slack, agent, bot } = stack;
+    // The thread's session is still being made when the edit comes: the job has started, the prompt not left.
+    agent.setLatency(700, 'createSession');
+    const root = nextTs();
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> first draft', ts: root });
+    await slack.waitForCall('reactions.add', (c) => c.args.timestamp === root && c.args.name === 'eyes');
+    await send(
+      bot,
+      channelMessage({
+        text: '',
+        subtype: 'message_changed',
+        extra: {
+          hidden: true,
+          message: {
+            type: 'message',
+            user: 'U0ALICE',
+            text: '<@U0BOT> final draft',
+            ts: root,
+            edited: { user: 'U0ALICE', ts: nextTs() },
+          },
+          previous_message: { type: 'message', user: 'U0ALICE', text: '<@U0BOT> first draft', ts: root },
+        },
+      }),
+    );
+    const notice = await slack.waitForCall(
+      'chat.postEphemeral',
+      (c) => c.args.user === 'U0ALICE' && String(c.args.text).includes('edits are not re-sent'),
+    );
+    agent.setLatency(0, 'createSession');
+    expect(String(notice.args.text)).toBe(EDIT_NOT_RESENT_NOTICE);
+    await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('draft'),
+    );
+    expect(promptsSent(agent).filter((p) => p?.includes('draft'))).toEqual(['first draft']);
   });
 
   it('relays the text of a message with files and says attachments are not forwarded', async () => {

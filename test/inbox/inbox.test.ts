@@ -39,6 +39,14 @@ function inboxContract(name: string, storePerSuite: () => { readonly db: Databas
       return { db, a: new Inbox(db, 'replica-a', LEASE_MS), b: new Inbox(db, 'replica-b', LEASE_MS) };
     }
 
+    /** Whether the store records this message's prompt as sent. */
+    async function wasSent(dedupeKey: string): Promise<boolean> {
+      const rows = await store.db.query('SELECT 1 FROM inbox WHERE dedupe_key = $1 AND sent_at IS NOT NULL', [
+        dedupeKey,
+      ]);
+      return rows.length > 0;
+    }
+
     it('records a message once, says when it waits behind its thread, and enforces the limits', async () => {
       const { a } = await fresh();
       expect(await a.admit(message('t1', '1'), NO_LIMITS)).toEqual({ outcome: 'inserted', queued: false });
@@ -194,7 +202,7 @@ function inboxContract(name: string, storePerSuite: () => { readonly db: Databas
         [theirs.id],
       );
       expect(done).toEqual({ agent_reply: null, payload: '{}', state: 'done' });
-      expect(await a.wasSent('t1:1')).toBe(true);
+      expect(await wasSent('t1:1')).toBe(true);
     });
 
     it("records the thread's activity with the prompt's \"sent\", only while the job is this owner's", async () => {
@@ -219,7 +227,7 @@ function inboxContract(name: string, storePerSuite: () => { readonly db: Databas
       expect(await a.markSent(first, 's-1', key)).toBe(true);
       const sentAt = await activeAt();
       expect(sentAt).toBeGreaterThan(dayAgo + 60_000);
-      expect(await a.wasSent('t1:1')).toBe(true);
+      expect(await wasSent('t1:1')).toBe(true);
 
       // A job taken over meanwhile: neither "sent" nor the activity lands.
       await a.finish(first);
@@ -230,14 +238,14 @@ function inboxContract(name: string, storePerSuite: () => { readonly db: Databas
       await db.query(`UPDATE session_activity SET last_active_at = now() - interval '1 day'`);
       await expect(a.markSent(second, 's-1', key)).rejects.toBeInstanceOf(JobInterruptedError);
       expect(await activeAt()).toBeLessThan(sentAt - 60_000);
-      expect(await a.wasSent('t1:2')).toBe(false);
+      expect(await wasSent('t1:2')).toBe(false);
 
       // A row the previous release left incomplete is not counted as recorded: the caller rebuilds it.
       await db.query('UPDATE session_activity SET team_id = NULL');
       await a.admit(message('t2', '1'), NO_LIMITS);
       const [third] = (await a.claim(1)) as [ClaimedJob];
       expect(await a.markSent(third, 's-2', key)).toBe(false);
-      expect(await a.wasSent('t2:1')).toBe(true);
+      expect(await wasSent('t2:1')).toBe(true);
     });
 
     it("stops only the stopper's own work, once per request, in one transaction", async () => {
@@ -287,7 +295,7 @@ function inboxContract(name: string, storePerSuite: () => { readonly db: Databas
         running: 'unsent',
       });
       await expect(a.markSent(second, 's-2')).rejects.toEqual(new JobInterruptedError('stopped'));
-      expect(await a.wasSent('t2:1')).toBe(false);
+      expect(await wasSent('t2:1')).toBe(false);
     });
 
     it('stops a sent job put back to wait (Slack refusing its post): its answer is not kept, it runs at once', async () => {
@@ -353,8 +361,9 @@ function inboxContract(name: string, storePerSuite: () => { readonly db: Databas
       await a.admit(message('T:C1:1', '2'), NO_LIMITS);
       await a.admit(message('T:C2:1', '1'), NO_LIMITS);
       await a.claim(1);
-      expect(await a.replaceWaitingPayload('T:C1:1:1', () => ({ text: 'too late' }))).toBe(false);
-      expect(await a.replaceWaitingPayload('T:C1:1:2', () => ({ text: 'edited' }))).toBe(true);
+      expect(await a.editMessage('T:C1:1:1', () => ({ text: 'too late' }))).toBe('started');
+      expect(await a.editMessage('T:C1:1:2', () => ({ text: 'edited' }))).toBe('replaced');
+      expect(await a.editMessage('T:C1:1:9', () => ({ text: 'never relayed' }))).toBe('none');
       expect(await a.counts()).toEqual({ pending: 2, running: 1 });
       expect(await a.cancelOpenWithPrefix('T:C1:')).toBe(2);
       expect(await a.counts()).toEqual({ pending: 1, running: 0 });

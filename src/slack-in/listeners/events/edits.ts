@@ -11,7 +11,7 @@ import { deletionOf, editOf } from '../../events.js';
 import type { EventRouter } from './router.js';
 
 export interface EditDeps {
-  inbox: Pick<Inbox, 'replaceWaitingPayload' | 'wasSent' | 'cancelWaitingMessage'>;
+  inbox: Pick<Inbox, 'editMessage' | 'cancelWaitingMessage'>;
   claims: Pick<MessageClaims, 'claim'>;
   replies: Pick<SlackWrites, 'ephemeral'>;
   agentFeatures: Pick<AgentFeatures, 'mode' | 'offersAgentView'>;
@@ -20,7 +20,7 @@ export interface EditDeps {
 
 /** Edits and deletions of messages already sent to the bot. */
 export function register(events: EventRouter, deps: EditDeps): void {
-  // A waiting message takes the new words; one already sent tells its author, once, that edits are not re-sent.
+  // A waiting message takes the new words; one already started tells its author, once, that edits are not re-sent.
   events.onChange('message_changed', async ({ event, team_id: teamId }, after) => {
     const edit = editOf(event as unknown as types.AllMessageEvents, teamId, botUserIdHere(deps.botUserId));
     if (!edit) {
@@ -32,11 +32,11 @@ export function register(events: EventRouter, deps: EditDeps): void {
       agentViewIn(deps.agentFeatures, teamId),
     );
     const dedupeKey = jobKey(thread.teamId, thread.channelId, edit.ts, 'message');
-    const replaced = await deps.inbox.replaceWaitingPayload(dedupeKey, (payload) => ({
+    const outcome = await deps.inbox.editMessage(dedupeKey, (payload) => ({
       ...inboundMessageOf(payload),
       text: edit.text,
     }));
-    if (replaced || !(await deps.inbox.wasSent(dedupeKey))) return;
+    if (outcome !== 'started') return;
     const ref = { teamId, channelId: edit.channel, ts: edit.ts };
     if (!(await deps.claims.claim(ref, 'edit-notice'))) return;
     after.push(() =>
