@@ -63,6 +63,12 @@ export interface Hold {
 }
 
 /**
+ * Where a job its author stopped had got to: none there (`none`), its prompt not sent yet and now never
+ * (`unsent`), sent and its answer not posted (`sent`), or its answer partly posted (`partly-posted`).
+ */
+export type StoppedWork = 'none' | 'unsent' | 'sent' | 'partly-posted';
+
+/**
  * Why a job may no longer have side effects: another owner took it over, its author stopped it, or its
  * conversation ended under it (`cancelled`: a closed channel, an uninstall).
  */

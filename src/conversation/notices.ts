@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { isAgentServiceError } from '../agent/errors.js';
+import type { StoppedWork } from './job-progress.js';
 
 /** The sentences people read from the bot: plain words, never raw error text, stack traces or secrets. */
 
@@ -91,25 +92,28 @@ export function promptTooLongNotice(length: number, limit: number): string {
   return `:warning: That message is ${length.toLocaleString('en-US')} characters long; I can pass on at most ${limit.toLocaleString('en-US')}. Please shorten it or split it into several messages.`;
 }
 
-/**
- * What `stop` did: the stopper's waiting messages, and the one being worked on: its prompt not sent yet
- * (`unsent`, now never sent) or sent, its answer dropped.
- */
-export function stoppedNotice(cancelled: number, running: 'none' | 'unsent' | 'sent'): string {
+/** What `stop` did: the stopper's waiting messages, and where the one being worked on had got to. */
+export function stoppedNotice(cancelled: number, running: StoppedWork): string {
   if (cancelled === 0 && running === 'none') {
     return 'Nothing of yours is waiting for the agent in this conversation, so there is nothing to stop.';
   }
   const messages: string[] = [];
   if (cancelled > 0) messages.push(cancelled === 1 ? '1 queued message' : `${cancelled} queued messages`);
   if (running === 'unsent') messages.push('the message I was about to send');
+  if (running === 'partly-posted') messages.push('the rest of the answer');
   const parts = messages.length > 0 ? [`cancelled ${messages.join(' and ')}`] : [];
   if (running === 'sent') parts.push('dropped the answer I was waiting for');
   const sentence = `:octagonal_sign: Stopped: ${parts.join(' and ')}.`;
-  if (running === 'sent')
-    return `${sentence} The agent had already received that message and may have acted on it; the next message here continues the conversation.`;
-  if (running === 'unsent')
-    return `${sentence} The agent never received ${messages.length > 1 ? 'any of them' : 'it'}.`;
-  return sentence;
+  switch (running) {
+    case 'sent':
+      return `${sentence} The agent had already received that message and may have acted on it; the next message here continues the conversation.`;
+    case 'partly-posted':
+      return `${sentence} The next message here continues the conversation.`;
+    case 'unsent':
+      return `${sentence} The agent never received ${messages.length > 1 ? 'any of them' : 'it'}.`;
+    case 'none':
+      return sentence;
+  }
 }
 
 export function queueFullNotice(limit: number): string {

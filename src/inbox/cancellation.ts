@@ -1,3 +1,4 @@
+import type { StoppedWork } from '../conversation/job-progress.js';
 import type { Database, SqlQuery } from '../store/database.js';
 import { startsWithPattern } from '../store/like.js';
 import { storableJson } from '../util/storable-text.js';
@@ -18,7 +19,7 @@ export type EditOutcome = 'replaced' | 'started' | 'none';
 export interface StopOutcome {
   first: boolean;
   cancelled: unknown[];
-  running: 'none' | 'unsent' | 'sent';
+  running: StoppedWork;
   othersGoOn: boolean;
 }
 
@@ -82,19 +83,21 @@ export class JobCancellation {
       // answer's post, a takeover waiting on the process that sent it), which runs again at once only to end.
       // The row lock orders this against markSent, which refuses a stopped job: a prompt not recorded as sent
       // here never leaves.
-      const stopped = await query<{ sent: boolean }>(
+      const stopped = await query<{ work: Exclude<StoppedWork, 'none'> }>(
         `UPDATE inbox SET stop_requested = true,
                 run_after = CASE WHEN state = 'pending' THEN now() ELSE run_after END
          WHERE thread_key = $1 AND kind = 'message' AND ${OPEN} AND NOT stop_requested AND user_id = $2
-         RETURNING sent_at IS NOT NULL AS sent`,
+         RETURNING CASE WHEN sent_at IS NULL THEN 'unsent'
+                        WHEN agent_reply IS NOT NULL AND parts_posted > 0 THEN 'partly-posted'
+                        ELSE 'sent' END AS work`,
         [threadKey, userId],
       );
       const others = await query(
         `SELECT 1 FROM inbox WHERE thread_key = $1 AND kind = 'message' AND ${OPEN} AND NOT stop_requested LIMIT 1`,
         [threadKey],
       );
-      const running = stopped.length === 0 ? 'none' : stopped.some((row) => row.sent) ? 'sent' : 'unsent';
-      return { first: true, cancelled, running, othersGoOn: others.length > 0 };
+      // One message of a person's is worked on at a time in a thread.
+      return { first: true, cancelled, running: stopped[0]?.work ?? 'none', othersGoOn: others.length > 0 };
     });
   }
 

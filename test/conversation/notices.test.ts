@@ -62,6 +62,9 @@ describe('notices', () => {
     expect(stoppedNotice(0, 'unsent')).toBe(
       ':octagonal_sign: Stopped: cancelled the message I was about to send. The agent never received it.',
     );
+    expect(stoppedNotice(0, 'partly-posted')).toBe(
+      ':octagonal_sign: Stopped: cancelled the rest of the answer. The next message here continues the conversation.',
+    );
     expect(stoppedNotice(1, 'unsent')).toBe(
       ':octagonal_sign: Stopped: cancelled 1 queued message and the message I was about to send. The agent never received any of them.',
     );

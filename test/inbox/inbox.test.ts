@@ -294,6 +294,15 @@ function inboxContract(name: string, storePerSuite: () => { readonly db: Databas
       expect(await a.stop('t2', 'U-ALICE', { ...request, ts: 'stop-2' })).toMatchObject({
         running: 'unsent',
       });
+      // An answer partly posted: the rest of it is what the stop drops.
+      await a.admit(message('t3', '1', 'U-ALICE'), NO_LIMITS);
+      const [third] = (await a.claim(1)) as [ClaimedJob];
+      await a.markSent(third, 's-3');
+      await a.storeReply(third, 'a long answer', false);
+      await a.markPartsPosted(third, 1);
+      expect(await a.stop('t3', 'U-ALICE', { ...request, ts: 'stop-3' })).toMatchObject({
+        running: 'partly-posted',
+      });
       await expect(a.markSent(second, 's-2')).rejects.toEqual(new JobInterruptedError('stopped'));
       expect(await wasSent('t2:1')).toBe(false);
     });
