@@ -19,8 +19,10 @@ export interface LifecycleDeps {
 export function register(events: EventRouter, deps: LifecycleDeps): void {
   const channelGone = async ({ event, team_id: teamId }: EventEnvelope, after: AfterAck[]) => {
     const channelId = String(event.channel);
-    const retired = await deps.sessions.retireWhere({ teamId, channelId }, 'channel-gone');
+    // Jobs first, as for a removed workspace: a job cancelled now can no longer record a session it is making
+    // as used (it retires that one itself), so the sessions listed next are all there will be.
     await deps.inbox.cancelOpenWithPrefix(`${teamId}:${channelId}:`);
+    const retired = await deps.sessions.retireWhere({ teamId, channelId }, 'channel-gone');
     // Best effort: Slack may refuse calls in an archived channel, and a deleted one has no threads left.
     if (event.type.endsWith('_archive'))
       after.push(() => deps.agentFeatures.close(retired.filter(isSlackThread)));
