@@ -175,7 +175,7 @@ describe('threads, DMs and what is relayed', () => {
   it('tells the author that an edit made while their message was being passed on is not sent either', async () => {
     const { slack, agent, bot } = stack;
     // The thread's session is still being made when the edit comes: the job has started, the prompt not left.
-    agent.setLatency(700, 'createSession');
+    const sessionMade = agent.holdSessionCreation();
     const root = nextTs();
     await mention(bot, { channel: CHANNEL, text: '<@U0BOT> first draft', ts: root });
     await slack.waitForCall('reactions.add', (c) => c.args.timestamp === root && c.args.name === 'eyes');
@@ -201,7 +201,7 @@ describe('threads, DMs and what is relayed', () => {
       'chat.postEphemeral',
       (c) => c.args.user === 'U0ALICE' && String(c.args.text).includes('edits are not re-sent'),
     );
-    agent.setLatency(0, 'createSession');
+    sessionMade();
     expect(String(notice.args.text)).toBe(EDIT_NOT_RESENT_NOTICE);
     await slack.waitForCall(
       'chat.postMessage',
@@ -399,7 +399,7 @@ describe('correctness under real Slack delivery', () => {
   it('"stop" before the prompt has left cancels it: the agent never gets it, and the notice says so', async () => {
     const { slack, agent, bot } = stack;
     // The thread's session is still being made when the stop comes, so the prompt has not been sent.
-    agent.setLatency(700, 'createSession');
+    const sessionMade = agent.holdSessionCreation();
     const root = nextTs();
     await mention(bot, { channel: CHANNEL, text: '<@U0BOT> never mind this', ts: root });
     await slack.waitForCall('reactions.add', (c) => c.args.timestamp === root && c.args.name === 'eyes');
@@ -408,7 +408,7 @@ describe('correctness under real Slack delivery', () => {
       'chat.postMessage',
       (c) => c.args.thread_ts === root && textOf(c).includes('Stopped'),
     );
-    agent.setLatency(0, 'createSession');
+    sessionMade();
     expect(textOf(stopped)).toBe(
       ':octagonal_sign: Stopped: cancelled the message I was about to send. The agent never received it.',
     );
@@ -449,7 +449,8 @@ describe('correctness under real Slack delivery', () => {
 
   it('sends the edited words of a message that was still waiting in its queue', async () => {
     const { slack, agent, bot } = stack;
-    agent.setLatency(500, 'sendMessage');
+    // The first message is answered once the second was edited, however slow the machine.
+    const answer = agent.holdAnswerTo('busy now');
     const root = nextTs();
     await mention(bot, { channel: CHANNEL, text: '<@U0BOT> busy now', ts: root });
     await slack.waitForCall('reactions.add', (c) => c.args.timestamp === root && c.args.name === 'eyes');
@@ -473,11 +474,11 @@ describe('correctness under real Slack delivery', () => {
         },
       }),
     );
+    answer();
     await slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === root && textOf(c).endsWith('the fix'),
     );
-    agent.setLatency(0, 'sendMessage');
     expect(promptsSent(agent)).not.toContain('teh typo');
   });
 

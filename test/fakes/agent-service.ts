@@ -137,6 +137,8 @@ export class AgentServiceEmulator {
   private replyFn: ReplyFn = defaultReply;
   /** Prompts whose answers wait for a test to release them (holdAnswerTo). */
   private held = new Map<string, Promise<void>>();
+  /** Set while new sessions wait for a test to release them (holdSessionCreation). */
+  private creationHeld: Promise<void> | undefined;
   private latencyMs: number;
   private latency: Partial<Record<AgentOperation, number>>;
   private listShape: ListShape;
@@ -225,6 +227,22 @@ export class AgentServiceEmulator {
     return release;
   }
 
+  /**
+   * New sessions are made once the returned function is called: a test that must act while a thread's first
+   * prompt is still being prepared says when that is over.
+   */
+  holdSessionCreation(): () => void {
+    let release = () => {};
+    this.creationHeld = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const held = this.creationHeld;
+    return () => {
+      if (this.creationHeld === held) this.creationHeld = undefined;
+      release();
+    };
+  }
+
   setLatency(ms: number, operation?: AgentOperation): void {
     if (operation) this.latency[operation] = ms;
     else this.latencyMs = ms;
@@ -258,6 +276,7 @@ export class AgentServiceEmulator {
     this.failures = new Map();
     this.replyFn = defaultReply;
     this.held = new Map();
+    this.creationHeld = undefined;
     this.latencyMs = this.options.latencyMs ?? 0;
     this.latency = { ...this.options.latency };
     this.listShape = this.options.listShape ?? 'array';
@@ -462,6 +481,7 @@ export class AgentServiceEmulator {
 
     switch (target.operation) {
       case 'createSession': {
+        await this.creationHeld;
         const session = this.createSessionRecord(agentId);
         return send(200, { status: true, message: 'Session created', data: { session_id: session.uuid } });
       }
