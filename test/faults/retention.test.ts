@@ -62,8 +62,11 @@ describe.runIf(runPostgres)('what the store keeps', () => {
     await waitFor(() => botPostsIn(slack, 'C0KEEP', failed.ts).length > 0, 'the failure notice', 10_000);
     agent.clearFailures();
 
-    // Stopped while running, with two messages waiting behind it.
-    agent.setLatency(1_000, 'sendMessage');
+    // Stopped while running, with two messages waiting behind it. The three answers in progress below come once
+    // the stop, the reset and the archive are all in, however slow the machine.
+    const answers = [`${word} running`, `${word} before reset`, `${word} before archive`].map((prompt) =>
+      agent.holdAnswerTo(prompt),
+    );
     const running = mentionIn(stack, 'C0KEEP', `${word} running`);
     await running.deliver();
     await waitFor(() => agent.requestsFor('sendMessage').some((r) => r.prompt?.includes('running')), 'sent');
@@ -82,6 +85,7 @@ describe.runIf(runPostgres)('what the store keeps', () => {
     await waitFor(() => agent.requestsFor('sendMessage').some((r) => r.prompt?.includes('archive')), 'sent');
     await mentionIn(stack, 'C0GONE', `${word} cancelled by archive`, { threadTs: archived.ts }).deliver();
     expect((await send(channelLifecycleEvent('channel_archive', { channel: 'C0GONE' }))).status).toBe(200);
+    for (const answer of answers) answer();
 
     await waitFor(async () => (await openJobs()) === 0, 'every job finished', 15_000);
     expect(await stack.sql(`SELECT state, count(*)::int AS n FROM inbox GROUP BY 1 ORDER BY 1`)).toEqual([
