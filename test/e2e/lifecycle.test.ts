@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
 import { botPerSuite } from '../helpers/bot-per-suite.js';
@@ -67,9 +67,6 @@ function lifecycleSuite(
     let deletionsBefore = 0;
     beforeEach(() => {
       deletionsBefore = agent.requestsFor('deleteSession').length;
-    });
-    afterEach(() => {
-      agent.setLatency(0, 'sendMessage');
     });
     /** The session deletions the agent service received during this case. */
     const deletions = () => agent.requestsFor('deleteSession').slice(deletionsBefore);
@@ -221,11 +218,13 @@ function lifecycleSuite(
       '/agent reset lets the answer under way arrive first and cancels the messages still waiting',
       async () => {
         const { root, session } = await startThread('C0ORDER', 'U0ALICE');
-        agent.setLatency(1_500, 'sendMessage');
+        // Answered once the reset is recorded, however slow the machine.
+        const answer = agent.holdAnswerTo('under way');
         await mention(bot, { channel: 'C0ORDER', text: '<@U0BOT> under way', threadTs: root });
         await waitFor(() => agent.requestsFor('sendMessage').some((r) => r.prompt === 'under way'), 'sent');
         await mention(bot, { channel: 'C0ORDER', text: '<@U0BOT> still waiting', threadTs: root });
         expect(await slash('reset', 'C0ORDER', 'U0ALICE')).toMatch(/Reset 1 thread you started/);
+        answer();
 
         await waitFor(() => !liveSessions(agent).includes(session), 'session deleted on the service');
         const answers = slack

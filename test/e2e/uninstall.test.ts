@@ -102,8 +102,8 @@ describe('uninstall and revocation', () => {
     const other = await startThread('C0T2', 'T0OTHER');
     expect(live(agent, 'agent-b')).toHaveLength(1);
 
-    // One prompt at the agent, one more waiting behind it in the same thread.
-    agent.setLatency(1_500, 'sendMessage');
+    // One prompt at the agent (answered once the uninstall has done its work), one more waiting behind it.
+    const answer = agent.holdAnswerTo('in flight');
     const mentionIn = (text: string) =>
       send(appMentionEvent({ channel: 'C0U1', user: 'U0ALICE', text, threadTs: plain.root }));
     await mentionIn('<@U0BOT> in flight');
@@ -120,6 +120,7 @@ describe('uninstall and revocation', () => {
       "the workspace's sessions deleted on both agents",
     );
     expect(live(agent)).toEqual([other.session]);
+    answer();
 
     // The answer under way is not posted (its session is gone: no new one is made for it), and the waiting
     // message never reaches the agent.
@@ -144,13 +145,14 @@ describe('uninstall and revocation', () => {
   });
 
   it('leaves no session behind that was being made for a first message when the app was uninstalled', async () => {
-    agent.setLatency(1_500, 'createSession');
+    const sessionMade = agent.holdSessionCreation();
     const root = nextTs();
     await send(
       appMentionEvent({ channel: 'C0NEW', user: 'U0ALICE', text: '<@U0BOT> first words', ts: root }),
     );
     await waitFor(() => agent.requestsFor('createSession').length === 1, 'the session is being made');
     expect((await send(workspaceGoneEvent('app_uninstalled'))).status).toBe(200);
+    sessionMade();
     await waitFor(
       () => agent.requestsFor('deleteSession').length === 1,
       'the session made after the uninstall deleted too',
@@ -165,12 +167,13 @@ describe('uninstall and revocation', () => {
     const thread = await startThread('C0REP');
     // The agent service loses its sessions; the next prompt gets session_not_found and a slow replacement.
     agent.reset();
-    agent.setLatency(1_500, 'createSession');
+    const replacementMade = agent.holdSessionCreation();
     await send(
       appMentionEvent({ channel: 'C0REP', user: 'U0ALICE', text: '<@U0BOT> again', threadTs: thread.root }),
     );
     await waitFor(() => agent.requestsFor('createSession').length === 1, 'the replacement is being made');
     expect((await send(workspaceGoneEvent('app_uninstalled'))).status).toBe(200);
+    replacementMade();
     await waitFor(
       () => agent.requestsFor('deleteSession').some((r) => r.sessionId !== thread.session),
       'the replacement made after the uninstall deleted too',

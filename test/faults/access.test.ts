@@ -58,7 +58,8 @@ async function answerToBobsReset(
 
 describe("someone else's thread", () => {
   it("Bob's stop cancels none of Alice's waiting messages and his reset is refused naming her; hers work", async () => {
-    stack.agent.setLatency(800, 'sendMessage');
+    // Alice's first answer comes once Bob's stop and reset are answered, however slow the machine.
+    const answerAlice = stack.agent.holdAnswerTo('long task');
     const root = nextTs();
     await mention(stack.bot, { channel: CHANNEL, user: 'U0ALICE', text: '<@U0BOT> long task', ts: root });
     await waitFor(() => promptsSent().includes('long task'), 'Alice’s first prompt sent');
@@ -82,6 +83,7 @@ describe("someone else's thread", () => {
     const asked = () =>
       mention(stack.bot, { channel: CHANNEL, user: 'U0BOB', text: '<@U0BOT> reset', threadTs: root });
     expect(await answerToBobsReset(root, asked)).toEqual({ kind: 'note', text: ONLY_ALICE_MAY_RESET });
+    answerAlice();
 
     // Alice's three messages are all answered, in her one session, which Bob did not end.
     const answers = await stack.slack.waitForCalls(
@@ -90,7 +92,6 @@ describe("someone else's thread", () => {
       (c) => c.args.thread_ts === root && textOf(c).startsWith('echo'),
       8_000,
     );
-    stack.agent.setLatency(0, 'sendMessage');
     expect(answers.map(textOf)).toEqual([
       `echo[${session}#1]: long task`,
       `echo[${session}#2]: queued 0`,
@@ -111,8 +112,8 @@ describe("someone else's thread", () => {
 
 describe('a thread whose conversation has not started yet', () => {
   it("refuses Bob's reset naming Alice, whose first message is still being answered; hers all go on", async () => {
-    // Alice's first message is being worked on but its agent session is not created yet.
-    stack.agent.setLatency(1_500, 'createSession');
+    // Alice's first message is being worked on but its agent session is not made until Bob's reset is answered.
+    const sessionMade = stack.agent.holdSessionCreation();
     try {
       const sessionsBefore = stack.agent.requestsFor('createSession').length;
       const root = nextTs();
@@ -131,6 +132,7 @@ describe('a thread whose conversation has not started yet', () => {
       const asked = () =>
         mention(stack.bot, { channel: CHANNEL, user: 'U0BOB', text: '<@U0BOT> reset', threadTs: root });
       expect(await answerToBobsReset(root, asked)).toEqual({ kind: 'note', text: ONLY_ALICE_MAY_RESET });
+      sessionMade();
 
       const answers = await stack.slack.waitForCalls(
         'chat.postMessage',
@@ -146,7 +148,7 @@ describe('a thread whose conversation has not started yet', () => {
         2,
       );
     } finally {
-      stack.agent.setLatency(0, 'createSession');
+      sessionMade();
     }
   });
 });
