@@ -292,8 +292,8 @@ function ownProcessCases(topology: Topology): void {
         // Slack fails the post (the victim keeps retrying it) until the victim is gone.
         slack.failNext('chat.postMessage', { type: 'http', status: 503 }, 1_000);
         await send(victim.eventsUrl, body);
-        await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
-        await sleep(200); // the reply's record is written alongside the first attempt
+        // A second try: the answer refused the first time is recorded before the post is tried again.
+        await slack.waitForCalls('chat.postMessage', 2, (c) => c.args.thread_ts === root, 15_000);
         victim.child.kill('SIGKILL');
         await victim.exited;
         slack.clearFailures('chat.postMessage');
