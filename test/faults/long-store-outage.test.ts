@@ -134,9 +134,12 @@ class Restarts {
   /** PostgreSQL goes down once the prompt is at the agent, which answers while it is down. */
   async stopWhileAnswering(prompt: string, mode: 'fast' | 'immediate'): Promise<number> {
     await waitFor(() => this.prompts().includes(prompt), 'the prompt at the agent', 10_000);
+    // The answer (due after the case's agent latency) waits for the stop, however long that takes here.
+    const answer = this.agent.holdAnswerTo(prompt);
     await this.cluster.stop(mode);
     const down = Date.now();
     expect(this.answered(prompt)).toBe(false);
+    answer();
     await waitFor(() => this.answered(prompt), 'the agent answering while PostgreSQL is down', 10_000);
     return down;
   }
