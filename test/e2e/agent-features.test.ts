@@ -608,8 +608,9 @@ describe('an agent app: idle conversations close only the sessions the bot opene
 describe('an agent app: the working status waits WORKING_INDICATOR_DELAY_MS in a conversation under way', () => {
   const stack = useStack({
     SLACK_AGENT_VIEW: 'true',
-    WORKING_INDICATOR_DELAY_MS: '1000',
-    // The slow answer below takes 2 s.
+    // Long enough that a quick answer is in well within it on a machine the rest of the suite keeps busy.
+    WORKING_INDICATOR_DELAY_MS: '2000',
+    // The slow answer below is held past the delay.
     AGENT_TIMEOUT_MS: '5000',
   });
 
@@ -640,19 +641,16 @@ describe('an agent app: the working status waits WORKING_INDICATOR_DELAY_MS in a
     // A quick answer in the conversation under way: the session stays active, untouched (no stop button flashes).
     await replyAndWait('Add a break');
     // Past the delay: nothing was left to set later.
-    await sleep(1_200);
+    await sleep(2_200);
     expect(transitions(slack, CHANNEL, root)).toEqual(opened);
 
-    // A slow one: processing (with the stop button) once the delay has passed, then active.
-    agent.setLatency(2_000, 'sendMessage');
-    try {
-      const answering = replyAndWait('Now in detail');
-      const processing = await slack.waitForAgentSessionStatus(CHANNEL, root, 'processing');
-      expect(processing.stopButtonVisible).toBe(true);
-      await answering;
-    } finally {
-      agent.setLatency(0, 'sendMessage');
-    }
+    // A slow one (answered once the session shows it): processing, with the stop button, then active.
+    const answerSlow = agent.holdAnswerTo('Now in detail');
+    const answering = replyAndWait('Now in detail');
+    const processing = await slack.waitForAgentSessionStatus(CHANNEL, root, 'processing');
+    expect(processing.stopButtonVisible).toBe(true);
+    answerSlow();
+    await answering;
     await slack.waitForAgentSessionStatus(CHANNEL, root, 'active');
     expect(transitions(slack, CHANNEL, root)).toEqual([
       ...opened,

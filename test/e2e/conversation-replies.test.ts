@@ -168,27 +168,26 @@ describe('replies', () => {
 });
 
 describe('working indicator delay', () => {
-  const stack = useStack({ WORKING_INDICATOR_DELAY_MS: '400', SLOW_NOTICE_MS: '0' });
+  // Long enough that a quick answer is in well within it on a machine the rest of the suite keeps busy.
+  const stack = useStack({ WORKING_INDICATOR_DELAY_MS: '1500', SLOW_NOTICE_MS: '0' });
 
   it('leaves a quick answer without a flickering reaction, and marks a slow one until it lands', async () => {
     const { slack, agent, bot } = stack;
     const quick = nextTs();
     await mention(bot, { channel: CHANNEL, text: '<@U0BOT> quick one', ts: quick });
     await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === quick);
-    await sleep(600); // past the delay: a timer left running would add the reaction now
+    await sleep(1_700); // past the delay: a timer left running would add the reaction now
     expect(slack.callsOf('reactions.add').filter((c) => c.args.timestamp === quick)).toEqual([]);
 
-    agent.setLatency(1_200, 'sendMessage');
+    // The slow answer comes once the reaction is there.
+    const answerSlow = agent.holdAnswerTo('slow one');
     const slow = nextTs();
-    try {
-      await mention(bot, { channel: CHANNEL, text: '<@U0BOT> slow one', ts: slow });
-      const eyes = await slack.waitForCall('reactions.add', (c) => c.args.timestamp === slow);
-      expect(eyes.args.name).toBe('eyes');
-      const answer = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === slow, 5_000);
-      expect(answer.at).toBeGreaterThan(eyes.at);
-    } finally {
-      agent.setLatency(0, 'sendMessage');
-    }
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> slow one', ts: slow });
+    const eyes = await slack.waitForCall('reactions.add', (c) => c.args.timestamp === slow);
+    expect(eyes.args.name).toBe('eyes');
+    answerSlow();
+    const answer = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === slow);
+    expect(answer.at).toBeGreaterThan(eyes.at);
     await waitFor(() => slack.reactionsOn(CHANNEL, slow).length === 0, 'working reaction removed');
   });
 });
