@@ -123,11 +123,15 @@ describe('metrics', () => {
       1,
     );
     await waitFor(() => slack.reactionsOn(CHANNEL, root).length === 0, 'indicator cleared');
-    expect(await metric(bot, 'slack_api_calls_total{method="reactions.remove",status="200"}')).toBe(1);
+    // Counted once the bot has Slack's answer, and the job over once its end is recorded: moments after.
+    await waitFor(
+      async () => (await metric(bot, 'slack_api_calls_total{method="reactions.remove",status="200"}')) === 1,
+      'the reaction removal counted',
+    );
+    await waitFor(async () => (await metric(bot, 'jobs_in_flight')) === 0, 'the job over');
     expect(await metric(bot, 'slack_api_calls_total{method="chat.postMessage",status="200"}')).toBe(1);
     expect(await metric(bot, 'store_query_duration_seconds_count{outcome="ok"}')).toBeGreaterThan(5);
     expect(await metric(bot, 'inbox_open_jobs{state="pending"}')).toBe(0);
-    expect(await metric(bot, 'jobs_in_flight')).toBe(0);
 
     agent.injectFailure('sendMessage', { type: 'status-false', message: 'no' });
     slack.failNext('chat.postMessage', { type: 'rate_limited', retryAfterSeconds: 1 });
@@ -223,12 +227,14 @@ describe.runIf(runPostgres)('readiness on PostgreSQL', () => {
       statuses.push(...(await readiness(bot)));
       await sleep(20);
     }
-    expect(statuses.length).toBeGreaterThanOrEqual(10);
+    // Several rounds on both ports (how many a loaded machine fits in the window varies).
+    expect(statuses.length).toBeGreaterThanOrEqual(6);
     expect(new Set(statuses)).toEqual(new Set([200]));
     expect(checksSent(proxy) - before).toBe(1);
 
-    // A second later the store is asked again.
-    await sleep(started + 1_100 - Date.now());
+    // Over a second later (the cache's clock starts when the first probe arrives, a little after `started`),
+    // the store is asked again.
+    await sleep(1_100);
     expect(await readiness(bot)).toEqual([200, 200]);
     expect(checksSent(proxy) - before).toBe(2);
   });
