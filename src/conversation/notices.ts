@@ -83,7 +83,10 @@ export const FILES_ONLY_NOTICE =
   'I can only pass text to the agent, and attachments are not forwarded. Please describe what you need in words.';
 
 export const EDIT_NOT_RESENT_NOTICE =
-  'I had already passed the original version of that message on to the agent, or was doing so; edits are not re-sent. Send a new message to correct it.';
+  'I had already sent the original version of that message to the agent; edits are not re-sent. Send a new message to correct it.';
+
+export const EDIT_WHILE_SENDING_NOTICE =
+  'I was already passing the original version of that message on to the agent; edits are not sent. Send a new message to correct it.';
 
 export const DELETED_BEFORE_SENT_NOTICE =
   'You deleted your message before I passed it on, so I did not send it to the agent.';
@@ -92,25 +95,27 @@ export function promptTooLongNotice(length: number, limit: number): string {
   return `:warning: That message is ${length.toLocaleString('en-US')} characters long; I can pass on at most ${limit.toLocaleString('en-US')}. Please shorten it or split it into several messages.`;
 }
 
-/** What `stop` did: the stopper's waiting messages, and where the one being worked on had got to. */
-export function stoppedNotice(cancelled: number, running: StoppedWork): string {
-  if (cancelled === 0 && running === 'none') {
+/** What `stop` did: the stopper's waiting messages cancelled, and where the one being worked on had got to. */
+export function stoppedNotice(cancelledQueued: number, stoppedWork: StoppedWork): string {
+  if (cancelledQueued === 0 && stoppedWork === 'none') {
     return 'Nothing of yours is waiting for the agent in this conversation, so there is nothing to stop.';
   }
-  const messages: string[] = [];
-  if (cancelled > 0) messages.push(cancelled === 1 ? '1 queued message' : `${cancelled} queued messages`);
-  if (running === 'unsent') messages.push('the message I was about to send');
-  if (running === 'partly-posted') messages.push('the rest of the answer');
-  const parts = messages.length > 0 ? [`cancelled ${messages.join(' and ')}`] : [];
-  if (running === 'sent') parts.push('dropped the answer I was waiting for');
-  const sentence = `:octagonal_sign: Stopped: ${parts.join(' and ')}.`;
-  switch (running) {
+  const cancelledItems: string[] = [];
+  if (stoppedWork === 'unsent') cancelledItems.push('the message I was about to send');
+  if (cancelledQueued > 0)
+    cancelledItems.push(cancelledQueued === 1 ? '1 queued message' : `${cancelledQueued} queued messages`);
+  const actions = cancelledItems.length > 0 ? [`cancelled ${cancelledItems.join(' and ')}`] : [];
+  if (stoppedWork === 'sent') actions.push('dropped the answer I was waiting for');
+  // True also when its last part was already in: only the parts before it are recorded as posted.
+  if (stoppedWork === 'partly-posted') actions.push('posted no more of the answer');
+  const sentence = `:octagonal_sign: Stopped: ${actions.join(' and ')}.`;
+  switch (stoppedWork) {
     case 'sent':
       return `${sentence} The agent had already received that message and may have acted on it; the next message here continues the conversation.`;
     case 'partly-posted':
       return `${sentence} The next message here continues the conversation.`;
     case 'unsent':
-      return `${sentence} The agent never received ${messages.length > 1 ? 'any of them' : 'it'}.`;
+      return `${sentence} ${cancelledItems.length > 1 ? 'None of them reached the agent.' : 'The agent never received it.'}`;
     case 'none':
       return sentence;
   }

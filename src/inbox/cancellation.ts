@@ -13,13 +13,13 @@ export type EnqueuedReset =
   | { outcome: 'not-allowed'; starter: string };
 
 /** What an edit did to its message's job (see JobCancellation.editMessage). */
-export type EditOutcome = 'replaced' | 'started' | 'none';
+export type EditOutcome = 'replaced' | 'sending' | 'sent' | 'none';
 
 /** What a `stop` did (see JobCancellation.stop). */
 export interface StopOutcome {
   first: boolean;
   cancelled: unknown[];
-  running: StoppedWork;
+  stoppedWork: StoppedWork;
   othersGoOn: boolean;
 }
 
@@ -70,14 +70,14 @@ export class JobCancellation {
   /**
    * `stop` from `userId` in a thread, once per request (`request` is claimed in the same transaction): their
    * messages still waiting are cancelled, and their message being answered is stopped (its answer is not
-   * posted). `running` says whether there was one, and whether its prompt had left (`sent`: the agent has it)
+   * posted). `stoppedWork` says whether there was one, and whether its prompt had left (`sent`: the agent has it)
    * or is now never sent. Nobody else's work is touched: `othersGoOn` says whether any is still open in the
    * thread. `first` is false for a repeated delivery of the same request, which changes nothing.
    */
   async stop(threadKey: string, userId: string, request: MessageRef): Promise<StopOutcome> {
     return this.db.transaction(async (query) => {
       if (!(await claimWith(query, request, 'control')))
-        return { first: false, cancelled: [], running: 'none', othersGoOn: false };
+        return { first: false, cancelled: [], stoppedWork: 'none', othersGoOn: false };
       const cancelled = await cancelWaiting(query, threadKey, userId);
       // Open and not cancelled above: running, or put back to wait after its prompt left (Slack refusing the
       // answer's post, a takeover waiting on the process that sent it), which runs again at once only to end.
@@ -97,7 +97,12 @@ export class JobCancellation {
         [threadKey],
       );
       // One message of a person's is worked on at a time in a thread.
-      return { first: true, cancelled, running: stopped[0]?.work ?? 'none', othersGoOn: others.length > 0 };
+      return {
+        first: true,
+        cancelled,
+        stoppedWork: stopped[0]?.work ?? 'none',
+        othersGoOn: others.length > 0,
+      };
     });
   }
 
@@ -129,20 +134,21 @@ export class JobCancellation {
   }
 
   /**
-   * An edit of a relayed message: one still waiting takes the new words (`replaced`); one whose job has
-   * started or whose prompt was sent keeps the words it has (`started`); any other (never relayed, or ended
-   * unsent) is left alone (`none`). The row lock orders this against the job's claim.
+   * An edit of a relayed message: one still waiting takes the new words (`replaced`); one being prepared
+   * (`sending`) or whose prompt was sent (`sent`) keeps the words it has; any other (never relayed, or ended
+   * unsent) is left alone (`none`). The row lock orders this against the job's claim. Unlike a deletion, a
+   * running job whose lease lapsed is not waiting here: its owner, if only slow, would still send the old words.
    */
   async editMessage(dedupeKey: string, edit: (payload: unknown) => unknown): Promise<EditOutcome> {
     return this.db.transaction(async (query) => {
-      const [row] = await query<{ payload: string; waiting: boolean; started: boolean }>(
-        `SELECT payload, state = 'pending' AND sent_at IS NULL AS waiting,
-                state = 'running' OR sent_at IS NOT NULL AS started
+      const [row] = await query<{ payload: string; phase: 'waiting' | 'sending' | 'sent' | 'ended' }>(
+        `SELECT payload, CASE WHEN sent_at IS NOT NULL THEN 'sent' WHEN state = 'pending' THEN 'waiting'
+                              WHEN state = 'running' THEN 'sending' ELSE 'ended' END AS phase
          FROM inbox WHERE dedupe_key = $1 FOR UPDATE`,
         [dedupeKey],
       );
-      if (!row) return 'none';
-      if (!row.waiting) return row.started ? 'started' : 'none';
+      if (!row || row.phase === 'ended') return 'none';
+      if (row.phase !== 'waiting') return row.phase;
       await query('UPDATE inbox SET payload = $2 WHERE dedupe_key = $1', [
         dedupeKey,
         storableJson(edit(JSON.parse(row.payload))),

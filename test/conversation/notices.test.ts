@@ -63,10 +63,10 @@ describe('notices', () => {
       ':octagonal_sign: Stopped: cancelled the message I was about to send. The agent never received it.',
     );
     expect(stoppedNotice(0, 'partly-posted')).toBe(
-      ':octagonal_sign: Stopped: cancelled the rest of the answer. The next message here continues the conversation.',
+      ':octagonal_sign: Stopped: posted no more of the answer. The next message here continues the conversation.',
     );
     expect(stoppedNotice(1, 'unsent')).toBe(
-      ':octagonal_sign: Stopped: cancelled 1 queued message and the message I was about to send. The agent never received any of them.',
+      ':octagonal_sign: Stopped: cancelled the message I was about to send and 1 queued message. None of them reached the agent.',
     );
   });
 

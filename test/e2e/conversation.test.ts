@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { EDIT_NOT_RESENT_NOTICE } from '../../src/conversation/notices.js';
+import { EDIT_WHILE_SENDING_NOTICE } from '../../src/conversation/notices.js';
 import { appMentionEvent, messageEvent, nextTs } from '../helpers/slack-events.js';
 import { AGENT_ID, mention } from '../helpers/stack.js';
 import { sleep, waitFor } from '../helpers/wait.js';
@@ -199,10 +199,10 @@ describe('threads, DMs and what is relayed', () => {
     );
     const notice = await slack.waitForCall(
       'chat.postEphemeral',
-      (c) => c.args.user === 'U0ALICE' && String(c.args.text).includes('edits are not re-sent'),
+      (c) => c.args.user === 'U0ALICE' && String(c.args.text).includes('edits are not sent'),
     );
     sessionMade();
-    expect(String(notice.args.text)).toBe(EDIT_NOT_RESENT_NOTICE);
+    expect(String(notice.args.text)).toBe(EDIT_WHILE_SENDING_NOTICE);
     await slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === root && textOf(c).includes('draft'),

@@ -257,19 +257,19 @@ function inboxContract(name: string, storePerSuite: () => { readonly db: Databas
       const request = { teamId: 'T', channelId: 'C', ts: 'stop-1' };
       const bob = await a.stop('t1', 'U-BOB', { ...request, ts: 'stop-bob' });
       // Alice's message is still being answered: Bob's stop leaves work going on in the thread.
-      expect(bob).toMatchObject({ first: true, running: 'none', othersGoOn: true });
+      expect(bob).toMatchObject({ first: true, stoppedWork: 'none', othersGoOn: true });
       expect(bob.cancelled).toEqual([{ text: 'prompt 3' }]);
       const alice = await a.stop('t1', 'U-ALICE', request);
       expect(alice).toMatchObject({
         first: true,
-        running: 'unsent',
+        stoppedWork: 'unsent',
         cancelled: [{ text: 'prompt 2' }],
         othersGoOn: false,
       });
       expect(await a.stop('t1', 'U-ALICE', request)).toEqual({
         first: false,
         cancelled: [],
-        running: 'none',
+        stoppedWork: 'none',
         othersGoOn: false,
       });
       // An answer that comes after the stop is neither kept nor posted.
@@ -290,9 +290,9 @@ function inboxContract(name: string, storePerSuite: () => { readonly db: Databas
       const [first, second] = (await a.claim(2)) as [ClaimedJob, ClaimedJob];
       await a.markSent(first, 's-1');
       const request = { teamId: 'T', channelId: 'C', ts: 'stop-1' };
-      expect(await a.stop('t1', 'U-ALICE', request)).toMatchObject({ running: 'sent' });
+      expect(await a.stop('t1', 'U-ALICE', request)).toMatchObject({ stoppedWork: 'sent' });
       expect(await a.stop('t2', 'U-ALICE', { ...request, ts: 'stop-2' })).toMatchObject({
-        running: 'unsent',
+        stoppedWork: 'unsent',
       });
       // An answer partly posted: the rest of it is what the stop drops.
       await a.admit(message('t3', '1', 'U-ALICE'), NO_LIMITS);
@@ -301,7 +301,7 @@ function inboxContract(name: string, storePerSuite: () => { readonly db: Databas
       await a.storeReply(third, 'a long answer', false);
       await a.markPartsPosted(third, 1);
       expect(await a.stop('t3', 'U-ALICE', { ...request, ts: 'stop-3' })).toMatchObject({
-        running: 'partly-posted',
+        stoppedWork: 'partly-posted',
       });
       await expect(a.markSent(second, 's-2')).rejects.toEqual(new JobInterruptedError('stopped'));
       expect(await wasSent('t2:1')).toBe(false);
@@ -314,7 +314,10 @@ function inboxContract(name: string, storePerSuite: () => { readonly db: Databas
       await a.markSent(job, 's-1');
       await a.defer(job, 60_000, true);
       const request = { teamId: 'T', channelId: 'C', ts: 'stop-1' };
-      expect(await a.stop('t1', 'U-ALICE', request)).toMatchObject({ running: 'sent', othersGoOn: false });
+      expect(await a.stop('t1', 'U-ALICE', request)).toMatchObject({
+        stoppedWork: 'sent',
+        othersGoOn: false,
+      });
       const [row] = await db.query<{ due: boolean }>(
         'SELECT run_after <= now() AS due FROM inbox WHERE id = $1',
         [job.id],
@@ -369,8 +372,10 @@ function inboxContract(name: string, storePerSuite: () => { readonly db: Databas
       await a.admit(message('T:C1:1', '1'), NO_LIMITS);
       await a.admit(message('T:C1:1', '2'), NO_LIMITS);
       await a.admit(message('T:C2:1', '1'), NO_LIMITS);
-      await a.claim(1);
-      expect(await a.editMessage('T:C1:1:1', () => ({ text: 'too late' }))).toBe('started');
+      const [running] = (await a.claim(1)) as [ClaimedJob];
+      expect(await a.editMessage('T:C1:1:1', () => ({ text: 'too late' }))).toBe('sending');
+      await a.markSent(running, 's-1');
+      expect(await a.editMessage('T:C1:1:1', () => ({ text: 'too late' }))).toBe('sent');
       expect(await a.editMessage('T:C1:1:2', () => ({ text: 'edited' }))).toBe('replaced');
       expect(await a.editMessage('T:C1:1:9', () => ({ text: 'never relayed' }))).toBe('none');
       expect(await a.counts()).toEqual({ pending: 2, running: 1 });

@@ -1,6 +1,10 @@
 import type { types } from '@slack/bolt';
 import { type InboundMessage, inboundMessageOf, jobKey } from '../../../conversation/jobs.js';
-import { DELETED_BEFORE_SENT_NOTICE, EDIT_NOT_RESENT_NOTICE } from '../../../conversation/notices.js';
+import {
+  DELETED_BEFORE_SENT_NOTICE,
+  EDIT_NOT_RESENT_NOTICE,
+  EDIT_WHILE_SENDING_NOTICE,
+} from '../../../conversation/notices.js';
 import type { MessageClaims } from '../../../inbox/claims.js';
 import type { Inbox } from '../../../inbox/inbox.js';
 import { botUserIdHere } from '../../../installations/workspace-scope.js';
@@ -20,7 +24,7 @@ export interface EditDeps {
 
 /** Edits and deletions of messages already sent to the bot. */
 export function register(events: EventRouter, deps: EditDeps): void {
-  // A waiting message takes the new words; one already started tells its author, once, that edits are not re-sent.
+  // A waiting message takes the new words; one being sent or sent tells its author, once, that edits are not sent.
   events.onChange('message_changed', async ({ event, team_id: teamId }, after) => {
     const edit = editOf(event as unknown as types.AllMessageEvents, teamId, botUserIdHere(deps.botUserId));
     if (!edit) {
@@ -36,14 +40,14 @@ export function register(events: EventRouter, deps: EditDeps): void {
       ...inboundMessageOf(payload),
       text: edit.text,
     }));
-    if (outcome !== 'started') return;
+    if (outcome !== 'sent' && outcome !== 'sending') return;
     const ref = { teamId, channelId: edit.channel, ts: edit.ts };
     if (!(await deps.claims.claim(ref, 'edit-notice'))) return;
     after.push(() =>
       deps.replies.ephemeral(
         { channel: edit.channel, threadTs: replyThreadTs },
         edit.user,
-        EDIT_NOT_RESENT_NOTICE,
+        outcome === 'sent' ? EDIT_NOT_RESENT_NOTICE : EDIT_WHILE_SENDING_NOTICE,
       ),
     );
   });

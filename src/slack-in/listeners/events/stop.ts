@@ -30,7 +30,7 @@ export async function stopConversation(
   after: AfterAck[],
 ): Promise<void> {
   const { thread, replyThreadTs } = conversation;
-  const { first, cancelled, running, othersGoOn } = await deps.inbox.stop(
+  const { first, cancelled, stoppedWork, othersGoOn } = await deps.inbox.stop(
     threadKeyString(thread),
     userId,
     request,
@@ -52,7 +52,7 @@ export async function stopConversation(
       await deps.indicators.clearQueued(indicatorOf(message));
     await deps.replies.notice(
       { channel: thread.channelId, threadTs: replyThreadTs },
-      stoppedNotice(cancelled.length, running),
+      stoppedNotice(cancelled.length, stoppedWork),
     );
   });
 }
