@@ -114,6 +114,8 @@ function useStack(env: Record<string, string>, slackOptions: FakeSlackOptions = 
   beforeEach(() => {
     startedAt = Date.now();
   });
+  // A test that failed before releasing a hold on the agent leaves none to the next.
+  afterEach(() => stack.agent?.releaseHolds());
   afterEach(() => {
     const throttled = stack.slack.calls.filter((call) => call.throttled && call.at >= startedAt);
     expect(

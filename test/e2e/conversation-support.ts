@@ -1,4 +1,4 @@
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
 import { messageEvent, postSignedEvent } from '../helpers/slack-events.js';
@@ -31,6 +31,8 @@ export function useStack(env: Record<string, string> = {}) {
       env,
     });
   });
+  // A test that failed before releasing a hold on the agent leaves none to the next.
+  afterEach(() => stack.agent?.releaseHolds());
   afterAll(async () => {
     await stack.bot.stop();
     await Promise.all([stack.slack.stop(), stack.agent.stop(), stack.store.remove()]);

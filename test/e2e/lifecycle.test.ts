@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
 import { botPerSuite } from '../helpers/bot-per-suite.js';
@@ -65,6 +65,8 @@ function lifecycleSuite(
       await Promise.all([slack?.stop(), agent?.stop(), cleanup?.()]);
     });
     let deletionsBefore = 0;
+    // A test that failed before releasing a hold on the agent leaves none to the next.
+    afterEach(() => agent?.releaseHolds());
     beforeEach(() => {
       deletionsBefore = agent.requestsFor('deleteSession').length;
     });

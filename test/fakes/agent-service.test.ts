@@ -97,6 +97,36 @@ describe('AgentServiceEmulator', () => {
     ]);
   });
 
+  it('holds an answer or a new session until released; a reset releases what a test left held', async () => {
+    const session = await newSession();
+    const answer = emu.holdAnswerTo('wait for me');
+    let answered = false;
+    const reply = call('POST', '/chat/a', { body: { prompt: 'wait for me', session_id: session } }).then(
+      (r) => {
+        answered = true;
+        return r;
+      },
+    );
+    // Another prompt goes through.
+    expect((await call('POST', '/chat/a', { body: { prompt: 'not me', session_id: session } })).status).toBe(
+      200,
+    );
+    await waitFor(() => emu.requestsFor('sendMessage').length === 2, 'both prompts in');
+    expect(answered).toBe(false);
+    answer();
+    expect((await reply).body).toMatchObject({ data: { data: expect.stringMatching(/: wait for me$/) } });
+    // Released once: the same prompt later is answered at once.
+    expect(
+      (await call('POST', '/chat/a', { body: { prompt: 'wait for me', session_id: session } })).status,
+    ).toBe(200);
+
+    emu.holdSessionCreation();
+    const created = newSession();
+    await waitFor(() => emu.requestsFor('createSession').length === 2, 'the creation asked');
+    emu.reset();
+    expect(await created).toMatch(/^s-\d+$/);
+  });
+
   it('measures per-session send concurrency', async () => {
     const s1 = await newSession();
     const s2 = await newSession();

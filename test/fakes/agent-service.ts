@@ -139,6 +139,8 @@ export class AgentServiceEmulator {
   private held = new Map<string, Promise<void>>();
   /** Set while new sessions wait for a test to release them (holdSessionCreation). */
   private creationHeld: Promise<void> | undefined;
+  /** Every hold not yet released, so none outlives its test (releaseHolds). */
+  private releases = new Set<() => void>();
   private latencyMs: number;
   private latency: Partial<Record<AgentOperation, number>>;
   private listShape: ListShape;
@@ -213,34 +215,46 @@ export class AgentServiceEmulator {
   }
 
   /**
-   * The agent computes its answer to `prompt` until the returned function is called: a test that must act
-   * while an answer is in progress says when it is done, however slow the machine.
+   * The agent answers `prompt` (exactly the prompt it receives) no sooner than the returned function is
+   * called: a test that must act while an answer is in progress says when it is done, however slow the machine.
    */
   holdAnswerTo(prompt: string): () => void {
-    let release = () => {};
-    this.held.set(
-      prompt,
-      new Promise<void>((resolve) => {
-        release = resolve;
-      }),
-    );
+    const { promise, release } = this.hold(() => {
+      if (this.held.get(prompt) === promise) this.held.delete(prompt);
+    });
+    this.held.set(prompt, promise);
     return release;
   }
 
   /**
-   * New sessions are made once the returned function is called: a test that must act while a thread's first
-   * prompt is still being prepared says when that is over.
+   * Every new session (in any thread, a replacement too) is made no sooner than the returned function is
+   * called: a test that must act while a prompt is still being prepared says when that is over.
    */
   holdSessionCreation(): () => void {
-    let release = () => {};
-    this.creationHeld = new Promise<void>((resolve) => {
-      release = resolve;
+    const { promise, release } = this.hold(() => {
+      if (this.creationHeld === promise) this.creationHeld = undefined;
     });
-    const held = this.creationHeld;
-    return () => {
-      if (this.creationHeld === held) this.creationHeld = undefined;
-      release();
+    this.creationHeld = promise;
+    return release;
+  }
+
+  /** Releases every hold, so a test that failed before releasing its own leaves none to the next. */
+  releaseHolds(): void {
+    for (const release of [...this.releases]) release();
+  }
+
+  private hold(forget: () => void): { promise: Promise<void>; release: () => void } {
+    let resolve = () => {};
+    const promise = new Promise<void>((done) => {
+      resolve = done;
+    });
+    const release = () => {
+      forget();
+      this.releases.delete(release);
+      resolve();
     };
+    this.releases.add(release);
+    return { promise, release };
   }
 
   setLatency(ms: number, operation?: AgentOperation): void {
@@ -275,8 +289,7 @@ export class AgentServiceEmulator {
     this.recorded = [];
     this.failures = new Map();
     this.replyFn = defaultReply;
-    this.held = new Map();
-    this.creationHeld = undefined;
+    this.releaseHolds();
     this.latencyMs = this.options.latencyMs ?? 0;
     this.latency = { ...this.options.latency };
     this.listShape = this.options.listShape ?? 'array';
@@ -314,6 +327,7 @@ export class AgentServiceEmulator {
   /** Closes everything, including hung requests and idle keep-alive sockets, so test runs end promptly. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.releaseHolds();
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
     await this.down();

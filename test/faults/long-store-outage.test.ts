@@ -133,9 +133,10 @@ class Restarts {
 
   /** PostgreSQL goes down once the prompt is at the agent, which answers while it is down. */
   async stopWhileAnswering(prompt: string, mode: 'fast' | 'immediate'): Promise<number> {
-    await waitFor(() => this.prompts().includes(prompt), 'the prompt at the agent', 10_000);
-    // The answer (due after the case's agent latency) waits for the stop, however long that takes here.
+    // Held before the prompt reaches the agent's reply (after the case's agent latency), and released once
+    // PostgreSQL is down, however long the stop takes here.
     const answer = this.agent.holdAnswerTo(prompt);
+    await waitFor(() => this.prompts().includes(prompt), 'the prompt at the agent', 10_000);
     await this.cluster.stop(mode);
     const down = Date.now();
     expect(this.answered(prompt)).toBe(false);

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { AgentServiceEmulator, type AgentServiceEmulatorOptions } from '../fakes/agent-service.js';
 import { FakeSlack, type FakeSlackOptions } from '../fakes/slack.js';
 import { type RunningBot, startBot } from './stack.js';
@@ -35,6 +35,8 @@ export function botPerSuite(
       env: options.env,
     });
   });
+  // A test that failed before releasing a hold on the agent leaves none to the next.
+  afterEach(() => suite.agent?.releaseHolds());
   afterAll(async () => {
     await suite.bot?.stop();
     await Promise.all([suite.slack?.stop(), suite.agent?.stop(), suite.store?.remove()]);
