@@ -292,6 +292,29 @@ function lifecycleSuite(
       },
     );
 
+    cases.onOneStore(
+      'leaves no session behind that was being made for a first message when its channel was archived',
+      async () => {
+        const sessionMade = agent.holdSessionCreation();
+        const creates = agent.requestsFor('createSession').length;
+        const root = nextTs();
+        await mention(bot, { channel: 'C0MIDWAY', text: '<@U0BOT> first words', ts: root });
+        await waitFor(() => agent.requestsFor('createSession').length > creates, 'the session being made');
+        const archived = await postSignedEvent(
+          bot.eventsUrl,
+          SIGNING_SECRET,
+          channelLifecycleEvent('channel_archive', { channel: 'C0MIDWAY' }),
+        );
+        expect(archived.status).toBe(200);
+        sessionMade();
+        await waitFor(() => deletions().length === 1, 'the session made after the archive deleted too');
+        expect(liveSessions(agent)).not.toContain(deletions()[0]?.sessionId);
+        await sleep(300);
+        expect(agent.requestsFor('sendMessage').some((r) => r.prompt === 'first words')).toBe(false);
+        expect(slack.callsOf('chat.postMessage').some((c) => c.args.thread_ts === root)).toBe(false);
+      },
+    );
+
     cases.onOneStore('deletes every session of the workspace when the app is uninstalled', async () => {
       const first = await startThread('C0U1');
       await startThread('C0U2');
