@@ -225,6 +225,7 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   registerCommands(app, {
     command: config.slashCommand,
     sessions,
+    inbox,
     resets,
     agent,
     workspaceUrl: identity.url,

@@ -80,6 +80,9 @@ export class Inbox implements JobProgress {
   counts(): Promise<{ pending: number; running: number }> {
     return this.queue.counts();
   }
+  openMessagesOf(prefix: string, userId: string): Promise<unknown[]> {
+    return this.queue.openMessagesOf(prefix, userId);
+  }
 
   // A running job's checkpoints (see InboxJobProgress).
   assertWanted(job: ClaimedJob): Promise<void> {

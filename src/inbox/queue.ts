@@ -1,5 +1,6 @@
 import type { ClaimedJob, JobKind } from '../conversation/job-progress.js';
 import type { Database } from '../store/database.js';
+import { startsWithPattern } from '../store/like.js';
 import { storableJson } from '../util/storable-text.js';
 import { JOB_COLUMNS, type JobRow, OPEN, oldestOpenJobOf, toClaimedJob } from './job-rows.js';
 import { DEFAULT_STORE_RETRY_DELAYS_MS, persist } from './store-retry.js';
@@ -266,6 +267,20 @@ export class JobQueue {
       [dedupeKey],
     );
     return row ? { threadKey: row.thread_key, userId: row.user_id ?? undefined } : undefined;
+  }
+
+  /**
+   * What `userId`'s messages still open in threads under `prefix` (a channel's `team:channel:`) carry, one per
+   * thread: the conversations they are starting or continuing, whether or not a session exists yet.
+   */
+  async openMessagesOf(prefix: string, userId: string): Promise<unknown[]> {
+    const rows = await this.db.query<{ payload: string }>(
+      `SELECT DISTINCT ON (thread_key) payload FROM inbox
+       WHERE thread_key LIKE $1 AND kind = 'message' AND ${OPEN} AND user_id = $2
+       ORDER BY thread_key, id`,
+      [startsWithPattern(prefix), userId],
+    );
+    return rows.map((row) => JSON.parse(row.payload) as unknown);
   }
 
   async counts(): Promise<{ pending: number; running: number }> {

@@ -18,6 +18,11 @@ export function threadKeyString({ teamId, channelId, threadTs }: ThreadKey): str
   return `${teamId}:${channelId}:${threadTs}`;
 }
 
+/** What the thread keys of one channel's conversations start with. */
+export function channelKeyPrefix({ teamId, channelId }: Pick<ThreadKey, 'teamId' | 'channelId'>): string {
+  return `${teamId}:${channelId}:`;
+}
+
 /** The workspace of a thread key string (a team id has no colon). */
 export function teamOfThreadKey(key: string): string {
   return key.slice(0, key.indexOf(':'));

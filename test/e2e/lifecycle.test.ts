@@ -241,6 +241,33 @@ function lifecycleSuite(
     );
 
     cases.onOneStore(
+      '/agent reset also resets a conversation whose first message is still being answered, before its session exists',
+      async () => {
+        // Alice's first message is being worked on; its session is made once the reset is recorded.
+        const sessionMade = agent.holdSessionCreation();
+        const root = nextTs();
+        await mention(bot, { channel: 'C0EARLY', text: '<@U0BOT> first question', ts: root });
+        await waitFor(() => agent.requestsFor('createSession').length > 0, 'the session being made');
+        expect(await slash('reset', 'C0EARLY', 'U0ALICE')).toMatch(/Reset 1 thread you started/);
+        sessionMade();
+        // The answer under way comes, then the conversation it started ends: the next message starts afresh.
+        const answer = await slack.waitForCall(
+          'chat.postMessage',
+          (c) => c.args.thread_ts === root && textOf(c).includes('first question'),
+        );
+        const session = /^echo\[(s-\d+)#1\]/.exec(textOf(answer))?.[1] ?? '';
+        await waitFor(() => !liveSessions(agent).includes(session), 'its session deleted on the service');
+        await mention(bot, { channel: 'C0EARLY', text: '<@U0BOT> next question', threadTs: root });
+        const next = await slack.waitForCall(
+          'chat.postMessage',
+          (c) => c.args.thread_ts === root && textOf(c).includes('next question'),
+        );
+        expect(textOf(next)).toMatch(/#1\]: next question$/);
+        expect(textOf(next)).not.toContain(session);
+      },
+    );
+
+    cases.onOneStore(
       "/agent sessions lists the caller's conversations with their creation time; help and unknown give usage",
       async () => {
         const alices = await startThread('C0LIST', 'U0ALICE');

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  channelKeyPrefix,
   DM_MAIN_THREAD,
   sessionKeyString,
   teamOfThreadKey,
@@ -12,6 +13,11 @@ describe('thread keys', () => {
   it('names a thread by workspace, channel and root, in the order the inbox splits it by', () => {
     expect(threadKeyString(thread)).toBe('T1:C1:1700000000.000100');
     expect(threadKeyString({ teamId: 'T1', channelId: 'D1', threadTs: DM_MAIN_THREAD })).toBe('T1:D1:dm');
+  });
+
+  it("starts the keys of a channel's threads with one prefix, which no other channel's share", () => {
+    expect(threadKeyString(thread).startsWith(channelKeyPrefix(thread))).toBe(true);
+    expect(threadKeyString({ ...thread, channelId: 'C10' }).startsWith(channelKeyPrefix(thread))).toBe(false);
   });
 
   it('gives a thread one key whether or not Slack named its org: a team id is unique across orgs', () => {

@@ -1,9 +1,11 @@
 import type { App } from '@slack/bolt';
+import { inboundMessageOf } from '../../../conversation/jobs.js';
+import type { Inbox } from '../../../inbox/inbox.js';
 import type { Logger } from '../../../observability/logger.js';
 import type { Tracing } from '../../../observability/tracing.js';
 import { agentViewIn, conversationOfThread, isDmChannel } from '../../../sessions/conversation-of.js';
 import type { SessionManager } from '../../../sessions/manager.js';
-import type { ThreadKey } from '../../../sessions/thread-key.js';
+import { channelKeyPrefix, type ThreadKey, threadKeyString } from '../../../sessions/thread-key.js';
 import type { AgentFeatures } from '../../../slack-out/agent-features.js';
 import type { SlackWrites } from '../../../slack-out/writes.js';
 import type { ThreadResets } from '../../resets.js';
@@ -13,6 +15,8 @@ import { type SessionsSummaryDeps, sessionsSummary } from './sessions-summary.js
 export interface SlashCommandDeps extends RequestRefusalDeps, SessionsSummaryDeps {
   command: string;
   sessions: Pick<SessionManager, 'list'>;
+  /** The caller's messages still open here: conversations that may have no session yet. */
+  inbox: Pick<Inbox, 'openMessagesOf'>;
   resets: Pick<ThreadResets, 'request'>;
   /** Which conversations are agent-view sessions, to be closed with their reset. */
   agentFeatures: Pick<AgentFeatures, 'mode' | 'offersAgentView'>;
@@ -52,17 +56,12 @@ export function register(app: App, deps: SlashCommandDeps): void {
       const where = { teamId: command.team_id, channelId: command.channel_id };
       const dm = isDmChannel(command.channel_id);
       if (subcommand === 'reset') {
-        const mine = await deps.sessions.list(dm ? where : { ...where, startedBy: command.user_id });
+        const threads = await threadsToReset(deps, where, command.user_id, dm);
         const agentView = agentViewIn(deps.agentFeatures, command.team_id);
+        let reset = 0;
         // Each conversation is reset as a thread reset is: behind its answer in progress, cancelling what waits.
-        for (const session of mine) {
-          const thread: ThreadKey = {
-            teamId: session.teamId,
-            channelId: session.channelId,
-            threadTs: session.threadTs,
-            ...(session.enterpriseId ? { enterpriseId: session.enterpriseId } : {}),
-          };
-          await deps.resets.request(
+        for (const thread of threads) {
+          const decision = await deps.resets.request(
             {
               thread,
               agentView: conversationOfThread(thread, agentView).agentView,
@@ -72,8 +71,11 @@ export function register(app: App, deps: SlashCommandDeps): void {
             `${command.trigger_id}:${thread.threadTs}`,
             command.user_id,
           );
+          // A thread without a session is its first message's author's: a later message of the caller's there
+          // does not make it theirs.
+          if (decision.outcome !== 'not-allowed') reset += 1;
         }
-        await ephemeral(resetSummary(mine.length, dm));
+        await ephemeral(resetSummary(reset, dm));
       } else if (subcommand === 'sessions') {
         const mine = await deps.sessions.list(dm ? where : { ...where, startedBy: command.user_id });
         await ephemeral(await sessionsSummary(deps, mine));
@@ -88,6 +90,34 @@ export function register(app: App, deps: SlashCommandDeps): void {
       ).catch(() => {});
     }
   });
+}
+
+/**
+ * The conversations `/agent reset` ends: in a DM all of its own, in a channel those the caller started;
+ * with them, those the caller's messages still waiting or being answered are starting (no session yet).
+ */
+async function threadsToReset(
+  deps: Pick<SlashCommandDeps, 'sessions' | 'inbox'>,
+  where: { teamId: string; channelId: string },
+  userId: string,
+  dm: boolean,
+): Promise<ThreadKey[]> {
+  const sessions = await deps.sessions.list(dm ? where : { ...where, startedBy: userId });
+  const threads = new Map<string, ThreadKey>();
+  for (const session of sessions) {
+    const thread: ThreadKey = {
+      teamId: session.teamId,
+      channelId: session.channelId,
+      threadTs: session.threadTs,
+      ...(session.enterpriseId ? { enterpriseId: session.enterpriseId } : {}),
+    };
+    threads.set(threadKeyString(thread), thread);
+  }
+  const waiting = await deps.inbox.openMessagesOf(channelKeyPrefix(where), userId);
+  for (const { thread } of waiting.map(inboundMessageOf)) {
+    if (!threads.has(threadKeyString(thread))) threads.set(threadKeyString(thread), thread);
+  }
+  return [...threads.values()];
 }
 
 export function resetSummary(count: number, dm: boolean): string {

@@ -3,6 +3,7 @@ import type { WorkspaceRemovals } from '../../../inbox/removals.js';
 import type { Logger } from '../../../observability/logger.js';
 import { isSlackThread } from '../../../sessions/conversation-of.js';
 import type { SessionManager } from '../../../sessions/manager.js';
+import { channelKeyPrefix } from '../../../sessions/thread-key.js';
 import type { AgentFeatures } from '../../../slack-out/agent-features.js';
 import { type EventEnvelope, installationOf } from '../../events.js';
 import type { AfterAck, EventRouter } from './router.js';
@@ -21,7 +22,7 @@ export function register(events: EventRouter, deps: LifecycleDeps): void {
     const channelId = String(event.channel);
     // Jobs first, as for a removed workspace: a job cancelled now can no longer record a session it is making
     // as used (it retires that one itself), so the sessions listed next are all there will be.
-    await deps.inbox.cancelOpenWithPrefix(`${teamId}:${channelId}:`);
+    await deps.inbox.cancelOpenWithPrefix(channelKeyPrefix({ teamId, channelId }));
     const retired = await deps.sessions.retireWhere({ teamId, channelId }, 'channel-gone');
     // Best effort: Slack may refuse calls in an archived channel, and a deleted one has no threads left.
     if (event.type.endsWith('_archive'))
