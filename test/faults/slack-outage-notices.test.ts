@@ -139,8 +139,9 @@ describe.runIf(runPostgres)('Slack refusing the answer', { concurrent: true }, (
       const { threadTexts, answerPosts, ask, finished } = outageViews(fakes);
       const bot = await fakes.startBot({ ...ENV, REPLY_RETRY_WINDOW: '1s' });
       fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
-      // Slack takes its time to refuse: the author's stop comes while the post that gives up is under way.
-      fakes.slack.setLatency('chat.postMessage', 2_000);
+      // Slack takes its time to refuse: the author's stop comes while the post that gives up is under way (a
+      // loaded machine has taken 1.7 s to take an event in).
+      fakes.slack.setLatency('chat.postMessage', 4_000);
       const root = await ask(bot.eventsUrl, 'stopped meanwhile');
       // The second try is the last (REPLY_RETRY_WINDOW has passed when it fails).
       await fakes.slack.waitForCalls(
@@ -157,7 +158,8 @@ describe.runIf(runPostgres)('Slack refusing the answer', { concurrent: true }, (
         10_000,
       );
       await finished(root);
-      await sleep(2_500);
+      // Longer than a notice saying Slack refused the answer would take to land (one post's latency).
+      await sleep(5_000);
       expect(threadTexts(root)).toEqual([
         '<@U0BOT> stopped meanwhile',
         '<@U0BOT> stop',
