@@ -4,6 +4,7 @@ import { appMentionEvent, messageEvent, nextTs } from '../helpers/slack-events.j
 import { AGENT_ID, mention } from '../helpers/stack.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import {
+  aliceEdited,
   CHANNEL,
   channelMessage,
   postsIn,
@@ -139,22 +140,7 @@ describe('threads, DMs and what is relayed', () => {
     const root = nextTs();
     await mention(bot, { channel: CHANNEL, text: '<@U0BOT> original words', ts: root });
     await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
-    const edit = (newText: string, oldText: string) =>
-      channelMessage({
-        text: '',
-        subtype: 'message_changed',
-        extra: {
-          hidden: true,
-          message: {
-            type: 'message',
-            user: 'U0ALICE',
-            text: newText,
-            ts: root,
-            edited: { user: 'U0ALICE', ts: nextTs() },
-          },
-          previous_message: { type: 'message', user: 'U0ALICE', text: oldText, ts: root },
-        },
-      });
+    const edit = (newText: string, oldText: string) => aliceEdited(root, newText, oldText);
     await send(bot, edit('<@U0BOT> original words', '<@U0BOT> original words')); // unfurl: same text
     await send(bot, edit('<@U0BOT> better words', '<@U0BOT> original words'));
     await send(bot, edit('<@U0BOT> best words', '<@U0BOT> better words'));
@@ -179,24 +165,7 @@ describe('threads, DMs and what is relayed', () => {
     const root = nextTs();
     await mention(bot, { channel: CHANNEL, text: '<@U0BOT> first draft', ts: root });
     await slack.waitForCall('reactions.add', (c) => c.args.timestamp === root && c.args.name === 'eyes');
-    await send(
-      bot,
-      channelMessage({
-        text: '',
-        subtype: 'message_changed',
-        extra: {
-          hidden: true,
-          message: {
-            type: 'message',
-            user: 'U0ALICE',
-            text: '<@U0BOT> final draft',
-            ts: root,
-            edited: { user: 'U0ALICE', ts: nextTs() },
-          },
-          previous_message: { type: 'message', user: 'U0ALICE', text: '<@U0BOT> first draft', ts: root },
-        },
-      }),
-    );
+    await send(bot, aliceEdited(root, '<@U0BOT> final draft', '<@U0BOT> first draft'));
     const notice = await slack.waitForCall(
       'chat.postEphemeral',
       (c) => c.args.user === 'U0ALICE' && String(c.args.text).includes('edits are not sent'),
