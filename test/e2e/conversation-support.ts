@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
-import { messageEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
+import { messageEditedEvent, messageEvent, postSignedEvent } from '../helpers/slack-events.js';
 import { type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
 import { type TestStore, testStore } from '../helpers/stores.js';
 
@@ -58,18 +58,4 @@ export const promptsSent = (agent: AgentServiceEmulator) =>
 
 /** Slack's message_changed for Alice's top-level message `ts`: its words went from `oldText` to `newText`. */
 export const aliceEdited = (ts: string, newText: string, oldText: string) =>
-  channelMessage({
-    text: '',
-    subtype: 'message_changed',
-    extra: {
-      hidden: true,
-      message: {
-        type: 'message',
-        user: 'U0ALICE',
-        text: newText,
-        ts,
-        edited: { user: 'U0ALICE', ts: nextTs() },
-      },
-      previous_message: { type: 'message', user: 'U0ALICE', text: oldText, ts },
-    },
-  });
+  messageEditedEvent({ channel: CHANNEL, user: 'U0ALICE', ts, newText, oldText });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { EDIT_WHILE_SENDING_NOTICE } from '../../src/conversation/notices.js';
-import { appMentionEvent, messageEvent, nextTs } from '../helpers/slack-events.js';
+import { appMentionEvent, messageEditedEvent, messageEvent, nextTs } from '../helpers/slack-events.js';
 import { AGENT_ID, mention } from '../helpers/stack.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import {
@@ -427,20 +427,13 @@ describe('correctness under real Slack delivery', () => {
     await send(bot, channelMessage({ user: 'U0ALICE', text: 'teh typo', ts: waitingTs, threadTs: root }));
     await send(
       bot,
-      channelMessage({
-        text: '',
-        subtype: 'message_changed',
-        extra: {
-          hidden: true,
-          message: { type: 'message', user: 'U0ALICE', text: 'the fix', ts: waitingTs, thread_ts: root },
-          previous_message: {
-            type: 'message',
-            user: 'U0ALICE',
-            text: 'teh typo',
-            ts: waitingTs,
-            thread_ts: root,
-          },
-        },
+      messageEditedEvent({
+        channel: CHANNEL,
+        user: 'U0ALICE',
+        ts: waitingTs,
+        threadTs: root,
+        newText: 'the fix',
+        oldText: 'teh typo',
       }),
     );
     answer();

@@ -8,6 +8,7 @@ import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '.
 import {
   appMentionEvent,
   channelLifecycleEvent,
+  messageEditedEvent,
   messageEvent,
   nextTs,
   postSignedEvent,
@@ -166,22 +167,12 @@ describe.runIf(runPostgres)('a store holding 200,000 finished messages', () => {
     slack.ingestEvent(reply);
     await send(reply);
     await send(
-      messageEvent({
+      messageEditedEvent({
         channel: 'C0NEW',
-        channelType: 'channel',
-        text: '',
-        subtype: 'message_changed',
-        extra: {
-          hidden: true,
-          message: {
-            type: 'message',
-            user: 'U0ALICE',
-            text: '<@U0BOT> first!',
-            ts: root,
-            edited: { user: 'U0ALICE', ts: nextTs() },
-          },
-          previous_message: { type: 'message', user: 'U0ALICE', text: '<@U0BOT> first', ts: root },
-        },
+        user: 'U0ALICE',
+        ts: root,
+        newText: '<@U0BOT> first!',
+        oldText: '<@U0BOT> first',
       }),
     );
     await send(appMentionEvent({ channel: 'C0NEW', user: 'U0ALICE', text: '<@U0BOT> stop', threadTs: root }));

@@ -310,6 +310,40 @@ export function messageEvent(options: MessageEventOptions): SlackEventEnvelope<S
   return eventEnvelope(event, { teamId, eventId: options.eventId });
 }
 
+/**
+ * Slack's `message_changed` for a person's message `ts` in a channel: its words went from `oldText` to
+ * `newText` (the same words: an unfurl). `threadTs` for a reply in a thread.
+ */
+export function messageEditedEvent(options: {
+  channel: string;
+  user: string;
+  ts: string;
+  newText: string;
+  oldText: string;
+  threadTs?: string;
+}): SlackEventEnvelope<SlackMessageEventBody> {
+  const { channel, user, ts, threadTs } = options;
+  const inThread = threadTs === undefined ? {} : { thread_ts: threadTs };
+  return messageEvent({
+    channel,
+    channelType: 'channel',
+    text: '',
+    subtype: 'message_changed',
+    extra: {
+      hidden: true,
+      message: {
+        type: 'message',
+        user,
+        text: options.newText,
+        ts,
+        ...inThread,
+        edited: { user, ts: nextTs() },
+      },
+      previous_message: { type: 'message', user, text: options.oldText, ts, ...inThread },
+    },
+  });
+}
+
 export interface ChannelArchiveEventOptions {
   channel: string;
   user?: string;
