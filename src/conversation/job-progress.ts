@@ -100,6 +100,8 @@ export interface JobProgress {
    * thread's activity; true when it did (false: no complete row to update, which `touch` rebuilds).
    */
   markSent(job: ClaimedJob, sessionId: string, activityKey?: string): Promise<boolean>;
+  /** The service refused the prompt unrun (its session was gone): recorded as not sent after all. */
+  markUnsent(job: ClaimedJob): Promise<void>;
   /**
    * Whether the process that sent the prompt is gone (its answer then given up for good), or still heard
    * from; undefined: nothing to judge any more (the answer is in, or the job is no longer this owner's).

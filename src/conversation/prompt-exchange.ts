@@ -69,7 +69,7 @@ export class PromptExchange {
       // The service says the session does not exist, so it did not run the prompt: once, in a new session.
       if (!isAgentServiceError(error) || error.kind !== 'session_not_found') throw error;
       // Unless the conversation ended meanwhile (a reset, a closed channel, an uninstall deleted the session).
-      await progress.assertWanted(job);
+      await progress.markUnsent(job);
       session = await sessions.replace(session);
       created = true;
       active = await this.markSent(job, session, created);

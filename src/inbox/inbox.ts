@@ -91,6 +91,9 @@ export class Inbox implements JobProgress {
   markSent(job: ClaimedJob, sessionId: string, activityKey?: string): Promise<boolean> {
     return this.progress.markSent(job, sessionId, activityKey);
   }
+  markUnsent(job: ClaimedJob): Promise<void> {
+    return this.progress.markUnsent(job);
+  }
   judgeSender(job: ClaimedJob, force: boolean): Promise<SenderVerdict | undefined> {
     return this.progress.judgeSender(job, force);
   }

@@ -72,6 +72,14 @@ export class InboxJobProgress implements JobProgress {
   }
 
   /**
+   * The agent service refused the prompt for a session it does not have, so it never ran it: recorded as not
+   * sent again, so that a stop, or an owner taking over, while a new session is made knows it was not received.
+   */
+  async markUnsent(job: ClaimedJob): Promise<void> {
+    await this.persist(() => this.progress(job, 'sent_at = NULL, session_id = NULL, sent_by = NULL', []));
+  }
+
+  /**
    * Asked by the owner of a job whose prompt another process sent (or this one, in a run that ended): is
    * that sender still there, waiting for the answer? A question is left in the row, which the sender's
    * heartbeat answers; unanswered for two heartbeats, the sender is gone. Gone (or `force`d: past the time

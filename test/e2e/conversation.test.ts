@@ -491,6 +491,44 @@ describe('correctness under real Slack delivery', () => {
     expect(agent.requestsFor('createSession').length - creates).toBe(1);
   });
 
+  it('a stop while a lost session is being replaced says the agent never received the message, which is never sent', async () => {
+    const { slack, agent, bot } = stack;
+    const root = nextTs();
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> hello', ts: root });
+    await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+    // The service lost the session: the next prompt is refused unrun, and a new session is made for it.
+    agent.injectFailure('sendMessage', {
+      type: 'http',
+      status: 404,
+      body: { status: false, message: 'Session not found' },
+    });
+    const replacementMade = agent.holdSessionCreation();
+    const creates = agent.requestsFor('createSession').length;
+    const lost = nextTs();
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> lost then stopped', ts: lost, threadTs: root });
+    await waitFor(() => agent.requestsFor('createSession').length > creates, 'the replacement being made');
+    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> stop', threadTs: root });
+    const stopped = await slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('Stopped'),
+    );
+    replacementMade();
+    expect(textOf(stopped)).toBe(
+      ':octagonal_sign: Stopped: cancelled the message I was about to send. The agent never received it.',
+    );
+    // The new session is made; the stopped message is not sent to it: once, to the lost session, refused unrun.
+    await waitFor(
+      () =>
+        agent
+          .requestsFor('createSession')
+          .slice(creates)
+          .every((r) => r.status !== null),
+      'the replacement made',
+    );
+    await sleep(500);
+    expect(promptsSent(agent).filter((p) => p === 'lost then stopped')).toHaveLength(1);
+  });
+
   it('answers 20 threads concurrently when the agent is slow', async () => {
     const { slack, agent, bot } = stack;
     // Two seconds each, so the 20 prompts overlap even when a busy machine spreads their arrival.

@@ -294,6 +294,15 @@ function inboxContract(name: string, storePerSuite: () => { readonly db: Databas
       expect(await a.stop('t2', 'U-ALICE', { ...request, ts: 'stop-2' })).toMatchObject({
         stoppedWork: 'unsent',
       });
+      // A prompt the service refused unrun (its session was gone) is not sent after all.
+      await a.admit(message('t4', '1', 'U-ALICE'), NO_LIMITS);
+      const [fourth] = (await a.claim(1)) as [ClaimedJob];
+      await a.markSent(fourth, 's-lost');
+      await a.markUnsent(fourth);
+      expect(await wasSent('t4:1')).toBe(false);
+      expect(await a.stop('t4', 'U-ALICE', { ...request, ts: 'stop-4' })).toMatchObject({
+        stoppedWork: 'unsent',
+      });
       // An answer partly posted: the rest of it is what the stop drops.
       await a.admit(message('t3', '1', 'U-ALICE'), NO_LIMITS);
       const [third] = (await a.claim(1)) as [ClaimedJob];
