@@ -37,6 +37,8 @@ export interface RunningDemo {
   usingEmulator: boolean;
   /** Every port the demo listens on (all on 127.0.0.1), by what listens there. */
   ports: Record<'page' | 'bot' | 'admin' | 'trafficProxy', number> & { emulator?: number };
+  /** The agent emulator, unless a real agent service is used: for tests that act while it works. */
+  emulator?: AgentServiceEmulator;
   stop(): Promise<void>;
 }
 
@@ -112,17 +114,17 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
     cleanups.push(() => slack.stop());
 
     let agentTarget = options.agent;
-    let emulatorPort: number | undefined;
+    let emulator: AgentServiceEmulator | undefined;
     if (!agentTarget) {
-      const emulator = await AgentServiceEmulator.start({
+      emulator = await AgentServiceEmulator.start({
         host: LOOPBACK,
         apiKey: randomBytes(16).toString('hex'),
         agents: [DEMO_AGENT_ID],
         latency: { sendMessage: options.emulatorLatencyMs, createSession: 80, deleteSession: 60 },
       });
-      cleanups.push(() => emulator.stop());
+      const started = emulator;
+      cleanups.push(() => started.stop());
       agentTarget = { baseUrl: emulator.baseUrl, apiKey: emulator.apiKey, agentId: DEMO_AGENT_ID };
-      emulatorPort = Number(new URL(emulator.baseUrl).port);
     }
     const traffic = await AgentTrafficProxy.start(agentTarget.baseUrl);
     cleanups.push(() => traffic.stop());
@@ -211,8 +213,9 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
         bot: botPort,
         admin: adminPort,
         trafficProxy: Number(new URL(traffic.baseUrl).port),
-        ...(emulatorPort === undefined ? {} : { emulator: emulatorPort }),
+        ...(emulator === undefined ? {} : { emulator: Number(new URL(emulator.baseUrl).port) }),
       },
+      ...(emulator === undefined ? {} : { emulator }),
       stop,
     };
   } catch (error) {

@@ -221,6 +221,8 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
   it("shows a channel thread as an agent session, with Slack's Stop while the answer comes", async () => {
     // The Messages tab was opened above, so the bot treats channel threads as agent sessions too.
     await channel('project-x').click();
+    // The agent answers once Stop was pressed, however long the clicks take on this machine.
+    const answer = demo.emulator?.holdAnswerTo('Draft the release notes');
     await page.getByTestId('composer-input').fill('@agent Draft the release notes');
     await page.getByTestId('composer-input').press('Enter');
     const asked = inMain('Draft the release notes');
@@ -234,9 +236,15 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
     expect(await page.getByTestId('session-status').textContent()).toBe('Working…');
     expect(await page.getByTestId('assistant-status').innerText()).toContain('working');
 
+    // Still being answered when Stop is pressed.
+    const asking = demo.emulator
+      ?.requestsFor('sendMessage')
+      .filter((r) => r.prompt === 'Draft the release notes');
+    expect(asking?.map((r) => r.status)).toEqual([null]);
     await page.getByTestId('thread-stop').click();
     const stopped = inThread(/Stopped: .*dropped the answer I was waiting for/);
     await stopped.waitFor({ timeout: 10_000 });
+    answer?.();
     await expect.poll(() => page.getByTestId('session-status').textContent(), POLL).toBe('Active');
     expect(await page.getByTestId('thread-stop').count()).toBe(0);
     expect(await asked.getByTestId('stop-button').count()).toBe(0);
