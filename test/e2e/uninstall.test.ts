@@ -152,6 +152,8 @@ describe('uninstall and revocation', () => {
     );
     await waitFor(() => agent.requestsFor('createSession').length === 1, 'the session is being made');
     expect((await send(workspaceGoneEvent('app_uninstalled'))).status).toBe(200);
+    // The session comes once the removal has run (it runs after the ack): the job is cancelled by then.
+    await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'removal done');
     sessionMade();
     await waitFor(
       () => agent.requestsFor('deleteSession').length === 1,
@@ -173,6 +175,8 @@ describe('uninstall and revocation', () => {
     );
     await waitFor(() => agent.requestsFor('createSession').length === 1, 'the replacement is being made');
     expect((await send(workspaceGoneEvent('app_uninstalled'))).status).toBe(200);
+    // The replacement comes once the removal has run (it runs after the ack): the job is cancelled by then.
+    await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'removal done');
     replacementMade();
     await waitFor(
       () => agent.requestsFor('deleteSession').some((r) => r.sessionId !== thread.session),
