@@ -4,7 +4,7 @@ import { startsWithPattern } from '../store/like.js';
 import { storableJson } from '../util/storable-text.js';
 import type { MessageRef } from './claims.js';
 import { claimWith } from './claims.js';
-import { lockThread, OPEN } from './job-rows.js';
+import { lockThread, NOT_STARTED, OPEN } from './job-rows.js';
 import type { NewJob } from './queue.js';
 
 /** A thread reset as recorded, or refused because the conversation is another person's (`starter`). */
@@ -136,7 +136,7 @@ export class JobCancellation {
   /**
    * An edit of a relayed message: one still waiting takes the new words (`replaced`); one being prepared
    * (`sending`) or whose prompt was sent (`sent`) keeps the words it has; any other (never relayed, or ended
-   * unsent) is left alone (`none`). The row lock orders this against the job's claim. Unlike a deletion, a
+   * unsent) is left alone (`none`). The row lock orders this against the job's claim. Unlike NOT_STARTED, a
    * running job whose lease lapsed is not waiting here: its owner, if only slow, would still send the old words.
    */
   async editMessage(dedupeKey: string, edit: (payload: unknown) => unknown): Promise<EditOutcome> {
@@ -162,8 +162,7 @@ export class JobCancellation {
     const [row] = await this.db.query<{ payload: string }>(
       `WITH waiting AS (
          SELECT id, payload FROM inbox
-         WHERE dedupe_key = $1 AND kind = 'message' AND sent_at IS NULL
-           AND (state = 'pending' OR (state = 'running' AND lease_until < now()))
+         WHERE dedupe_key = $1 AND kind = 'message' AND ${NOT_STARTED}
          FOR UPDATE)
        UPDATE inbox SET state = 'cancelled', finished_at = now(), payload = '{}', owner = NULL, lease_until = NULL
        FROM waiting WHERE inbox.id = waiting.id
@@ -183,8 +182,7 @@ async function cancelWaiting(
   const rows = await query<{ payload: string }>(
     `WITH waiting AS (
        SELECT id, payload FROM inbox
-       WHERE thread_key = $1 AND kind = 'message' AND sent_at IS NULL
-         AND (state = 'pending' OR (state = 'running' AND lease_until < now()))
+       WHERE thread_key = $1 AND kind = 'message' AND ${NOT_STARTED}
          AND ($2::text IS NULL OR user_id = $2)
        FOR UPDATE)
      UPDATE inbox SET state = 'cancelled', finished_at = now(), payload = '{}', owner = NULL, lease_until = NULL

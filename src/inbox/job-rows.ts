@@ -27,6 +27,12 @@ export const JOB_COLUMNS =
 export const OPEN = `state IN ('pending', 'running')`;
 
 /**
+ * A job whose prompt has not left and that no live owner holds: waiting, or held by an owner whose lease
+ * lapsed (whoever takes it over starts it afresh). What a deletion or a stop may still cancel.
+ */
+export const NOT_STARTED = `sent_at IS NULL AND (state = 'pending' OR (state = 'running' AND lease_until < now()))`;
+
+/**
  * The id of the oldest open job of the thread of the row named `row`: the thread's turn. Asked as the first
  * entry of the thread's own index, which only that index can answer: asked as "no older open job", a planner
  * whose statistics had not seen a flood of new threads walked every older open job by id for each one (half a
