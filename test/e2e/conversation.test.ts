@@ -225,6 +225,14 @@ describe('threads, DMs and what is relayed', () => {
 
 describe('correctness under real Slack delivery', () => {
   const stack = useStack();
+  /** Mentions the bot with `stop` in the thread; its notice there. */
+  const sayStop = async (root: string) => {
+    await mention(stack.bot, { channel: CHANNEL, text: '<@U0BOT> stop', threadTs: root });
+    return stack.slack.waitForCall(
+      'chat.postMessage',
+      (c) => c.args.thread_ts === root && textOf(c).includes('Stopped'),
+    );
+  };
 
   it('relays a message once across retries and its double delivery as app_mention and message', async () => {
     const { slack, agent, bot } = stack;
@@ -325,11 +333,7 @@ describe('correctness under real Slack delivery', () => {
         (c) => c.args.timestamp === ts && c.args.name === 'hourglass_flowing_sand',
       );
     }
-    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> stop', threadTs: root });
-    const stopped = await slack.waitForCall(
-      'chat.postMessage',
-      (c) => c.args.thread_ts === root && textOf(c).includes('Stopped'),
-    );
+    const stopped = await sayStop(root);
     expect(textOf(stopped)).toBe(
       ':octagonal_sign: Stopped: cancelled 2 queued messages and dropped the answer I was waiting for. The agent had already received that message and may have acted on it; the next message here continues the conversation.',
     );
@@ -372,11 +376,7 @@ describe('correctness under real Slack delivery', () => {
     const root = nextTs();
     await mention(bot, { channel: CHANNEL, text: '<@U0BOT> never mind this', ts: root });
     await slack.waitForCall('reactions.add', (c) => c.args.timestamp === root && c.args.name === 'eyes');
-    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> stop', threadTs: root });
-    const stopped = await slack.waitForCall(
-      'chat.postMessage',
-      (c) => c.args.thread_ts === root && textOf(c).includes('Stopped'),
-    );
+    const stopped = await sayStop(root);
     sessionMade();
     expect(textOf(stopped)).toBe(
       ':octagonal_sign: Stopped: cancelled the message I was about to send. The agent never received it.',
@@ -507,11 +507,7 @@ describe('correctness under real Slack delivery', () => {
     const lost = nextTs();
     await mention(bot, { channel: CHANNEL, text: '<@U0BOT> lost then stopped', ts: lost, threadTs: root });
     await waitFor(() => agent.requestsFor('createSession').length > creates, 'the replacement being made');
-    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> stop', threadTs: root });
-    const stopped = await slack.waitForCall(
-      'chat.postMessage',
-      (c) => c.args.thread_ts === root && textOf(c).includes('Stopped'),
-    );
+    const stopped = await sayStop(root);
     replacementMade();
     expect(textOf(stopped)).toBe(
       ':octagonal_sign: Stopped: cancelled the message I was about to send. The agent never received it.',

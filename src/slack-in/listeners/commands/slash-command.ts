@@ -115,7 +115,8 @@ async function threadsToReset(
   }
   const waiting = await deps.inbox.openMessagesOf(channelKeyPrefix(where), userId);
   for (const { thread } of waiting.map(inboundMessageOf)) {
-    if (!threads.has(threadKeyString(thread))) threads.set(threadKeyString(thread), thread);
+    const key = threadKeyString(thread);
+    if (!threads.has(key)) threads.set(key, thread);
   }
   return [...threads.values()];
 }
