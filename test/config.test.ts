@@ -1,8 +1,7 @@
-import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, secretsOf } from '../src/config/index.js';
-import { emptyWorkdir, entryPointArgs } from './helpers/entry-point.js';
+import { startEntryPoint } from './helpers/entry-point.js';
 
 const valid = {
   SLACK_BOT_TOKEN: 'xoxb-1-abc',
@@ -234,17 +233,12 @@ describe('the placeholders of .env.example', () => {
 });
 
 describe('start-up with bad configuration', () => {
-  it('prints one line naming the variable and exits non-zero, without a stack trace', () => {
-    const result = spawnSync(process.execPath, entryPointArgs('src/main.ts'), {
-      cwd: emptyWorkdir(),
-      env: { PATH: process.env.PATH, ...valid, PORT: 'abc' },
-      encoding: 'utf8',
-      timeout: 20_000,
-    });
-    expect(result.status).toBe(1);
-    const lines = result.stderr.trim().split('\n');
+  it('prints one line naming the variable and exits non-zero, without a stack trace', async () => {
+    const run = startEntryPoint('src/main.ts', [], { ...valid, PORT: 'abc' });
+    expect((await run.exited).code).toBe(1);
+    const lines = run.stderr().trim().split('\n');
     expect(lines).toEqual(['Configuration error: PORT must be a whole number from 1 to 65535 (got "abc")']);
-    expect(result.stdout).toBe('');
+    expect(run.stdout()).toBe('');
   });
 });
 

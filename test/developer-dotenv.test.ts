@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { cp, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freshDataDir, type TempDataDir } from './helpers/embedded-store.js';
-import { entryPointArgs } from './helpers/entry-point.js';
+import { entryPointCommand, startEntryPoint, withEveryVariable } from './helpers/entry-point.js';
 import { freePort } from './helpers/free-port.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -13,20 +13,11 @@ import { waitFor } from './helpers/wait.js';
  * the README has one in the project's root, with their own Slack app token and database. The tests that start
  * those processes must not pick it up: a Socket Mode token would take the bot off HTTP, a DATABASE_URL would
  * migrate the developer's database, and every variable it sets would be missing from "every missing
- * variable". This runs those tests in a copy of the project that has such a `.env` in its root.
+ * variable". They start them one of two ways (test/helpers/entry-point.ts), each checked here against a copy
+ * of the project that has such a `.env` in its root, and no test starts them another way.
  */
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-
-/** Each test file that starts the bot or the sessions command in a child process, and one of its tests. */
-const PROBES: Record<string, string> = {
-  'test/e2e/startup.test.ts':
-    'lists every missing or invalid variable in one run, one line each, and exits 1 without a stack trace',
-  'test/config.test.ts': 'prints one line naming the variable and exits non-zero, without a stack trace',
-  'test/cli/sessions.test.ts': 'runs as a command: usage errors and configuration errors are one clear line',
-  'test/e2e/process.test.ts': 'answers a signed mention, logs no secret, and exits cleanly on SIGTERM',
-  'test/faults/public-port.test.ts': 'refuses a body declared over 512 KiB with 413 before any of it is sent',
-};
 
 /** `.env.example` as a developer fills it in: their tokens and key, and their database uncommented. */
 function developersDotEnv(example: string): string {
@@ -123,8 +114,8 @@ describe("a developer's .env in the project's root", () => {
 
   beforeAll(async () => {
     copy = await mkdtemp(path.join(tmpdir(), 'bridge-with-dotenv-'));
-    // manifest.yml: the fake Slack grants the scopes and features of the manifest in use.
-    const entries = ['tsconfig.json', 'tsconfig.build.json', 'vitest.config.ts', 'manifest.yml', 'src'];
+    // manifest.yml: the fake Slack grants the scopes and features of the manifest in use; test/: its fakes.
+    const entries = ['tsconfig.json', 'tsconfig.build.json', 'manifest.yml', 'src'];
     for (const entry of entries) {
       await cp(path.join(ROOT, entry), path.join(copy, entry), { recursive: true });
     }
@@ -133,17 +124,15 @@ describe("a developer's .env in the project's root", () => {
       filter: (source) => source !== path.join(ROOT, 'test/.tmp'),
     });
     await symlink(path.join(ROOT, 'node_modules'), path.join(copy, 'node_modules'));
-    // `npm start` there (test/e2e/process.test.ts) builds the copy first: a whole tsc run over the same src
-    // (12 s of CPU), when what is checked is which variables the started bot reads. There, its build is this
-    // run's compiled src; the project's own process.test.ts runs the real build.
+    // `npm start` there builds the copy first: a whole tsc run over the same src (12 s of CPU), when what is
+    // checked is which variables the started bot reads. There, its build is this run's compiled src;
+    // test/e2e/process.test.ts runs the real build.
     const pkg = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as {
       scripts: Record<string, string>;
     };
     pkg.scripts.build = 'true';
     await writeFile(path.join(copy, 'package.json'), JSON.stringify(pkg, null, 2));
     await symlink(inject('compiledSources'), path.join(copy, 'dist'));
-    // The prepared embedded store the tests copy (test/global-setup.ts made it for this run).
-    await symlink(path.join(ROOT, 'test/.tmp'), path.join(copy, 'test/.tmp'));
     await writeFile(
       path.join(copy, '.env'),
       developersDotEnv(await readFile(path.join(ROOT, '.env.example'), 'utf8')),
@@ -155,54 +144,62 @@ describe("a developer's .env in the project's root", () => {
 
   it('is what the bot reads when started there', async () => {
     // The copy's src is this project's, compiled for this run.
-    const bot = await run(process.execPath, entryPointArgs('src/main.ts'), copy, { PORT: 'eighty' });
-    expect(bot.code).toBe(1);
+    const bot = startEntryPoint('src/main.ts', [], { PORT: 'eighty' }, copy);
+    expect((await bot.exited).code).toBe(1);
     // Every other required variable comes from the .env.
-    expect(bot.output.trim().split('\n')).toEqual([
+    expect(bot.output().trim().split('\n')).toEqual([
       'Configuration error: PORT must be a whole number from 1 to 65535 (got "eighty")',
     ]);
   });
 
-  it('changes nothing in the tests that start the bot or the sessions command', async () => {
-    const files = Object.keys(PROBES);
-    const names = Object.values(PROBES).map((name) => name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
-    const report = path.join(copy, 'report.json');
-    // Its workers take ports from slices of their own, apart from this run's workers (test/helpers/free-port.ts).
-    const env: Record<string, string> = { HOME: process.env.HOME ?? '', TEST_PORT_SLICE_OFFSET: '8' };
-    if (process.env.TEST_DATABASE_URL) env.TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
-    const vitest = await run(
-      process.execPath,
-      [
-        path.join(copy, 'node_modules/vitest/vitest.mjs'),
-        'run',
-        ...files,
-        '--testNamePattern',
-        names.join('|'),
-        // One worker: with isolate off it loads the modules the files share once, not once per worker.
-        '--maxWorkers',
-        '1',
-        '--reporter=default',
-        '--reporter=json',
-        `--outputFile.json=${report}`,
-      ],
+  it('is not read by the bot or a command started as the tests start them, in an empty directory', async () => {
+    const bot = startEntryPoint('src/main.ts', [], { PORT: 'eighty' });
+    expect((await bot.exited).code).toBe(1);
+    expect(bot.output()).toContain('Configuration error: SLACK_BOT_TOKEN is required');
+    expect(bot.output()).toContain('No .env here');
+    const sessions = startEntryPoint('src/cli/sessions.ts', ['list'], {});
+    expect((await sessions.exited).code).not.toBe(0);
+    expect(sessions.output()).toMatch(/AGENT_BASE_URL is required/);
+  });
+
+  it('is not read by `npm start` with every variable set, as test/e2e/process.test.ts starts it', async () => {
+    const npmStart = await run(
+      'npm',
+      ['start', '--silent'],
       copy,
-      env,
+      withEveryVariable({ HOME: process.env.HOME ?? '', PORT: 'eighty' }),
     );
-    const results = JSON.parse(await readFile(report, 'utf8')) as {
-      testResults: { name: string; assertionResults: { title: string; status: string }[] }[];
-    };
-    const outcomes = Object.fromEntries(
-      results.testResults.flatMap((file) =>
-        file.assertionResults
-          .filter((test) => test.status !== 'skipped' && test.status !== 'pending')
-          .map((test) => [`${path.relative(copy, file.name)}: ${test.title}`, test.status]),
-      ),
+    expect(npmStart.code).toBe(1);
+    // Found (no "No .env here" hint), and none of its values used: the variables set empty stay unset.
+    expect(npmStart.output.trim().split('\n')).toEqual([
+      'Configuration error: SLACK_BOT_TOKEN is required (the Bot User OAuth Token, xoxb-…)',
+      'Configuration error: SLACK_SIGNING_SECRET is required (needed in HTTP mode; set SLACK_APP_TOKEN instead to use Socket Mode)',
+      'Configuration error: PORT must be a whole number from 1 to 65535 (got "eighty")',
+      'Configuration error: AGENT_BASE_URL is required (e.g. https://host/v1)',
+      'Configuration error: AGENT_API_KEY is required (the agent service API key)',
+      'Configuration error: AGENT_ID is required (the default agent id)',
+    ]);
+  });
+
+  it('is kept out of every test that starts the bot or a command: none starts one another way', async () => {
+    const files = (await readdir(path.join(ROOT, 'test'), { recursive: true })).filter(
+      (file) => file.endsWith('.ts') && !file.startsWith('.tmp'),
     );
-    expect(outcomes, vitest.output).toEqual(
-      Object.fromEntries(Object.entries(PROBES).map(([file, name]) => [`${file}: ${name}`, 'passed'])),
-    );
-    expect(vitest.code, vitest.output).toBe(0);
-  }, 180_000);
+    const own = ['helpers/entry-point.ts', 'developer-dotenv.test.ts', 'global-setup.ts'];
+    const offenders: string[] = [];
+    for (const file of files) {
+      if (own.includes(file)) continue;
+      const source = await readFile(path.join(ROOT, 'test', file), 'utf8');
+      // Node started on anything (an entry point is one), or the compiled entry points' directory.
+      if (/\b(spawn|spawnSync|execFile|execFileSync|fork)\(\s*process\.execPath/.test(source))
+        offenders.push(file);
+      if (source.includes("inject('compiledSources')")) offenders.push(file);
+      // `npm start` in the project's root, without every variable set.
+      if (/\bspawn\(\s*'npm',\s*\['start'/.test(source) && !source.includes('withEveryVariable('))
+        offenders.push(file);
+    }
+    expect(offenders).toEqual([]);
+  });
 
   it('changes nothing in the bot started as `npm run fakes` says, which answers the mention it says to send', async () => {
     const port = String(await freePort());
@@ -236,7 +233,7 @@ describe("a developer's .env in the project's root", () => {
     // Typed in a terminal in the project's root, with node on the compiled entry point for `npm start`, which
     // would build the copy first: test/e2e/process.test.ts runs the real `npm start`.
     expect(startLine).toMatch(/ npm start$/);
-    const command = `${startLine.replace(/npm start$/, '')}${[process.execPath, ...entryPointArgs('src/main.ts')].join(' ')}`;
+    const command = `${startLine.replace(/npm start$/, '')}${entryPointCommand('src/main.ts')}`;
     const bot = start('sh', ['-c', command], copy, {});
     started.push(bot);
     await waitShowing(

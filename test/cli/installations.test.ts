@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { Installation } from '@slack/bolt';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -16,35 +15,22 @@ import { TokenRefresher } from '../../src/installations/token-refresh.js';
 import { type Database, openDatabase } from '../../src/store/database.js';
 import { createSessionKeyv } from '../../src/store/keyv.js';
 import { emptyStore } from '../helpers/embedded-store.js';
-import { emptyWorkdir, entryPointArgs } from '../helpers/entry-point.js';
+import { startEntryPoint } from '../helpers/entry-point.js';
 import { type StoreChoice, storeVariables } from '../helpers/stack.js';
 import { type TestStore, testStore } from '../helpers/stores.js';
 
-const CLI = entryPointArgs('src/cli/installations.ts');
 const k1: TokenKey = { id: 'k1', key: randomBytes(32) };
 const k2: TokenKey = { id: 'k2', key: randomBytes(32) };
 const keysVar = (...keys: TokenKey[]) =>
   keys.map(({ id, key }) => `${id}:${key.toString('base64')}`).join(',');
 
-function run(
+async function run(
   args: string[],
   env: Record<string, string>,
 ): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [...CLI, ...args], {
-      env: { PATH: process.env.PATH, ...env },
-      cwd: emptyWorkdir(),
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      err += chunk.toString();
-    });
-    child.on('close', (code) => resolve({ code, out, err }));
-  });
+  const started = startEntryPoint('src/cli/installations.ts', args, env);
+  const { code } = await started.exited;
+  return { code, out: started.stdout(), err: started.stderr() };
 }
 
 const workspace: Installation = {

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,36 +8,22 @@ import { SessionStore, type ThreadSession } from '../../src/sessions/store.js';
 import { createSessionKeyv } from '../../src/store/keyv.js';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { embeddedStorePerSuite } from '../helpers/embedded-store.js';
-import { emptyWorkdir, entryPointArgs } from '../helpers/entry-point.js';
+import { startEntryPoint } from '../helpers/entry-point.js';
 import { storeVariables } from '../helpers/stack.js';
 import { testStore } from '../helpers/stores.js';
-
-const CLI = entryPointArgs('src/cli/sessions.ts');
 
 /**
  * Runs the real entry point in a child process without blocking this process's servers, by default in an
  * empty directory (no `.env`).
  */
-function run_(
+async function run_(
   args: string[],
   env: Record<string, string>,
-  cwd = emptyWorkdir(),
+  cwd?: string,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [...CLI, ...args], {
-      env: { PATH: process.env.PATH, ...env },
-      cwd,
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  const run = startEntryPoint('src/cli/sessions.ts', args, env, cwd);
+  const { code } = await run.exited;
+  return { code, stdout: run.stdout(), stderr: run.stderr() };
 }
 
 describe('npm run sessions (orphan prune)', () => {

@@ -1,4 +1,3 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -8,7 +7,7 @@ import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
 import { PROCESS_READY_MS } from '../helpers/bot-process.js';
 import { freshDataDir } from '../helpers/embedded-store.js';
-import { emptyWorkdir, entryPointArgs } from '../helpers/entry-point.js';
+import { type EntryPointRun, startEntryPoint } from '../helpers/entry-point.js';
 import { freePort } from '../helpers/free-port.js';
 import { nextTs } from '../helpers/slack-events.js';
 import {
@@ -23,35 +22,15 @@ import {
 import { testStore } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
 
-interface Run {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<number | null>;
-}
-
 /**
- * The bot as `npm start` runs it (compiled src), with exactly this environment and working directory (by
- * default an empty one: no `.env`).
+ * The bot as `npm start` runs it (compiled src), with exactly this environment, in an empty working directory
+ * (no `.env`) unless told otherwise.
  */
-function runBot(env: Record<string, string>, cwd = emptyWorkdir()): Run {
-  const child = spawn(process.execPath, entryPointArgs('src/main.ts'), {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    cwd,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  // 'close', not 'exit': the process may exit before the last of its output has been read.
-  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
-  return { child, output: () => output, exited };
+function runBot(env: Record<string, string>, cwd?: string): EntryPointRun {
+  return startEntryPoint('src/main.ts', [], env, cwd);
 }
 
-const running: Run[] = [];
+const running: EntryPointRun[] = [];
 async function stopRunning(): Promise<void> {
   for (const run of running.splice(0)) {
     if (run.child.exitCode === null) run.child.kill('SIGKILL');
@@ -63,7 +42,7 @@ afterEach(stopRunning);
 describe('configuration errors', () => {
   it('lists every missing or invalid variable in one run, one line each, and exits 1 without a stack trace', async () => {
     const run = runBot({ PORT: 'eighty', LOG_LEVEL: 'loud' });
-    expect(await run.exited).toBe(1);
+    expect((await run.exited).code).toBe(1);
     expect(run.output().trim().split('\n')).toEqual([
       'Configuration error: SLACK_BOT_TOKEN is required (the Bot User OAuth Token, xoxb-…)',
       'Configuration error: SLACK_SIGNING_SECRET is required (needed in HTTP mode; set SLACK_APP_TOKEN instead to use Socket Mode)',
@@ -127,7 +106,7 @@ describe('start-up with the real services', () => {
   });
 
   /** Waits for the bot to be ready; fails at once, with what it said, if it exits instead. */
-  const ready = (env: Record<string, string>, run: Run) =>
+  const ready = (env: Record<string, string>, run: EntryPointRun) =>
     waitFor(
       async () => {
         if (run.child.exitCode !== null)
@@ -162,7 +141,7 @@ describe('start-up with the real services', () => {
   it('stops with one line naming AGENT_API_KEY when the agent service refuses the key', async () => {
     const run = runBot(await environment({ AGENT_API_KEY: 'not-the-key' }));
     running.push(run);
-    expect(await run.exited).toBe(1);
+    expect((await run.exited).code).toBe(1);
     // stderr's line and the log's JSON line (stdout) may arrive in either order.
     const line = run
       .output()
@@ -178,7 +157,7 @@ describe('start-up with the real services', () => {
     const databaseUrl = `postgres://bridge:hunter2-secret@127.0.0.1:${await freePort()}/bridge`;
     const run = runBot(await environment({ DATABASE_URL: databaseUrl }));
     running.push(run);
-    expect(await run.exited).toBe(1);
+    expect((await run.exited).code).toBe(1);
     const lines = run.output().trim().split('\n');
     expect(lines).toEqual([
       expect.stringMatching(
@@ -202,7 +181,7 @@ describe('start-up with the real services', () => {
       }),
     );
     running.push(run);
-    expect(await run.exited).toBe(1);
+    expect((await run.exited).code).toBe(1);
     holder.close();
     const failed = run
       .output()
@@ -223,7 +202,7 @@ describe('start-up with the real services', () => {
   it('stops with a hint about /v1 when AGENT_BASE_URL lacks it', async () => {
     const run = runBot(await environment({ AGENT_BASE_URL: agent.baseUrl.replace(/\/v1$/, '') }));
     running.push(run);
-    expect(await run.exited).toBe(1);
+    expect((await run.exited).code).toBe(1);
     expect(
       run
         .output()
@@ -237,7 +216,7 @@ describe('start-up with the real services', () => {
   it('stops naming AGENT_ID when the agent service does not know the agent', async () => {
     const run = runBot(await environment({ AGENT_ID: 'no-such-agent' }));
     running.push(run);
-    expect(await run.exited).toBe(1);
+    expect((await run.exited).code).toBe(1);
     expect(
       run
         .output()
@@ -258,7 +237,7 @@ describe('start-up with the real services', () => {
     await writeFile(path.join(dataDir, 'pglite'), 'not a directory');
     const run = runBot(env);
     running.push(run);
-    expect(await run.exited).toBe(1);
+    expect((await run.exited).code).toBe(1);
     const lines = run.output().split('\n');
     expect(lines.find((line) => line.startsWith('Start-up failed:'))).toBe(
       `Start-up failed: cannot open the embedded store under ${dataDir}: a part of the path is a file, not a directory (ENOTDIR)`,

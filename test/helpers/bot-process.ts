@@ -1,5 +1,5 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { emptyWorkdir, entryPointArgs } from './entry-point.js';
+import type { ChildProcess } from 'node:child_process';
+import { startEntryPoint } from './entry-point.js';
 import { freePort } from './free-port.js';
 import { type BotSetup, botEnvironment } from './stack.js';
 import { waitFor } from './wait.js';
@@ -28,28 +28,14 @@ export const PROCESS_READY_MS = 90_000;
 export async function spawnBot(options: BotSetup): Promise<BotProcess> {
   const port = await freePort();
   const adminPort = await freePort();
-  const child = spawn(process.execPath, entryPointArgs('src/main.ts'), {
-    cwd: emptyWorkdir(),
-    env: {
-      PATH: process.env.PATH,
-      ...botEnvironment(
-        { ...options, env: { AGENT_TIMEOUT_MS: '10000', LOG_LEVEL: 'info', ...options.env } },
-        port,
-        adminPort,
-      ),
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  // 'close', not 'exit': the process may exit before the last of its output has been read.
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('close', (code, signal) => resolve({ code, signal })),
+  const { child, output, exited } = startEntryPoint(
+    'src/main.ts',
+    [],
+    botEnvironment(
+      { ...options, env: { AGENT_TIMEOUT_MS: '10000', LOG_LEVEL: 'info', ...options.env } },
+      port,
+      adminPort,
+    ),
   );
   const baseUrl = `http://127.0.0.1:${port}`;
   await waitFor(
@@ -59,7 +45,7 @@ export async function spawnBot(options: BotSetup): Promise<BotProcess> {
   ).catch((error: unknown) => {
     // What the process said by then, not when the wait began.
     child.kill('SIGKILL');
-    throw new Error(`${String(error)} (exit code ${child.exitCode}; output: ${output.slice(-500)})`);
+    throw new Error(`${String(error)} (exit code ${child.exitCode}; output: ${output().slice(-500)})`);
   });
   return {
     child,
@@ -67,7 +53,7 @@ export async function spawnBot(options: BotSetup): Promise<BotProcess> {
     adminUrl: `http://127.0.0.1:${adminPort}`,
     baseUrl,
     eventsUrl: `${baseUrl}/slack/events`,
-    output: () => output,
+    output,
     exited,
   };
 }

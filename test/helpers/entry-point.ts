@@ -1,3 +1,4 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { inject } from 'vitest';
@@ -5,9 +6,11 @@ import { ENV_VARIABLES } from '../../src/config/index.js';
 import { TEST_NODE_FLAGS } from './node-flags.js';
 
 /**
- * Running the project's entry points (the bot, `npm run sessions`) in child processes, unaffected by a
- * developer's `.env`: both read `.env` from their working directory, and the project's root may hold one
- * (with their own Slack app token, their database). test/developer-dotenv.test.ts checks it.
+ * Running the project's entry points (the bot, `npm run sessions`, `npm run installations`) in child
+ * processes, unaffected by a developer's `.env`: each reads `.env` from its working directory, and the
+ * project's root may hold one (with their own Slack app token, their database). Tests start them only
+ * through `startEntryPoint` (or `npm start` with `withEveryVariable`); test/developer-dotenv.test.ts checks
+ * both.
  */
 
 /** The project's root, where package.json is. */
@@ -18,7 +21,7 @@ export const PROJECT_ROOT = path.resolve(import.meta.dirname, '../..');
  * for this run by test/global-setup.ts (test/helpers/compiled-sources.ts), by absolute path, so it runs
  * from any working directory; with the flags Vitest's workers run with (test/helpers/node-flags.ts).
  */
-export function entryPointArgs(file: string): string[] {
+function entryPointArgs(file: string): string[] {
   return [
     ...TEST_NODE_FLAGS,
     '--enable-source-maps',
@@ -44,4 +47,52 @@ export function withEveryVariable(env: Record<string, string | undefined>): Reco
   const all: Record<string, string> = Object.fromEntries(ENV_VARIABLES.map((name) => [name, '']));
   for (const [name, value] of Object.entries(env)) if (value !== undefined) all[name] = value;
   return all;
+}
+
+/** An entry point running in a child process, with what it has printed so far. */
+export interface EntryPointRun {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Both streams, in the order their chunks arrived. */
+  output(): string;
+  /** Once its output has been read to the end ('close', not 'exit': it may exit before that). */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * Starts an entry point (e.g. `src/main.ts`, `src/cli/sessions.ts`) with `args`, exactly `env` (and PATH),
+ * in `cwd`: by default an empty directory, where no `.env` is read.
+ */
+export function startEntryPoint(
+  file: string,
+  args: string[],
+  env: Record<string, string | undefined>,
+  cwd = emptyWorkdir(),
+): EntryPointRun {
+  const child = spawn(process.execPath, [...entryPointArgs(file), ...args], {
+    env: { PATH: process.env.PATH, ...env },
+    cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+    output += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+    output += chunk.toString();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('close', (code, signal) => resolve({ code, signal })),
+  );
+  return { child, stdout: () => stdout, stderr: () => stderr, output: () => output, exited };
+}
+
+/** The command line that runs an entry point as `startEntryPoint` does, for a test that types it in a shell. */
+export function entryPointCommand(file: string): string {
+  return [process.execPath, ...entryPointArgs(file)].join(' ');
 }

@@ -15,7 +15,8 @@ const SLICES = 17;
  * Each test worker walks a slice of the band of its own (Vitest numbers the workers running at once), so two
  * workers never hand out the same port: a bot in a child process binds its port seconds after it was
  * probed, and another worker probing the same port meanwhile found it free (EADDRINUSE, or a readiness
- * probe answered by the other worker's bot). A nested run shifts its slices by TEST_PORT_SLICE_OFFSET.
+ * probe answered by the other worker's bot). A second run beside this one (two test files run by hand at once)
+ * shifts its slices by TEST_PORT_SLICE_OFFSET.
  */
 const worker =
   Number(process.env.VITEST_POOL_ID ?? randomInt(SLICES)) + Number(process.env.TEST_PORT_SLICE_OFFSET ?? 0);
