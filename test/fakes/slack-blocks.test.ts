@@ -165,6 +165,38 @@ describe('FakeSlack message-wide block rules', () => {
     });
   });
 
+  it("holds a notice's section and buttons to the limits @slack/types declares", async () => {
+    const section = (chars: number) => ({
+      type: 'section',
+      text: { type: 'mrkdwn', text: 's'.repeat(chars) },
+    });
+    const button = (label: number, value: number) => ({
+      type: 'actions',
+      elements: [
+        {
+          type: 'button',
+          action_id: 'send_again',
+          text: { type: 'plain_text', text: 'b'.repeat(label) },
+          value: 'v'.repeat(value),
+        },
+      ],
+    });
+    await expect(post([section(3_000), button(75, 2_000)])).resolves.toMatchObject({ ok: true });
+
+    const longSection = await refusal(post([section(3_001)]));
+    expect(longSection.error).toBe('invalid_blocks');
+    expect(longSection.messages).toEqual([expect.stringContaining('[json-pointer:/blocks/0/text/text]')]);
+    const longLabel = await refusal(post([button(76, 10)]));
+    expect(longLabel.messages).toEqual([
+      expect.stringContaining('[json-pointer:/blocks/0/elements/0/text/text]'),
+    ]);
+    const longValue = await refusal(post([button(10, 2_001)]));
+    expect(longValue.messages).toEqual([
+      expect.stringContaining('[json-pointer:/blocks/0/elements/0/value]'),
+    ]);
+    expect(slack.channelMessages('C1')).toHaveLength(1);
+  });
+
   it('refuses an empty blocks array on every method that takes blocks, and a message without it is fine', async () => {
     const refused = await refusal(client.chat.postMessage({ channel: 'C1', text: 'words', blocks: [] }));
     expect(refused.error).toBe('invalid_blocks');

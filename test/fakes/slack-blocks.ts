@@ -1,12 +1,13 @@
 /**
  * Block Kit checks FakeSlack applies to posted messages, limited to what Slack documents for the blocks the
- * bot uses (table, context_actions with feedback_buttons / icon_button, markdown). Other block types pass
- * unchecked, as before.
+ * bot uses (table, context_actions with feedback_buttons / icon_button, markdown, and the section, actions
+ * and button of its notices). Other block types pass unchecked.
  *
  * Sources: https://docs.slack.dev/reference/block-kit/blocks/table-block,
  * https://docs.slack.dev/reference/block-kit/blocks/context-actions-block,
  * https://docs.slack.dev/reference/block-kit/block-elements/feedback-buttons-element,
- * https://docs.slack.dev/reference/block-kit/blocks/markdown-block; the error codes are those of
+ * https://docs.slack.dev/reference/block-kit/blocks/markdown-block; the section and button limits as
+ * @slack/types declares them (SectionBlock.text, Button.text and Button.value); the error codes are those of
  * chat.postMessage (slack-ruby/slack-api-ref, docs.slack.dev/methods/chat.postMessage.json, f4837c0c).
  * The message-wide text budget is what Slack enforces rather than documents:
  * https://github.com/slackapi/bolt-js/issues/2509 and https://github.com/slackapi/bolt-js/issues/2867.
@@ -23,6 +24,9 @@ export interface BlockViolation {
 }
 
 const MAX_BLOCK_ID = 255;
+const SECTION_TEXT_MAX = 3000;
+const BUTTON_TEXT_MAX = 75;
+const BUTTON_VALUE_MAX = 2000;
 const MAX_ACTION_ID = 255;
 const TABLE_MAX_ROWS = 100;
 const TABLE_MAX_CELLS = 20;
@@ -238,15 +242,27 @@ function checkBlock(block: unknown, pointer: string, tally: Tally): void {
     case 'context_actions':
       checkContextActions(block, pointer);
       return;
+    case 'section':
+      if (block.text !== undefined) {
+        if (!isRecord(block.text)) invalid('must be a text object', `${pointer}/text`);
+        const text = block.text.text;
+        if (typeof text !== 'string' || text.length === 0 || text.length > SECTION_TEXT_MAX) {
+          invalid(`must be between 1 and ${SECTION_TEXT_MAX} characters`, `${pointer}/text/text`);
+        }
+      }
+      return;
     case 'actions':
-      // feedback_buttons and icon_button live only in context_actions.
       if (Array.isArray(block.elements)) {
         block.elements.forEach((element, i) => {
+          const elementPointer = `${pointer}/elements/${i}`;
+          // feedback_buttons and icon_button live only in context_actions.
           if (isRecord(element) && (element.type === 'feedback_buttons' || element.type === 'icon_button')) {
-            invalid(
-              `${element.type} must be inside a context_actions block`,
-              `${pointer}/elements/${i}/type`,
-            );
+            invalid(`${element.type} must be inside a context_actions block`, `${elementPointer}/type`);
+          }
+          if (isRecord(element) && element.type === 'button') {
+            checkPlainText(element.text, BUTTON_TEXT_MAX, `${elementPointer}/text`);
+            maxLength(element.value, BUTTON_VALUE_MAX, `${elementPointer}/value`);
+            maxLength(element.action_id, MAX_ACTION_ID, `${elementPointer}/action_id`);
           }
         });
       }

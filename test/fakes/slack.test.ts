@@ -281,7 +281,7 @@ describe('FakeSlack agent sessions', () => {
     });
   });
 
-  it('renames only existing sessions, to 1-200 characters', async () => {
+  it('renames only existing sessions, to 1-200 characters, and none in an archived channel', async () => {
     expect(
       (await refusal(client.agents.sessions.rename({ channel_id: 'C1', thread_ts: root, title: 'Early' })))
         .error,
@@ -304,6 +304,12 @@ describe('FakeSlack agent sessions', () => {
         (await refusal(client.agents.sessions.rename({ channel_id: 'C1', thread_ts: root, title }))).error,
       ).toBe('invalid_arguments');
     }
+
+    slack.archiveChannel('C1');
+    expect(
+      (await refusal(client.agents.sessions.rename({ channel_id: 'C1', thread_ts: root, title: 'Late' })))
+        .error,
+    ).toBe('is_archived');
 
     const session = slack.agentSession('C1', root);
     expect(session?.title).toBe('Second');
@@ -440,6 +446,24 @@ describe('FakeSlack agent sessions', () => {
       team_id: slack.teamId,
     });
     expect(slack.agentSession('C1', root)?.titles.at(-1)).toMatchObject({ title: 'New', via: 'user' });
+  });
+
+  it('takes up to four suggested prompts, each with a title and a message', async () => {
+    const prompt = (n: number) => ({ title: `Prompt ${n}`, message: `Ask ${n}` });
+    await expect(
+      client.assistant.threads.setSuggestedPrompts({
+        channel_id: 'D1',
+        prompts: [1, 2, 3, 4].map(prompt) as never,
+      }),
+    ).resolves.toMatchObject({ ok: true });
+    for (const prompts of [[1, 2, 3, 4, 5].map(prompt), [{ title: 'No message' }]]) {
+      const set = client.assistant.threads.setSuggestedPrompts({
+        channel_id: 'D1',
+        prompts: prompts as never,
+      });
+      expect((await refusal(set)).error).toBe('invalid_arguments');
+    }
+    expect(slack.assistantThread('D1', undefined)?.prompts).toHaveLength(4);
   });
 
   it('refuses agent-only methods to an app without features.agent_view (each with its documented code), and creates nothing', async () => {

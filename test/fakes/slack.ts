@@ -1739,6 +1739,9 @@ export class FakeSlack {
       }
       const threadTs = str(args, 'thread_ts');
       if (!threadTs) return fail('thread_ts_required');
+      // "Cannot rename an archived channel" (agents.sessions.rename.json): said of session channels, applied to
+      // a thread's session in an archived channel too, the stricter reading.
+      if (this.archived.has(channel)) return fail('is_archived');
       const session = this.liveAgentSession(channel, threadTs);
       if (!session) return fail('session_not_found');
       this.retitle(session, title, 'agents.sessions.rename');
@@ -2204,8 +2207,18 @@ export class FakeSlack {
       if (!this.agentView) return fail('not_agent_app');
       const state = assistantThread(args, true);
       if ('ok' in state) return state;
-      if (!Array.isArray(args.prompts)) return fail('invalid_arguments');
-      state.prompts = args.prompts;
+      // "Up to four suggested prompts", "each ... with its `title` and `message`" (docs.slack.dev's method page;
+      // assistant.threads.setSuggestedPrompts.json): Slack names no error for more, so the common one.
+      const prompts: unknown = args.prompts;
+      const wellFormed = (prompt: unknown) =>
+        typeof prompt === 'object' &&
+        prompt !== null &&
+        typeof (prompt as Record<string, unknown>).title === 'string' &&
+        typeof (prompt as Record<string, unknown>).message === 'string';
+      if (!Array.isArray(prompts) || prompts.length > 4 || !prompts.every(wellFormed)) {
+        return fail('invalid_arguments');
+      }
+      state.prompts = prompts;
       state.promptsTitle = str(args, 'title');
       return { ok: true };
     });
