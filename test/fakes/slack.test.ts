@@ -95,6 +95,27 @@ describe('FakeSlack', () => {
     });
   });
 
+  it('takes no write into a private channel the bot is not in: it does not exist for the bot', async () => {
+    await slack.stop();
+    slack = await FakeSlack.start({
+      channels: { G0HIDDEN: { type: 'group', botIsMember: false }, G0MINE: { type: 'group' } },
+    });
+    const client = webClient();
+    const hidden = slack.seedMessage('G0HIDDEN', { user: 'U0ALICE', text: 'secret' });
+    const writes = [
+      client.chat.postMessage({ channel: 'G0HIDDEN', text: 'hi', thread_ts: hidden }),
+      client.chat.postEphemeral({ channel: 'G0HIDDEN', user: 'U0ALICE', text: 'psst' }),
+      client.reactions.add({ channel: 'G0HIDDEN', timestamp: hidden, name: 'eyes' }),
+    ];
+    for (const write of writes) expect((await refusal(write)).error).toBe('channel_not_found');
+    expect(slack.channelMessages('G0HIDDEN').map((m) => m.text)).toEqual(['secret']);
+    expect(slack.ephemeralMessages).toEqual([]);
+    // The control: the same writes where the bot is a member.
+    await expect(client.chat.postMessage({ channel: 'G0MINE', text: 'hi' })).resolves.toMatchObject({
+      ok: true,
+    });
+  });
+
   it('rate limits with Retry-After, which WebClient waits out before retrying', async () => {
     slack.failNext('chat.postMessage', { type: 'rate_limited', retryAfterSeconds: 1 });
 

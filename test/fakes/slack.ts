@@ -1393,7 +1393,8 @@ export class FakeSlack {
       return failureResponse({ type: 'rate_limited', retryAfterSeconds });
     }
     // Slack checks a call's arguments and the token's scopes before the method runs; a private conversation
-    // the bot is not in does not exist for it, whatever its scopes (the method answers channel_not_found).
+    // the bot is not in does not exist for it, whatever its scopes: every method that names it answers
+    // channel_not_found (each documents it), writes included.
     const hidden = channel !== undefined && this.hiddenFromBot(channel);
     const refused: ContractRefusal | undefined =
       checkArguments(contract, call.args) ??
@@ -1407,7 +1408,7 @@ export class FakeSlack {
     let body: ApiBody;
     this.acting = installation;
     try {
-      body = refused ?? (unreachable ? fail('channel_not_found') : handler(call.args));
+      body = refused ?? (unreachable || hidden ? fail('channel_not_found') : handler(call.args));
     } finally {
       this.acting = undefined;
     }
