@@ -199,34 +199,6 @@ describe('start-up with the real services', () => {
     expect(run.output()).not.toMatch(/^\s+at /m);
   });
 
-  it('stops with a hint about /v1 when AGENT_BASE_URL lacks it', async () => {
-    const run = runBot(await environment({ AGENT_BASE_URL: agent.baseUrl.replace(/\/v1$/, '') }));
-    running.push(run);
-    expect((await run.exited).code).toBe(1);
-    expect(
-      run
-        .output()
-        .split('\n')
-        .find((line) => line.startsWith('Start-up failed:')),
-    ).toBe(
-      `Start-up failed: the agent service answered 404 for agent "${AGENT_ID}": AGENT_BASE_URL must include the version, e.g. https://host/v1`,
-    );
-  });
-
-  it('stops naming AGENT_ID when the agent service does not know the agent', async () => {
-    const run = runBot(await environment({ AGENT_ID: 'no-such-agent' }));
-    running.push(run);
-    expect((await run.exited).code).toBe(1);
-    expect(
-      run
-        .output()
-        .split('\n')
-        .find((line) => line.startsWith('Start-up failed:')),
-    ).toBe(
-      'Start-up failed: the agent service answered 404 for agent "no-such-agent": check AGENT_ID ("no-such-agent") and AGENT_BASE_URL',
-    );
-  });
-
   it('stops with one line naming the embedded store, its path and the file system failure', async () => {
     const dir = await freshDataDir();
     stores.push(dir);
