@@ -30,7 +30,7 @@ const OWN_PROCESS = ['test/faults/huge-replies.test.ts'];
 
 /**
  * This run's id: the test databases its processes keep for reuse carry it, and the run drops them when it
- * ends (test/helpers/postgres.ts). A Vitest run inside a test has its own.
+ * ends (test/helpers/postgres.ts). Another run at the same time has its own.
  */
 const TEST_RUN_ID = randomBytes(4).toString('hex');
 

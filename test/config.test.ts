@@ -234,7 +234,7 @@ describe('the placeholders of .env.example', () => {
 
 describe('start-up with bad configuration', () => {
   it('prints one line naming the variable and exits non-zero, without a stack trace', async () => {
-    const run = startEntryPoint('src/main.ts', [], { ...valid, PORT: 'abc' });
+    const run = startEntryPoint('src/main.ts', [], { ...valid, PORT: 'abc' }, { timeoutMs: 20_000 });
     expect((await run.exited).code).toBe(1);
     const lines = run.stderr().trim().split('\n');
     expect(lines).toEqual(['Configuration error: PORT must be a whole number from 1 to 65535 (got "abc")']);

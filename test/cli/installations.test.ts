@@ -28,7 +28,7 @@ async function run(
   args: string[],
   env: Record<string, string>,
 ): Promise<{ code: number | null; out: string; err: string }> {
-  const started = startEntryPoint('src/cli/installations.ts', args, env);
+  const started = startEntryPoint('src/cli/installations.ts', args, env, { timeoutMs: 60_000 });
   const { code } = await started.exited;
   return { code, out: started.stdout(), err: started.stderr() };
 }

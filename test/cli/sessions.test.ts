@@ -8,7 +8,7 @@ import { SessionStore, type ThreadSession } from '../../src/sessions/store.js';
 import { createSessionKeyv } from '../../src/store/keyv.js';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { embeddedStorePerSuite } from '../helpers/embedded-store.js';
-import { startEntryPoint } from '../helpers/entry-point.js';
+import { type EntryPointOptions, startEntryPoint } from '../helpers/entry-point.js';
 import { storeVariables } from '../helpers/stack.js';
 import { testStore } from '../helpers/stores.js';
 
@@ -19,9 +19,9 @@ import { testStore } from '../helpers/stores.js';
 async function run_(
   args: string[],
   env: Record<string, string>,
-  cwd?: string,
+  options: EntryPointOptions = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const run = startEntryPoint('src/cli/sessions.ts', args, env, cwd);
+  const run = startEntryPoint('src/cli/sessions.ts', args, env, { timeoutMs: 60_000, ...options });
   const { code } = await run.exited;
   return { code, stdout: run.stdout(), stderr: run.stderr() };
 }
@@ -224,9 +224,10 @@ describe('npm run sessions (orphan prune)', () => {
       path.join(workdir, '.env'),
       `AGENT_BASE_URL=${agent.baseUrl}\nAGENT_API_KEY=${agent.apiKey}\nAGENT_ID=agent-main\n${elsewhere}\n`,
     );
-    const result = await run_(['list'], storeVariables(store.store), workdir).finally(() =>
-      Promise.all([rm(workdir, { recursive: true, force: true }), store.remove()]),
-    );
+    const result = await run_(['list'], storeVariables(store.store), {
+      cwd: workdir,
+      dotEnv: 'read',
+    }).finally(() => Promise.all([rm(workdir, { recursive: true, force: true }), store.remove()]));
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout).toContain(`agent-main\t${session}`);

@@ -7,7 +7,7 @@ import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
 import { PROCESS_READY_MS } from '../helpers/bot-process.js';
 import { freshDataDir } from '../helpers/embedded-store.js';
-import { type EntryPointRun, startEntryPoint } from '../helpers/entry-point.js';
+import { type EntryPointOptions, type EntryPointRun, startEntryPoint } from '../helpers/entry-point.js';
 import { freePort } from '../helpers/free-port.js';
 import { nextTs } from '../helpers/slack-events.js';
 import {
@@ -24,10 +24,10 @@ import { waitFor } from '../helpers/wait.js';
 
 /**
  * The bot as `npm start` runs it (compiled src), with exactly this environment, in an empty working directory
- * (no `.env`) unless told otherwise.
+ * (no `.env`) unless `options` says otherwise.
  */
-function runBot(env: Record<string, string>, cwd?: string): EntryPointRun {
-  return startEntryPoint('src/main.ts', [], env, cwd);
+function runBot(env: Record<string, string>, options: EntryPointOptions = {}): EntryPointRun {
+  return startEntryPoint('src/main.ts', [], env, options);
 }
 
 const running: EntryPointRun[] = [];
@@ -128,7 +128,7 @@ describe('start-up with the real services', () => {
           .map(([name, value]) => `${name}=${value}`)
           .join('\n')}\n`,
       );
-      const run = runBot({ PORT: realPort ?? '' }, workdir);
+      const run = runBot({ PORT: realPort ?? '' }, { cwd: workdir, dotEnv: 'read' });
       running.push(run);
       await ready(env, run);
       // Readiness answers as soon as the port is open, a moment before the start-up line is logged.

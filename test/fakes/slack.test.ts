@@ -111,9 +111,13 @@ describe('FakeSlack', () => {
     expect(slack.channelMessages('G0HIDDEN').map((m) => m.text)).toEqual(['secret']);
     expect(slack.ephemeralMessages).toEqual([]);
     // The control: the same writes where the bot is a member.
-    await expect(client.chat.postMessage({ channel: 'G0MINE', text: 'hi' })).resolves.toMatchObject({
-      ok: true,
-    });
+    const mine = slack.seedMessage('G0MINE', { user: 'U0ALICE', text: 'mine' });
+    const controls = [
+      client.chat.postMessage({ channel: 'G0MINE', text: 'hi', thread_ts: mine }),
+      client.chat.postEphemeral({ channel: 'G0MINE', user: 'U0ALICE', text: 'psst' }),
+      client.reactions.add({ channel: 'G0MINE', timestamp: mine, name: 'eyes' }),
+    ];
+    for (const control of controls) await expect(control).resolves.toMatchObject({ ok: true });
   });
 
   it('rate limits with Retry-After, which WebClient waits out before retrying', async () => {
@@ -477,7 +481,11 @@ describe('FakeSlack agent sessions', () => {
         prompts: [1, 2, 3, 4].map(prompt) as never,
       }),
     ).resolves.toMatchObject({ ok: true });
-    for (const prompts of [[1, 2, 3, 4, 5].map(prompt), [{ title: 'No message' }]]) {
+    for (const prompts of [
+      [1, 2, 3, 4, 5].map(prompt),
+      [{ title: 'No message' }],
+      [{ message: 'No title' }],
+    ]) {
       const set = client.assistant.threads.setSuggestedPrompts({
         channel_id: 'D1',
         prompts: prompts as never,

@@ -2208,8 +2208,9 @@ export class FakeSlack {
       if (!this.agentView) return fail('not_agent_app');
       const state = assistantThread(args, true);
       if ('ok' in state) return state;
-      // "Up to four suggested prompts", "each ... with its `title` and `message`" (docs.slack.dev's method page;
-      // assistant.threads.setSuggestedPrompts.json): Slack names no error for more, so the common one.
+      // "Up to four suggested prompts" (docs.slack.dev/reference/methods/assistant.threads.setSuggestedPrompts),
+      // "each ... with its `title` and `message`" (slack-api-ref, assistant.threads.setSuggestedPrompts.json):
+      // Slack names no error for more, so the common one.
       const prompts: unknown = args.prompts;
       const wellFormed = (prompt: unknown) =>
         typeof prompt === 'object' &&

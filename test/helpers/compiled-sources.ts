@@ -20,14 +20,14 @@ const STALE_BUILD_MS = 60 * 60 * 1000;
 /**
  * Compiles `root`'s src into test/.tmp/build/<hash of the sources and options>/ unless that build exists, and
  * returns its directory. A build appears whole or not at all (written aside, then renamed), so runs side by
- * side (a test that runs Vitest in a copy of the project) share it safely.
+ * side share it safely.
  */
 export async function compileSources(root: string): Promise<string> {
   const config = readBuildConfig(root);
   const files = [...config.fileNames].sort();
   const sources = await Promise.all(files.map((file) => readFile(file, 'utf8')));
-  // The options name paths under `root`: hashed relative to it, so a copy of the project (a test that runs
-  // Vitest in one) reuses the build of the same sources, which compile to the same JavaScript.
+  // The options name paths under `root`: hashed relative to it, so the hash says which sources and options,
+  // not where the checkout is.
   const options = JSON.stringify(config.options).split(JSON.stringify(root).slice(1, -1)).join('<root>');
   const hash = createHash('sha256').update(ts.version).update(options);
   files.forEach((file, index) => {

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { inject } from 'vitest';
 import { ENV_VARIABLES } from '../../src/config/index.js';
@@ -60,16 +60,33 @@ export interface EntryPointRun {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+export interface EntryPointOptions {
+  /**
+   * Where it runs: by default an empty directory. The project's root is never one (a developer's `.env` may
+   * be there), nor a directory with a `.env` unless `dotEnv: 'read'` says the test wrote it to be read.
+   */
+  cwd?: string;
+  dotEnv?: 'read';
+  /** For a command that exits by itself: killed if it has not by then, so a hang fails its test, not outlives it. */
+  timeoutMs?: number;
+}
+
 /**
- * Starts an entry point (e.g. `src/main.ts`, `src/cli/sessions.ts`) with `args`, exactly `env` (and PATH),
- * in `cwd`: by default an empty directory, where no `.env` is read.
+ * Starts an entry point (e.g. `src/main.ts`, `src/cli/sessions.ts`) with `args` and exactly `env` (and PATH).
  */
 export function startEntryPoint(
   file: string,
   args: string[],
   env: Record<string, string | undefined>,
-  cwd = emptyWorkdir(),
+  options: EntryPointOptions = {},
 ): EntryPointRun {
+  const cwd = path.resolve(options.cwd ?? emptyWorkdir());
+  if (cwd === PROJECT_ROOT) {
+    throw new Error("a test started an entry point in the project's root, where a developer's .env is read");
+  }
+  if (options.dotEnv !== 'read' && existsSync(path.join(cwd, '.env'))) {
+    throw new Error(`a test started an entry point in ${cwd}, whose .env it would read: say dotEnv: 'read'`);
+  }
   const child = spawn(process.execPath, [...entryPointArgs(file), ...args], {
     env: { PATH: process.env.PATH, ...env },
     cwd,
@@ -86,8 +103,13 @@ export function startEntryPoint(
     stderr += chunk.toString();
     output += chunk.toString();
   });
+  const killer =
+    options.timeoutMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('close', (code, signal) => resolve({ code, signal })),
+    child.once('close', (code, signal) => {
+      clearTimeout(killer);
+      resolve({ code, signal });
+    }),
   );
   return { child, stdout: () => stdout, stderr: () => stderr, output: () => output, exited };
 }
