@@ -56,7 +56,11 @@ function lifecycleSuite(
     // sessions and the agent calls made since it began (a bot start costs more than all of a case's work).
     beforeAll(async () => {
       ({ store, cleanup } = await prepareStore());
-      slack = await FakeSlack.start({ users: { U0ALICE: { name: 'alice' }, U0BOB: { name: 'bob' } } });
+      slack = await FakeSlack.start({
+        users: { U0ALICE: { name: 'alice' }, U0BOB: { name: 'bob' } },
+        // A public channel the bot was never added to: where Slack takes no post from it.
+        channels: { C0OUTSIDE: { type: 'channel', botIsMember: false } },
+      });
       agent = await AgentServiceEmulator.start();
       bot = await startBot({ slack, agent, store, env });
     });
@@ -284,6 +288,9 @@ function lifecycleSuite(
         expect(await slash('help', 'C0LIST')).toMatch(/\/agent reset/);
         expect(await slash('frobnicate', 'C0LIST')).toMatch(/^I don't know `frobnicate`/);
         expect(await slash('', 'C0LIST')).toMatch(/\/agent sessions/);
+        // Typed in a public channel the bot is not in: answered all the same (a response_url needs no membership).
+        expect(await slash('help', 'C0OUTSIDE')).toMatch(/\/agent reset/);
+        expect(await slash('sessions', 'C0OUTSIDE')).toMatch(/no conversations with the agent here yet/);
       },
     );
 

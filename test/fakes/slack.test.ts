@@ -120,6 +120,28 @@ describe('FakeSlack', () => {
     for (const control of controls) await expect(control).resolves.toMatchObject({ ok: true });
   });
 
+  it('takes no post into a public channel the bot is not in without chat:write.public, nor reads its history', async () => {
+    await slack.stop();
+    slack = await FakeSlack.start({ channels: { C0OUTSIDE: { type: 'channel', botIsMember: false } } });
+    const client = webClient();
+    const writes = [
+      client.chat.postMessage({ channel: 'C0OUTSIDE', text: 'hi' }),
+      client.chat.postEphemeral({ channel: 'C0OUTSIDE', user: 'U0ALICE', text: 'psst' }),
+      client.conversations.history({ channel: 'C0OUTSIDE' }),
+    ];
+    for (const write of writes) expect((await refusal(write)).error).toBe('not_in_channel');
+    expect(slack.channelMessages('C0OUTSIDE')).toEqual([]);
+    // The control: with chat:write.public, a post there is taken.
+    await slack.stop();
+    slack = await FakeSlack.start({
+      scopes: [...DEFAULT_SCOPES, 'chat:write.public'],
+      channels: { C0OUTSIDE: { type: 'channel', botIsMember: false } },
+    });
+    await expect(webClient().chat.postMessage({ channel: 'C0OUTSIDE', text: 'hi' })).resolves.toMatchObject({
+      ok: true,
+    });
+  });
+
   it('rate limits with Retry-After, which WebClient waits out before retrying', async () => {
     slack.failNext('chat.postMessage', { type: 'rate_limited', retryAfterSeconds: 1 });
 

@@ -1408,7 +1408,13 @@ export class FakeSlack {
     let body: ApiBody;
     this.acting = installation;
     try {
-      body = refused ?? (unreachable || hidden ? fail('channel_not_found') : handler(call.args));
+      body =
+        refused ??
+        (unreachable || hidden
+          ? fail('channel_not_found')
+          : this.outsideOf(channel, call.method, scopes)
+            ? fail('not_in_channel')
+            : handler(call.args));
     } finally {
       this.acting = undefined;
     }
@@ -1865,6 +1871,23 @@ export class FakeSlack {
     const needed = `${{ channel: 'channels', group: 'groups', im: 'im', mpim: 'mpim' }[type]}:history`;
     if (this.scopes.includes(needed)) return undefined;
     return { ...fail('missing_scope'), needed, provided: this.scopes.join(',') };
+  }
+
+  /**
+   * A public channel the bot is not in, and a method that needs it to be: posting there takes
+   * `chat:write.public` (which the manifest does not ask for), reading its history a user token
+   * (slack-api-ref: chat.postMessage.json, chat.postEphemeral.json and conversations.history.json document
+   * `not_in_channel`; conversations.history: "Only user tokens can access public channels they are not in").
+   */
+  private outsideOf(channel: string | undefined, method: string, scopes: readonly string[]): boolean {
+    if (channel === undefined) return false;
+    const config = this.channelConfig.get(channel);
+    if (config?.botIsMember !== false || this.conversationType(channel) !== 'channel') return false;
+    if (method === 'conversations.history') return true;
+    return (
+      (method === 'chat.postMessage' || method === 'chat.postEphemeral') &&
+      !scopes.includes('chat:write.public')
+    );
   }
 
   /** A private channel the bot is not in: Slack answers as if it did not exist. */
