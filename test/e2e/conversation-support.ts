@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
-import { messageEditedEvent, messageEvent, postSignedEvent } from '../helpers/slack-events.js';
-import { type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { messageEditedEvent, messageEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
+import { mention, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
 import { type TestStore, testStore } from '../helpers/stores.js';
 
 // What the conversation test files share: conversation.test.ts (threads, DMs, delivery) and
@@ -59,3 +59,18 @@ export const promptsSent = (agent: AgentServiceEmulator) =>
 /** Slack's message_changed for Alice's top-level message `ts`: its words went from `oldText` to `newText`. */
 export const aliceEdited = (ts: string, newText: string, oldText: string) =>
   messageEditedEvent({ channel: CHANNEL, user: 'U0ALICE', ts, newText, oldText });
+
+/**
+ * A new thread whose job has started (the working reaction is on) while its agent session is still being
+ * made, so its prompt has not left: `sessionMade()` lets the session, and then the prompt, through.
+ */
+export async function startedBeforeSession(
+  stack: ReturnType<typeof useStack>,
+  text: string,
+): Promise<{ root: string; sessionMade: () => void }> {
+  const sessionMade = stack.agent.holdSessionCreation();
+  const root = nextTs();
+  await mention(stack.bot, { channel: CHANNEL, text: `<@U0BOT> ${text}`, ts: root });
+  await stack.slack.waitForCall('reactions.add', (c) => c.args.timestamp === root && c.args.name === 'eyes');
+  return { root, sessionMade };
+}

@@ -10,6 +10,7 @@ import {
   postsIn,
   promptsSent,
   send,
+  startedBeforeSession,
   textOf,
   useStack,
 } from './conversation-support.js';
@@ -161,10 +162,7 @@ describe('threads, DMs and what is relayed', () => {
   it('tells the author that an edit made while their message was being passed on is not sent either', async () => {
     const { slack, agent, bot } = stack;
     // The thread's session is still being made when the edit comes: the job has started, the prompt not left.
-    const sessionMade = agent.holdSessionCreation();
-    const root = nextTs();
-    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> first draft', ts: root });
-    await slack.waitForCall('reactions.add', (c) => c.args.timestamp === root && c.args.name === 'eyes');
+    const { root, sessionMade } = await startedBeforeSession(stack, 'first draft');
     await send(bot, aliceEdited(root, '<@U0BOT> final draft', '<@U0BOT> first draft'));
     const notice = await slack.waitForCall(
       'chat.postEphemeral',
@@ -372,10 +370,7 @@ describe('correctness under real Slack delivery', () => {
   it('"stop" before the prompt has left cancels it: the agent never gets it, and the notice says so', async () => {
     const { slack, agent, bot } = stack;
     // The thread's session is still being made when the stop comes, so the prompt has not been sent.
-    const sessionMade = agent.holdSessionCreation();
-    const root = nextTs();
-    await mention(bot, { channel: CHANNEL, text: '<@U0BOT> never mind this', ts: root });
-    await slack.waitForCall('reactions.add', (c) => c.args.timestamp === root && c.args.name === 'eyes');
+    const { root, sessionMade } = await startedBeforeSession(stack, 'never mind this');
     const stopped = await sayStop(root);
     sessionMade();
     expect(textOf(stopped)).toBe(

@@ -1,14 +1,7 @@
 import { describe, expect } from 'vitest';
 import { shouldRunPostgresTests } from '../helpers/postgres.js';
 import { sleep, waitFor } from '../helpers/wait.js';
-import {
-  CHANNEL,
-  ENV,
-  isAnswerPost,
-  outageViews,
-  SLACK_REFUSED,
-  waitingForSlack,
-} from './slack-outage-support.js';
+import { CHANNEL, ENV, isAnswerPost, outageViews, SLACK_REFUSED } from './slack-outage-support.js';
 import { itWithFakes } from './support.js';
 
 /**
@@ -60,9 +53,9 @@ describe.runIf(runPostgres)('Slack refusing the answer', { concurrent: true }, (
   itWithFakes(
     'posts the notice saying Slack refused the answer even when that notice is refused with rate_limited first',
     async ({ fakes }) => {
-      const { threadTexts, ask, finished } = outageViews(fakes);
+      const { refuseAnswers, threadTexts, ask, finished } = outageViews(fakes);
       const bot = await fakes.startBot({ ...ENV, REPLY_RETRY_WINDOW: '2s' });
-      fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
+      refuseAnswers();
       fakes.slack.failNext('chat.postMessage', { type: 'error', error: 'rate_limited' }, 2, (args) =>
         SLACK_REFUSED.test(String(args.text)),
       );
@@ -110,9 +103,9 @@ describe.runIf(runPostgres)('Slack refusing the answer', { concurrent: true }, (
   itWithFakes(
     'says once that Slack refused the answer when it does so for longer than REPLY_RETRY_WINDOW',
     async ({ fakes }) => {
-      const { prompts, threadTexts, ask, finished } = outageViews(fakes);
+      const { refuseAnswers, prompts, threadTexts, ask, finished } = outageViews(fakes);
       const bot = await fakes.startBot({ ...ENV, REPLY_RETRY_WINDOW: '3s' });
-      fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
+      refuseAnswers();
       // The notice itself is refused once too: a 503 says it was not taken in, so it is posted again.
       fakes.slack.failNext('chat.postMessage', { type: 'http', status: 503 }, 1, (args) =>
         SLACK_REFUSED.test(String(args.text)),
@@ -136,9 +129,9 @@ describe.runIf(runPostgres)('Slack refusing the answer', { concurrent: true }, (
   itWithFakes(
     'does not say Slack refused an answer that its author stopped while the last post was under way',
     async ({ fakes }) => {
-      const { threadTexts, answerPosts, ask, finished } = outageViews(fakes);
+      const { refuseAnswers, threadTexts, answerPosts, ask, finished } = outageViews(fakes);
       const bot = await fakes.startBot({ ...ENV, REPLY_RETRY_WINDOW: '1s' });
-      fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
+      refuseAnswers();
       // Slack takes its time to refuse: the author's stop comes while the post that gives up is under way (a
       // loaded machine has taken 1.7 s to take an event in).
       fakes.slack.setLatency('chat.postMessage', 4_000);
@@ -172,14 +165,9 @@ describe.runIf(runPostgres)('Slack refusing the answer', { concurrent: true }, (
   itWithFakes(
     'a stop while the answer waits for Slack drops it: once Slack takes posts again, it is not posted',
     async ({ fakes }) => {
-      const { threadTexts, answerPosts, ask, finished } = outageViews(fakes);
+      const { threadTexts, answerPosts, askRefused, finished } = outageViews(fakes);
       const bot = await fakes.startBot(ENV);
-      fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
-      const root = await ask(bot.eventsUrl, 'refused for now');
-      await waitFor(
-        async () => await waitingForSlack(fakes.database.url),
-        'the job put back to wait for Slack',
-      );
+      const root = await askRefused(bot.eventsUrl, 'refused for now');
       await fakes.ask(bot.eventsUrl, CHANNEL, 'stop', { root });
       await waitFor(
         () => threadTexts(root).some((t) => t.startsWith(':octagonal_sign: Stopped')),
@@ -203,14 +191,9 @@ describe.runIf(runPostgres)('Slack refusing the answer', { concurrent: true }, (
   itWithFakes(
     'keeps the answer across a restart: the bot killed while the post waits is replaced, and the new one posts it',
     async ({ fakes }) => {
-      const { prompts, threadTexts, ask, finished } = outageViews(fakes);
+      const { prompts, threadTexts, askRefused, finished } = outageViews(fakes);
       const child = await fakes.spawnBot(ENV);
-      fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
-      const root = await ask(child.eventsUrl, 'kept across a restart');
-      await waitFor(
-        async () => await waitingForSlack(fakes.database.url),
-        'the job put back to wait for Slack',
-      );
+      const root = await askRefused(child.eventsUrl, 'kept across a restart');
       child.child.kill('SIGKILL');
       await child.exited;
       fakes.slack.clearFailures('chat.postMessage');

@@ -1,5 +1,6 @@
 import { openDatabase } from '../../src/store/database.js';
 import type { SlackApiCall } from '../fakes/slack.js';
+import { waitFor } from '../helpers/wait.js';
 import type { PerTestFakes } from './support.js';
 
 // What the two files on Slack refusing the answer share: slack-outage.test.ts (refused for a while, then
@@ -12,9 +13,23 @@ export const SLACK_REFUSED = /Slack did not take the answer to this message for 
 /** Only the answer's post: other calls (the notice saying Slack refused it, indicators) go through. */
 export const isAnswerPost = (args: Record<string, unknown>) => String(args.text).startsWith('echo');
 
-/** Views of the fakes the cases read. */
+/** Views of the fakes the cases read, and the outage they set up. */
 export function outageViews(fakes: PerTestFakes) {
+  /** Slack refuses the answers' posts (HTTP 503: not taken in) from now on; other posts go through. */
+  const refuseAnswers = () =>
+    fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
   return {
+    refuseAnswers,
+    /** A new thread whose answer Slack refuses: returned once the job is put back to wait for Slack. */
+    askRefused: async (eventsUrl: string, text: string) => {
+      refuseAnswers();
+      const root = await fakes.ask(eventsUrl, CHANNEL, text);
+      await waitFor(
+        async () => await waitingForSlack(fakes.database.url),
+        'the job put back to wait for Slack',
+      );
+      return root;
+    },
     prompts: () => fakes.prompts(),
     threadTexts: (root: string) => fakes.slack.threadMessages(CHANNEL, root).map((m) => m.text),
     answerPosts: (root: string): SlackApiCall[] =>
@@ -30,7 +45,7 @@ export function outageViews(fakes: PerTestFakes) {
 }
 
 /** Whether the one job is put back to wait for Slack (deferred in the store, not in a process). */
-export async function waitingForSlack(databaseUrl: string): Promise<boolean> {
+async function waitingForSlack(databaseUrl: string): Promise<boolean> {
   const rows = await queryOnce<{ waiting: boolean }>(
     databaseUrl,
     `SELECT state = 'pending' AND slack_failing_since IS NOT NULL AS waiting FROM inbox WHERE kind = 'message'`,
