@@ -102,6 +102,10 @@ async function threadsToReset(
   userId: string,
   dm: boolean,
 ): Promise<ThreadKey[]> {
+  // The inbox first: a message still open then is found there, and one that has finished by then recorded its
+  // session before it did, so the sessions read after finds it. In the other order a first message could make
+  // its session after the sessions were read and finish before the inbox was, and be found by neither.
+  const waiting = await deps.inbox.openMessagesOf(channelKeyPrefix(where), userId);
   const sessions = await deps.sessions.list(dm ? where : { ...where, startedBy: userId });
   const threads = new Map<string, ThreadKey>();
   for (const session of sessions) {
@@ -113,7 +117,6 @@ async function threadsToReset(
     };
     threads.set(threadKeyString(thread), thread);
   }
-  const waiting = await deps.inbox.openMessagesOf(channelKeyPrefix(where), userId);
   for (const { thread } of waiting.map(inboundMessageOf)) {
     const key = threadKeyString(thread);
     if (!threads.has(key)) threads.set(key, thread);
