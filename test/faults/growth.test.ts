@@ -12,6 +12,8 @@ import {
   messageEvent,
   nextTs,
   postSignedEvent,
+  postSignedForm,
+  slashCommandFields,
 } from '../helpers/slack-events.js';
 import { type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
 import { waitFor } from '../helpers/wait.js';
@@ -151,7 +153,8 @@ describe.runIf(runPostgres)('a store holding 200,000 finished messages', () => {
         }),
       );
     }
-    // A conversation: a mention, a reply without a mention, an edit, `stop`, `reset`, and the channel archived.
+    // A conversation: a mention, a reply without a mention, an edit, `stop`, `reset`, `/agent reset`, and the
+    // channel archived.
     const root = nextTs();
     const ask = appMentionEvent({ channel: 'C0NEW', user: 'U0ALICE', text: '<@U0BOT> first', ts: root });
     slack.ingestEvent(ask);
@@ -179,6 +182,19 @@ describe.runIf(runPostgres)('a store holding 200,000 finished messages', () => {
     await send(
       appMentionEvent({ channel: 'C0NEW', user: 'U0ALICE', text: '<@U0BOT> reset', threadTs: root }),
     );
+    // `/agent reset` in the channel: the caller's conversations there, and their messages still open.
+    const answeredReset = await postSignedForm(
+      running.eventsUrl,
+      SIGNING_SECRET,
+      slashCommandFields({
+        text: 'reset',
+        channel: 'C0NEW',
+        user: 'U0ALICE',
+        responseUrl: slack.responseUrl('growth-reset'),
+      }),
+    );
+    expect(answeredReset.status).toBe(200);
+    await slack.waitForCall('response_url', (c) => c.args.responseId === 'growth-reset');
     await send(channelLifecycleEvent('channel_archive', { channel: 'C0NEW' }));
     await waitFor(
       async () =>
