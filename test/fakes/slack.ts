@@ -1394,7 +1394,9 @@ export class FakeSlack {
     }
     // Slack checks a call's arguments and the token's scopes before the method runs; a private conversation
     // the bot is not in does not exist for it, whatever its scopes: every method that names it answers
-    // channel_not_found (each documents it), writes included.
+    // channel_not_found, writes included (slack-api-ref's method files, e.g. chat.postMessage.json,
+    // chat.postEphemeral.json, reactions.add.json: "Value passed for `channel` was invalid."; the contract check
+    // below refuses an error a method does not document).
     const hidden = channel !== undefined && this.hiddenFromBot(channel);
     const refused: ContractRefusal | undefined =
       checkArguments(contract, call.args) ??
