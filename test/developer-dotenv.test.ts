@@ -187,7 +187,7 @@ describe("a developer's .env in the project's root", () => {
     // The files that may start node or npm themselves, and why none of them reads a developer's .env.
     const allowed: Record<string, string> = {
       'helpers/entry-point.ts': 'startEntryPoint: never in the root, nor beside a .env unasked',
-      'helpers/compiled-sources.ts': 'compiles src for startEntryPoint',
+      'helpers/typescript.ts': 'runs tsc, no entry point',
       'global-setup.ts': 'hands the compiled sources to startEntryPoint',
       'developer-dotenv.test.ts': 'this file, in its copy of the project',
       'e2e/process.test.ts': '`npm start` with withEveryVariable',

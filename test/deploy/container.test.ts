@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { ENV_VARIABLES } from '../../src/config/index.js';
+import { runTsc } from '../helpers/typescript.js';
 import {
   type Env,
   EXIT_MARGIN_MS,
@@ -57,14 +57,16 @@ function dockerignored(relative: string): boolean {
   return ignored;
 }
 
-/** The compiled entry point, where tsconfig.build.json puts src/main.ts. */
-function buildOutput() {
-  const configPath = path.join(ROOT, 'tsconfig.build.json');
-  const { config, error } = ts.readConfigFile(configPath, ts.sys.readFile);
-  if (error) throw new Error(ts.flattenDiagnosticMessageText(error.messageText, '\n'));
-  const { options } = ts.parseJsonConfigFileContent(config, ts.sys, ROOT);
-  const outDir = options.outDir ?? ROOT;
-  const compiled = path.join(outDir, path.relative(options.rootDir ?? ROOT, path.join(ROOT, 'src/main.ts')));
+/** The compiled entry point, where tsconfig.build.json puts src/main.ts: as `tsc --showConfig` reads it. */
+async function buildOutput() {
+  const shown = await runTsc(['-p', 'tsconfig.build.json', '--showConfig'], ROOT);
+  if (shown.code !== 0) throw new Error(`tsc --showConfig failed:\n${shown.output}`);
+  const { compilerOptions: options } = JSON.parse(shown.output) as {
+    compilerOptions: { outDir?: string; rootDir?: string; sourceMap?: boolean };
+  };
+  const outDir = path.resolve(ROOT, options.outDir ?? '.');
+  const rootDir = path.resolve(ROOT, options.rootDir ?? '.');
+  const compiled = path.join(outDir, path.relative(rootDir, path.join(ROOT, 'src/main.ts')));
   return {
     outDir: path.relative(ROOT, outDir),
     entry: path.relative(ROOT, compiled).replace(/\.ts$/, '.js'),
@@ -101,8 +103,8 @@ describe('Dockerfile', () => {
     }
   });
 
-  it('runs the compiled entry point with source maps and Node defaults otherwise', () => {
-    const { outDir, entry, sourceMap } = buildOutput();
+  it('runs the compiled entry point with source maps and Node defaults otherwise', async () => {
+    const { outDir, entry, sourceMap } = await buildOutput();
     expect(sourceMap, 'tsconfig.build.json emits source maps').toBe(true);
     // The runtime stage takes the compiled output from the build stage, into its working directory.
     const fromBuild = instructions(runtime, 'COPY').map((copy) => copy.args.split(/\s+/));

@@ -1,5 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import ts from 'typescript';
+import { runTsc } from '../helpers/typescript.js';
 import type { K8sObject } from './support.js';
 import { ROOT } from './support.js';
 
@@ -39,7 +40,7 @@ export async function schemaProblems(objects: readonly K8sObject[]): Promise<str
       problems.push(`${where}: ${(error as Error).message}`);
     }
   }
-  return [...problems, ...unknownFields(objects.filter((object) => MODELS[object.apiVersion]))];
+  return [...problems, ...(await typeProblems(objects.filter((object) => MODELS[object.apiVersion])))];
 }
 
 /**
@@ -54,77 +55,119 @@ function unwrapBase64(object: K8sObject): K8sObject {
   return { ...object, data };
 }
 
-const TYPE_OPTIONS: ts.CompilerOptions = {
-  module: ts.ModuleKind.NodeNext,
-  moduleResolution: ts.ModuleResolutionKind.NodeNext,
-  target: ts.ScriptTarget.ES2022,
-  strict: true,
-  noEmit: true,
-  skipLibCheck: true,
-  types: [],
-};
-const PARSED = new Map<string, ts.SourceFile>();
+/** A line of the literal written for `tsc`, and where in the object it is. */
+interface Line {
+  text: string;
+  at: (string | number)[];
+}
+
+/** `value` as a TypeScript literal, one property or element a line, each line with its place in the object. */
+function literal(
+  value: unknown,
+  at: Line['at'],
+  lines: Line[],
+  indent: string,
+  head: string,
+  tail: string,
+): void {
+  if (Array.isArray(value)) {
+    lines.push({ text: `${indent}${head}[`, at });
+    value.forEach((item, index) => {
+      literal(item, [...at, index], lines, `${indent}  `, '', ',');
+    });
+    lines.push({ text: `${indent}]${tail}`, at });
+  } else if (value !== null && typeof value === 'object') {
+    lines.push({ text: `${indent}${head}{`, at });
+    for (const [key, child] of Object.entries(value)) {
+      literal(child, [...at, key], lines, `${indent}  `, `${JSON.stringify(key)}: `, ',');
+    }
+    lines.push({ text: `${indent}}${tail}`, at });
+  } else {
+    lines.push({ text: `${indent}${head}${JSON.stringify(value)}${tail}`, at });
+  }
+}
+
+function written(at: Line['at']): string {
+  return at.map((step) => (typeof step === 'number' ? `[${step}]` : `.${step}`)).join('');
+}
+
+/** Takes the property or element at `at` out of `value`. */
+function remove(value: unknown, at: Line['at']): void {
+  const parent = at
+    .slice(0, -1)
+    .reduce<unknown>((node, step) => (node as Record<string, unknown>)?.[step], value);
+  const last = at.at(-1);
+  if (Array.isArray(parent) && typeof last === 'number') parent.splice(last, 1);
+  else if (parent && typeof parent === 'object' && last !== undefined)
+    delete (parent as Record<string, unknown>)[last];
+}
+
+const DIAGNOSTIC = /^check\.ts\((\d+),\d+\): error TS(\d+): (.*)$/;
+/** TypeScript's "Object literal may only specify known properties". */
+const UNKNOWN_PROPERTY = '2353';
+/** Each round takes out what it found; a check that still finds something after this many is cut short. */
+const MAX_ROUNDS = 30;
 
 /**
- * Fields that the objects' types do not declare, found by walking each object along the TypeScript
- * declarations that kubernetes-models generates from the same OpenAPI document.
+ * Fields that the objects' types do not declare, and values of another shape, found by `tsc`: each object is
+ * written as a literal of its TypeScript type, which kubernetes-models generates from the same OpenAPI
+ * document. `tsc` reports one problem per literal at a time, so each round takes out what it reported and
+ * checks again. A null counts as absent, as the API server reads it.
  */
-function unknownFields(objects: readonly K8sObject[]): string[] {
-  const file = path.join(ROOT, 'test/deploy/__kubernetes-types__.ts');
-  const source = objects
-    .map(
-      ({ apiVersion, kind }, index) =>
-        `import type { I${kind} as T${index} } from 'kubernetes-models/${apiVersion}/${kind}';\nexport type R${index} = T${index};`,
-    )
-    .join('\n');
-  // The type file exists only in memory.
-  const host = ts.createCompilerHost(TYPE_OPTIONS);
-  const { getSourceFile, fileExists } = host;
-  host.getSourceFile = (name, language, ...rest) => {
-    if (name === file) return ts.createSourceFile(name, source, language);
-    // Parsed once per process: each check reads the same standard library and kubernetes-models files.
-    const parsed = PARSED.get(name) ?? getSourceFile.call(host, name, language, ...rest);
-    if (parsed) PARSED.set(name, parsed);
-    return parsed;
-  };
-  host.fileExists = (name) => name === file || fileExists.call(host, name);
-  const program = ts.createProgram([file], TYPE_OPTIONS, host);
-  const unresolved = ts.getPreEmitDiagnostics(program);
-  if (unresolved.length > 0) {
-    return unresolved.map((diagnostic) => ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
-  }
-  const checker = program.getTypeChecker();
-  const aliases = (program.getSourceFile(file)?.statements ?? []).filter((statement) =>
-    ts.isTypeAliasDeclaration(statement),
+async function typeProblems(objects: readonly K8sObject[]): Promise<string[]> {
+  const remaining = objects.map(
+    (object) => JSON.parse(JSON.stringify(object, (_, v) => v ?? undefined)) as unknown,
   );
+  const names = objects.map((object) => `${object.kind}/${object.metadata?.name}`);
+  const dir = await mkdtemp(path.join(ROOT, 'test/.tmp/kubernetes-types-'));
   const problems: string[] = [];
-
-  const walk = (value: unknown, declared: ts.Type, where: string): void => {
-    if (value === null || typeof value !== 'object') return;
-    const type = checker.getNonNullableType(declared);
-    if (Array.isArray(value)) {
-      const element = checker.getIndexTypeOfType(type, ts.IndexKind.Number);
-      if (!element) problems.push(`${where}: a list where the schema has none`);
-      else
-        value.forEach((item, index) => {
-          walk(item, element, `${where}[${index}]`);
+  try {
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      const lines: (Line & { object?: number })[] = [];
+      objects.forEach(({ apiVersion, kind }, index) => {
+        lines.push({
+          text: `import type { I${kind} as T${index} } from 'kubernetes-models/${apiVersion}/${kind}';`,
+          at: [],
         });
-      return;
+      });
+      remaining.forEach((object, index) => {
+        const start = lines.length;
+        literal(object, [], lines, '', `export const o${index}: T${index} = `, ';');
+        for (const line of lines.slice(start)) line.object = index;
+      });
+      await writeFile(path.join(dir, 'check.ts'), lines.map((line) => line.text).join('\n'));
+      const checked = await runTsc(
+        [
+          '--ignoreConfig',
+          '--noEmit',
+          '--strict',
+          '--skipLibCheck',
+          '--types',
+          '',
+          '--module',
+          'nodenext',
+          'check.ts',
+        ],
+        dir,
+      );
+      if (checked.code === 0) return problems;
+      const found = checked.output.split('\n').flatMap((text) => {
+        const match = DIAGNOSTIC.exec(text);
+        const line = match ? lines[Number(match[1]) - 1] : undefined;
+        return match && line ? [{ line, code: match[2], message: match[3] }] : [];
+      });
+      const placed = found.filter(({ line }) => line.object !== undefined && line.at.length > 0);
+      if (placed.length === 0) return [...problems, checked.output.trim()];
+      for (const { line, code, message } of placed) {
+        const where = `${names[line.object ?? 0]}${written(line.at)}`;
+        problems.push(
+          code === UNKNOWN_PROPERTY ? `${where}: no such field in the schema` : `${where}: ${message}`,
+        );
+        remove(remaining[line.object ?? 0], line.at);
+      }
     }
-    const mapValues = checker.getIndexTypeOfType(type, ts.IndexKind.String);
-    for (const [key, child] of Object.entries(value)) {
-      const property = checker.getPropertyOfType(type, key);
-      if (property) walk(child, checker.getTypeOfSymbol(property), `${where}.${key}`);
-      else if (mapValues) walk(child, mapValues, `${where}.${key}`);
-      else problems.push(`${where}.${key}: no such field in the schema`);
-    }
-  };
-
-  objects.forEach((object, index) => {
-    const alias = aliases[index];
-    if (alias && ts.isTypeAliasDeclaration(alias)) {
-      walk(object, checker.getTypeAtLocation(alias.name), `${object.kind}/${object.metadata?.name}`);
-    }
-  });
-  return problems;
+    return [...problems, `still finding problems after ${MAX_ROUNDS} rounds`];
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
