@@ -1094,6 +1094,27 @@ describe('FakeSlack interactions', () => {
     expect(slack.callsOf('response_url')).toHaveLength(3);
   });
 
+  it('takes five answers at one response_url, and refuses a sixth without showing it', async () => {
+    const url = slack.responseUrl('command-5', { channel: 'C1', user: 'U0ALICE' });
+    const statuses: number[] = [];
+    for (let answer = 1; answer <= 6; answer++) {
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ text: `answer ${answer}` }),
+      });
+      statuses.push(response.status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 404]);
+    expect(slack.visibleEphemerals('U0ALICE').map((m) => m.text)).toEqual([
+      'answer 1',
+      'answer 2',
+      'answer 3',
+      'answer 4',
+      'answer 5',
+    ]);
+  });
+
   it('delivers app_context_changed and a stop over Socket Mode as Slack shapes them', async () => {
     const socket = new SocketModeClient({
       appToken: slack.appToken,

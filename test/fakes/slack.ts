@@ -294,6 +294,14 @@ export interface AgentSessionState {
   stopButtonVisible: boolean;
 }
 
+/**
+ * Answers one response_url takes: up to five, within 30 minutes of the interaction
+ * (https://docs.slack.dev/interactivity/handling-user-interaction#message_responses, and for slash commands
+ * https://docs.slack.dev/interactivity/implementing-slash-commands). The 30 minutes are not emulated: no
+ * test runs that long.
+ */
+const RESPONSE_URL_USES = 5;
+
 /** Where an interaction happened, so that posts to its response_url land where Slack would put them. */
 export interface ResponseUrlContext {
   channel: string;
@@ -533,6 +541,8 @@ export class FakeSlack {
   private readonly assistantThreads = new Map<string, AssistantThreadState>();
   private readonly agentSessions = new Map<string, StoredAgentSession>();
   private readonly responseContexts = new Map<string, ResponseUrlContext>();
+  /** How many answers each response_url has taken (RESPONSE_URL_USES). */
+  private readonly responseUses = new Map<string, number>();
   private agentSessionStoppedSubscribed: boolean;
   private readonly agentView: boolean;
   private readonly agentSessionTitleAnswered: boolean;
@@ -1255,6 +1265,18 @@ export class FakeSlack {
     const args = await this.readArgs(req, url);
     const responseId = decodeURIComponent(url.pathname.slice('/response/'.length));
     args.responseId = responseId;
+    const uses = (this.responseUses.get(responseId) ?? 0) + 1;
+    this.responseUses.set(responseId, uses);
+    if (uses > RESPONSE_URL_USES) {
+      // Slack documents the limit, not the answer past it: refused, and nothing shown, is the strict reading.
+      const body = 'used_url';
+      this.record(
+        { method: 'response_url', args, at: Date.now(), tokenKind: 'none' },
+        { status: 404, headers: { 'content-type': 'text/plain' }, body },
+      );
+      res.writeHead(404, { 'content-type': 'text/plain' }).end(body);
+      return;
+    }
     const context = this.responseContexts.get(responseId);
     // Applied before recording, so whoever waits for the call sees its effect.
     if (context) this.applyResponse(context, args);
