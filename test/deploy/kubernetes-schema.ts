@@ -22,7 +22,7 @@ interface Validatable {
 /**
  * Every problem the Kubernetes schemas find in these objects: kubernetes-models' validators (generated from
  * Kubernetes' OpenAPI document) for types, required fields and formats, plus fields the schema does not
- * have, which those validators let through but `kubectl apply` rejects.
+ * have, which those validators let through but `kubectl apply` rejects (`unknownFields`).
  */
 export async function schemaProblems(objects: readonly K8sObject[]): Promise<string[]> {
   const problems: string[] = [];
@@ -40,7 +40,7 @@ export async function schemaProblems(objects: readonly K8sObject[]): Promise<str
       problems.push(`${where}: ${(error as Error).message}`);
     }
   }
-  return [...problems, ...(await typeProblems(objects.filter((object) => MODELS[object.apiVersion])))];
+  return [...problems, ...(await unknownFields(objects.filter((object) => MODELS[object.apiVersion])))];
 }
 
 /**
@@ -79,12 +79,17 @@ function literal(
   } else if (value !== null && typeof value === 'object') {
     lines.push({ text: `${indent}${head}{`, at });
     for (const [key, child] of Object.entries(value)) {
-      literal(child, [...at, key], lines, `${indent}  `, `${JSON.stringify(key)}: `, ',');
+      literal(child, [...at, key], lines, `${indent}  `, `${json(key)}: `, ',');
     }
     lines.push({ text: `${indent}}${tail}`, at });
   } else {
-    lines.push({ text: `${indent}${head}${JSON.stringify(value)}${tail}`, at });
+    lines.push({ text: `${indent}${head}${json(value)}${tail}`, at });
   }
+}
+
+/** JSON, but with the two characters JSON leaves as they are and TypeScript counts as line breaks escaped. */
+function json(value: unknown): string {
+  return JSON.stringify(value).replace(/[\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 }
 
 function written(at: Line['at']): string {
@@ -102,19 +107,21 @@ function remove(value: unknown, at: Line['at']): void {
     delete (parent as Record<string, unknown>)[last];
 }
 
-const DIAGNOSTIC = /^check\.ts\((\d+),\d+\): error TS(\d+): (.*)$/;
+const DIAGNOSTIC = /^check\.ts\((\d+),\d+\): error TS(\d+): /;
 /** TypeScript's "Object literal may only specify known properties". */
 const UNKNOWN_PROPERTY = '2353';
 /** Each round takes out what it found; a check that still finds something after this many is cut short. */
 const MAX_ROUNDS = 30;
 
 /**
- * Fields that the objects' types do not declare, and values of another shape, found by `tsc`: each object is
- * written as a literal of its TypeScript type, which kubernetes-models generates from the same OpenAPI
- * document. `tsc` reports one problem per literal at a time, so each round takes out what it reported and
- * checks again. A null counts as absent, as the API server reads it.
+ * Fields that the objects' types do not declare, found by `tsc`: each object is written as a literal of its
+ * TypeScript type, which kubernetes-models generates from the same OpenAPI document. `tsc` reports one
+ * problem per literal at a time, so each round takes out what it reported and checks again. Only unknown
+ * fields are reported: wrong types and missing fields are the validators' to report (a value taken out for
+ * its type would otherwise come back as a missing field). A null property counts as absent, as the API
+ * server reads it.
  */
-async function typeProblems(objects: readonly K8sObject[]): Promise<string[]> {
+async function unknownFields(objects: readonly K8sObject[]): Promise<string[]> {
   const remaining = objects.map(
     (object) => JSON.parse(JSON.stringify(object, (_, v) => v ?? undefined)) as unknown,
   );
@@ -123,13 +130,10 @@ async function typeProblems(objects: readonly K8sObject[]): Promise<string[]> {
   const problems: string[] = [];
   try {
     for (let round = 0; round < MAX_ROUNDS; round++) {
-      const lines: (Line & { object?: number })[] = [];
-      objects.forEach(({ apiVersion, kind }, index) => {
-        lines.push({
-          text: `import type { I${kind} as T${index} } from 'kubernetes-models/${apiVersion}/${kind}';`,
-          at: [],
-        });
-      });
+      const lines: (Line & { object?: number })[] = objects.map(({ apiVersion, kind }, index) => ({
+        text: `import type { I${kind} as T${index} } from 'kubernetes-models/${apiVersion}/${kind}';`,
+        at: [],
+      }));
       remaining.forEach((object, index) => {
         const start = lines.length;
         literal(object, [], lines, '', `export const o${index}: T${index} = `, ';');
@@ -151,19 +155,19 @@ async function typeProblems(objects: readonly K8sObject[]): Promise<string[]> {
         dir,
       );
       if (checked.code === 0) return problems;
-      const found = checked.output.split('\n').flatMap((text) => {
+      const found = checked.stdout.split('\n').flatMap((text) => {
         const match = DIAGNOSTIC.exec(text);
         const line = match ? lines[Number(match[1]) - 1] : undefined;
-        return match && line ? [{ line, code: match[2], message: match[3] }] : [];
+        return match && line?.object !== undefined && line.at.length > 0
+          ? [{ object: line.object, at: line.at, code: match[2] }]
+          : [];
       });
-      const placed = found.filter(({ line }) => line.object !== undefined && line.at.length > 0);
-      if (placed.length === 0) return [...problems, checked.output.trim()];
-      for (const { line, code, message } of placed) {
-        const where = `${names[line.object ?? 0]}${written(line.at)}`;
-        problems.push(
-          code === UNKNOWN_PROPERTY ? `${where}: no such field in the schema` : `${where}: ${message}`,
-        );
-        remove(remaining[line.object ?? 0], line.at);
+      if (found.length === 0) return [...problems, checked.output.trim()];
+      // Last first: taking out an element moves the ones after it.
+      for (const { object, at, code } of found.reverse()) {
+        if (code === UNKNOWN_PROPERTY)
+          problems.push(`${names[object]}${written(at)}: no such field in the schema`);
+        remove(remaining[object], at);
       }
     }
     return [...problems, `still finding problems after ${MAX_ROUNDS} rounds`];
