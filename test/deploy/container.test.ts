@@ -61,7 +61,7 @@ function dockerignored(relative: string): boolean {
 async function buildOutput() {
   const shown = await runTsc(['-p', 'tsconfig.build.json', '--showConfig'], ROOT);
   if (shown.code !== 0) throw new Error(`tsc --showConfig failed:\n${shown.output}`);
-  const { compilerOptions: options } = JSON.parse(shown.output) as {
+  const { compilerOptions: options } = JSON.parse(shown.stdout) as {
     compilerOptions: { outDir?: string; rootDir?: string; sourceMap?: boolean };
   };
   const outDir = path.resolve(ROOT, options.outDir ?? '.');

@@ -17,20 +17,22 @@ import { runTsc, TYPESCRIPT_VERSION } from './typescript.js';
 /** Builds older than this, of sources since changed, are removed; a run lasts minutes. */
 const STALE_BUILD_MS = 60 * 60 * 1000;
 
-/** What the build reads: the compiler's options and src. */
-const CONFIG_FILES = ['tsconfig.json', 'tsconfig.build.json'];
+/** What the build reads besides src: the compiler's options, and package.json's "type" (ES modules or not). */
+const CONFIG_FILES = ['package.json', 'tsconfig.json', 'tsconfig.build.json'];
+/** `npm run build` without its type check, source maps inline. */
+const TSC_ARGS = ['-p', 'tsconfig.build.json', '--noCheck', '--sourceMap', 'false', '--inlineSourceMap'];
 
 /**
- * Compiles `root`'s src into test/.tmp/build/<hash of the sources and options>/ unless that build exists, and
+ * Compiles `root`'s src into test/.tmp/build/<hash of what the build reads>/ unless that build exists, and
  * returns its directory. A build appears whole or not at all (written aside, then renamed), so runs side by
  * side share it safely.
  */
 export async function compileSources(root: string): Promise<string> {
-  const sources = (await readdir(path.join(root, 'src'), { recursive: true }))
-    .filter((file) => file.endsWith('.ts'))
-    .map((file) => path.join('src', file))
+  const sources = (await readdir(path.join(root, 'src'), { recursive: true, withFileTypes: true }))
+    .filter((entry) => entry.isFile())
+    .map((entry) => path.relative(root, path.join(entry.parentPath, entry.name)))
     .sort();
-  const hash = createHash('sha256').update(TYPESCRIPT_VERSION);
+  const hash = createHash('sha256').update(TYPESCRIPT_VERSION).update(TSC_ARGS.join(' '));
   for (const file of [...CONFIG_FILES, ...sources]) {
     hash.update(`\0${file}\0${await readFile(path.join(root, file), 'utf8')}`);
   }
@@ -40,29 +42,15 @@ export async function compileSources(root: string): Promise<string> {
 
   await mkdir(builds, { recursive: true });
   const staging = await mkdtemp(path.join(builds, 'staging-'));
-  const compiled = await runTsc(
-    [
-      '-p',
-      'tsconfig.build.json',
-      '--outDir',
-      staging,
-      '--noCheck',
-      '--sourceMap',
-      'false',
-      '--inlineSourceMap',
-    ],
-    root,
-  );
-  if (compiled.code !== 0) {
-    await rm(staging, { recursive: true, force: true });
-    throw new Error(`compiling src for the tests failed:\n${compiled.output}`);
-  }
   try {
-    await rename(staging, build);
-  } catch (error) {
-    // Another run finished the same build first.
+    const compiled = await runTsc([...TSC_ARGS, '--outDir', staging], root);
+    if (compiled.code !== 0) throw new Error(`compiling src for the tests failed:\n${compiled.output}`);
+    await rename(staging, build).catch((error: unknown) => {
+      // Another run finished the same build first.
+      if (!existsSync(build)) throw error;
+    });
+  } finally {
     await rm(staging, { recursive: true, force: true });
-    if (!existsSync(build)) throw error;
   }
   await removeStaleBuilds(builds, build);
   return build;

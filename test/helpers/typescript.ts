@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -19,23 +19,45 @@ export const TYPESCRIPT_VERSION = (
 
 export interface TscRun {
   code: number;
-  /** What it printed (with `--pretty false`, one diagnostic a line). */
+  /** What it printed on stdout: diagnostics with `--pretty false` (each starting a line), or `--showConfig`'s JSON. */
+  stdout: string;
+  /** Both streams, for a failure's message. */
   output: string;
 }
+
+/** Long enough for a whole-project build on a busy machine; a hung compiler fails its test instead of outliving it. */
+const TSC_TIMEOUT_MS = 120_000;
 
 /** Runs `tsc` with `args` in `cwd`; a non-zero exit is returned, not thrown (it means diagnostics). */
 export function runTsc(args: readonly string[], cwd: string): Promise<TscRun> {
   return new Promise((resolve, reject) => {
-    execFile(
-      process.execPath,
-      [path.join(PACKAGE, 'bin/tsc'), '--pretty', 'false', ...args],
-      { cwd, maxBuffer: 64 * 1024 * 1024, timeout: 120_000 },
-      (error, stdout, stderr) => {
-        const output = `${stdout}${stderr}`;
-        if (error && typeof error.code !== 'number')
-          reject(new Error(`tsc failed: ${error.message}\n${output}`));
-        else resolve({ code: error ? Number(error.code) : 0, output });
-      },
-    );
+    // In a process group of its own: bin/tsc is a Node wrapper that starts the native compiler, and a timeout
+    // ends both.
+    const child = spawn(process.execPath, [path.join(PACKAGE, 'bin/tsc'), '--pretty', 'false', ...args], {
+      cwd,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      output += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    const timer = setTimeout(() => {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    }, TSC_TIMEOUT_MS);
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (code === null) reject(new Error(`tsc ended by ${signal} (over ${TSC_TIMEOUT_MS} ms?):\n${output}`));
+      else resolve({ code, stdout, output });
+    });
   });
 }
