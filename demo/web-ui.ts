@@ -82,8 +82,9 @@ export function mountWebUi(options: WebUiOptions): { close(): void } {
   };
   const changed = () => broadcast('change', {});
 
-  const stopCalls = slack.onCall((call) => {
-    if (call.method === 'response_url') {
+  const stopCalls = slack.onCall((call, response) => {
+    // An answer Slack refused (a sixth at one response_url) is shown to nobody.
+    if (call.method === 'response_url' && response.status === 200) {
       const target = responseTargets.get(String(call.args.responseId));
       if (target && (typeof call.args.text === 'string' || Array.isArray(call.args.blocks))) {
         ephemerals.push({

@@ -237,8 +237,14 @@ describe.runIf(haveBrowser || REQUIRED)('npm run demo in a browser', () => {
       .toBe('Draft the release notes');
     expect(await page.getByTestId('session-status').textContent()).toBe('Working…');
     expect(await page.getByTestId('assistant-status').innerText()).toContain('working');
-    const dots = page.getByTestId('assistant-status').locator('.typing i');
-    expect(await dots.evaluateAll((all) => all.map((dot) => dot.getAnimations().length))).toEqual([0, 0, 0]);
+    // The typing dots and the pending call's spinner stand still for a reader who asks for less motion, and
+    // move for one who does not.
+    const indicators = page.locator('[data-testid="assistant-status"] .typing i, .tr-pending .spinner');
+    const animations = () => indicators.evaluateAll((all) => all.map((one) => one.getAnimations().length));
+    expect(await animations()).toEqual([0, 0, 0, 0]);
+    await page.emulateMedia({ reducedMotion: 'no-preference' });
+    expect(await animations()).toEqual([1, 1, 1, 1]);
+    await page.emulateMedia({ reducedMotion: 'reduce' });
 
     // Still being answered when Stop is pressed.
     const asking = demo.emulator
