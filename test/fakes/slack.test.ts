@@ -142,6 +142,19 @@ describe('FakeSlack', () => {
     });
   });
 
+  it('takes no message without content, an empty text being none: posts, ephemerals and edits', async () => {
+    const client = webClient();
+    const root = slack.seedMessage('C1', { user: 'U0ALICE', text: 'question' });
+    const posted = await client.chat.postMessage({ channel: 'C1', text: 'answer', thread_ts: root });
+    const empty = [
+      client.chat.postMessage({ channel: 'C1', text: '', thread_ts: root }),
+      client.chat.postEphemeral({ channel: 'C1', user: 'U0ALICE', text: '' }),
+      client.chat.update({ channel: 'C1', ts: String(posted.ts), text: '' }),
+    ];
+    for (const call of empty) expect((await refusal(call)).error).toBe('no_text');
+    expect(slack.threadMessages('C1', root).map((m) => m.text)).toEqual(['question', 'answer']);
+  });
+
   it('rate limits with Retry-After, which WebClient waits out before retrying', async () => {
     slack.failNext('chat.postMessage', { type: 'rate_limited', retryAfterSeconds: 1 });
 
@@ -213,6 +226,28 @@ describe('FakeSlack agent sessions', () => {
 
   afterEach(async () => {
     await slack.stop();
+  });
+
+  it('sets and renames no session in a public channel the bot is not in', async () => {
+    await slack.stop();
+    slack = await FakeSlack.start({ channels: { C0OUTSIDE: { type: 'channel', botIsMember: false } } });
+    client = clientFor(slack);
+    const outside = slack.seedMessage('C0OUTSIDE', { user: 'U0ALICE', text: 'plan my trip' });
+    const refused = [
+      client.agents.sessions.setStatus({ channel_id: 'C0OUTSIDE', thread_ts: outside, status: 'processing' }),
+      client.agents.sessions.rename({ channel_id: 'C0OUTSIDE', thread_ts: outside, title: 'Trip' }),
+    ];
+    for (const call of refused)
+      await expect(call).rejects.toMatchObject({ data: { error: 'not_authorized' } });
+    expect(slack.agentSession('C0OUTSIDE', outside)).toBeUndefined();
+    // The control: where the bot is a member.
+    const inside = slack.seedMessage('C1', { user: 'U0ALICE', text: 'plan my trip' });
+    await expect(
+      client.agents.sessions.setStatus({ channel_id: 'C1', thread_ts: inside, status: 'processing' }),
+    ).resolves.toMatchObject({ ok: true });
+    await expect(
+      client.agents.sessions.rename({ channel_id: 'C1', thread_ts: inside, title: 'Trip' }),
+    ).resolves.toMatchObject({ ok: true });
   });
 
   it('creates the session on the first setStatus, takes title and initiator only then, and keeps every status', async () => {

@@ -423,6 +423,19 @@ const TEXT_FIELDS = new Set([
 const MAX_BLOCKS = 50;
 const SOCKET_CLOSE_GRACE_MS = 250;
 
+/**
+ * A message call with nothing to show: no text (an empty one is none), no blocks, no attachments. chat.postMessage,
+ * chat.postEphemeral and chat.update document `no_text` for it (slack-api-ref: "No message text provided").
+ */
+function withoutContent(args: Args): boolean {
+  return (
+    str(args, 'text') === undefined &&
+    str(args, 'markdown_text') === undefined &&
+    !args.blocks &&
+    !args.attachments
+  );
+}
+
 function str(args: Args, key: string): string | undefined {
   const value = args[key];
   if (typeof value === 'string' && value !== '') return value;
@@ -1436,9 +1449,7 @@ export class FakeSlack {
         refused ??
         (unreachable || hidden
           ? fail('channel_not_found')
-          : this.outsideOf(channel, call.method, scopes)
-            ? fail('not_in_channel')
-            : handler(call.args));
+          : (this.refusedOutside(channel, call.method, scopes) ?? handler(call.args)));
     } finally {
       this.acting = undefined;
     }
@@ -1901,17 +1912,24 @@ export class FakeSlack {
    * A public channel the bot is not in, and a method that needs it to be: posting there takes
    * `chat:write.public` (which the manifest does not ask for), reading its history a user token
    * (slack-api-ref: chat.postMessage.json, chat.postEphemeral.json and conversations.history.json document
-   * `not_in_channel`; conversations.history: "Only user tokens can access public channels they are not in").
+   * `not_in_channel`; conversations.history: "Only user tokens can access public channels they are not in"),
+   * and a thread's agent session can be set or renamed only by a member (agents.sessions.setStatus.json and
+   * agents.sessions.rename.json document `not_authorized`: "The caller is not a member of the specified
+   * channel").
    */
-  private outsideOf(channel: string | undefined, method: string, scopes: readonly string[]): boolean {
-    if (channel === undefined) return false;
+  private refusedOutside(
+    channel: string | undefined,
+    method: string,
+    scopes: readonly string[],
+  ): ApiBody | undefined {
+    if (channel === undefined) return undefined;
     const config = this.channelConfig.get(channel);
-    if (config?.botIsMember !== false || this.conversationType(channel) !== 'channel') return false;
-    if (method === 'conversations.history') return true;
-    return (
-      (method === 'chat.postMessage' || method === 'chat.postEphemeral') &&
-      !scopes.includes('chat:write.public')
-    );
+    if (config?.botIsMember !== false || this.conversationType(channel) !== 'channel') return undefined;
+    if (method === 'conversations.history') return fail('not_in_channel');
+    if (method === 'agents.sessions.setStatus' || method === 'agents.sessions.rename')
+      return fail('not_authorized');
+    const posts = method === 'chat.postMessage' || method === 'chat.postEphemeral';
+    return posts && !scopes.includes('chat:write.public') ? fail('not_in_channel') : undefined;
   }
 
   /** A private channel the bot is not in: Slack answers as if it did not exist. */
@@ -2024,9 +2042,7 @@ export class FakeSlack {
       if (typeof channel !== 'string') return channel;
       const invalid = this.checkContent('chat.postMessage', args);
       if (invalid) return invalid;
-      if (args.text === undefined && args.markdown_text === undefined && !args.blocks && !args.attachments) {
-        return fail('no_text');
-      }
+      if (withoutContent(args)) return fail('no_text');
       const message = this.botMessage(nextTs(), '');
       this.applyContent(message, args);
       if (flag(args, 'reply_broadcast') && str(args, 'thread_ts')) message.subtype = 'thread_broadcast';
@@ -2047,6 +2063,7 @@ export class FakeSlack {
       if (stored.message.user !== this.me.botUserId) return fail('cant_update_message');
       const invalid = this.checkContent('chat.update', args);
       if (invalid) return invalid;
+      if (withoutContent(args)) return fail('no_text');
       this.applyContent(stored.message, args);
       stored.message.edited = { user: this.me.botUserId, ts: nextTs() };
       const message = this.view(channel, stored.message, true);
@@ -2071,7 +2088,7 @@ export class FakeSlack {
       if (!user || !this.isMember(channel, user)) return fail('user_not_in_channel');
       const invalid = this.checkContent('chat.postEphemeral', args);
       if (invalid) return invalid;
-      if (args.text === undefined && !args.blocks && !args.attachments) return fail('no_text');
+      if (withoutContent(args)) return fail('no_text');
       const messageTs = nextTs();
       const threadTs = str(args, 'thread_ts');
       this.ephemeralMessages.push({
