@@ -214,6 +214,27 @@ describe('oauth.v2.access', () => {
     expect(await refusalOf(bot.conversations.info({ channel: 'C3' }))).toBe('channel_not_found');
   });
 
+  it("gives each workspace's token an allowance of its own: one workspace's calls do not throttle another's", async () => {
+    // Slack's limits are per app and workspace (docs.slack.dev/apis/web-api/rate-limits).
+    slack = await FakeSlack.start({ ...TENANTS, rateLimits: { 'auth.test': { perMinute: 1, burst: 1 } } });
+    const first = await install(slack, { teamId: 'T1', userId: 'U1ADMIN' });
+    const second = await install(slack, { teamId: 'T2', userId: 'U2ADMIN' });
+    const throttled = (token?: string) =>
+      new WebClient(token, {
+        slackApiUrl: slack?.apiUrl,
+        logger: silentSlackLogger(),
+        rejectRateLimitedCalls: true,
+      }).auth
+        .test()
+        .then(
+          () => 'ok',
+          (error: { code?: string }) => error.code,
+        );
+    expect(await throttled(first.access_token)).toBe('ok');
+    expect(await throttled(first.access_token)).toBe('slack_webapi_rate_limited_error');
+    expect(await throttled(second.access_token)).toBe('ok');
+  });
+
   it('refuses a wrong client id or secret, a spent or unknown code, another redirect_uri and an unknown grant', async () => {
     slack = await FakeSlack.start(TENANTS);
     const fake = slack;

@@ -58,18 +58,23 @@ export class RateLimiter {
   /** `overrides`: per-method limits replacing Slack's, for a test that must exceed them (see FakeSlackOptions). */
   constructor(private readonly overrides: Readonly<Record<string, RateLimit>> = {}) {}
 
-  /** Takes one call's allowance; returns the seconds to wait (Retry-After) when the call is over the limit. */
+  /**
+   * Takes one call's allowance; returns the seconds to wait (Retry-After) when the call is over the limit.
+   * `workspace`: whose allowance it is, the installation the token belongs to (limits are per app and
+   * workspace; an org-wide install's calls share its org's, the stricter reading where Slack says less).
+   */
   take(
     method: string,
     tier: MethodContract['tier'],
     channel: string | undefined,
+    workspace = '',
     now = Date.now(),
   ): number | undefined {
     const perChannel = method === 'chat.postMessage';
     const limit = this.limitOf(method, tier);
     if (limit.perMinute === Number.POSITIVE_INFINITY) return undefined;
     const capacity = limit.burst ?? limit.perMinute;
-    const key = perChannel ? `${method}:${channel ?? ''}` : method;
+    const key = `${workspace}|${perChannel ? `${method}:${channel ?? ''}` : method}`;
     const perMs = limit.perMinute / 60_000;
     const bucket = this.buckets.get(key) ?? { tokens: capacity, at: now };
     bucket.tokens = Math.min(capacity, bucket.tokens + (now - bucket.at) * perMs);

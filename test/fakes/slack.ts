@@ -1422,7 +1422,7 @@ export class FakeSlack {
     const contract = CONTRACTS.methods[call.method];
     if (!contract) throw new Error(`FakeSlack: no contract for ${call.method}`);
     const channel = str(call.args, 'channel') ?? str(call.args, 'channel_id');
-    const retryAfterSeconds = this.rateLimiter.take(call.method, contract.tier, channel);
+    const retryAfterSeconds = this.rateLimiter.take(call.method, contract.tier, channel, installation?.key);
     if (retryAfterSeconds !== undefined) {
       call.throttled = true;
       return failureResponse({ type: 'rate_limited', retryAfterSeconds });
