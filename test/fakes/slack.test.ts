@@ -147,12 +147,19 @@ describe('FakeSlack', () => {
     const root = slack.seedMessage('C1', { user: 'U0ALICE', text: 'question' });
     const posted = await client.chat.postMessage({ channel: 'C1', text: 'answer', thread_ts: root });
     const empty = [
-      client.chat.postMessage({ channel: 'C1', text: '', thread_ts: root }),
-      client.chat.postEphemeral({ channel: 'C1', user: 'U0ALICE', text: '' }),
-      client.chat.update({ channel: 'C1', ts: String(posted.ts), text: '' }),
+      () => client.chat.postMessage({ channel: 'C1', text: '', thread_ts: root }),
+      () => client.chat.postEphemeral({ channel: 'C1', user: 'U0ALICE', text: '' }),
+      () => client.chat.update({ channel: 'C1', ts: String(posted.ts), text: '' }),
     ];
-    for (const call of empty) expect((await refusal(call)).error).toBe('no_text');
+    for (const call of empty) expect((await refusal(call())).error).toBe('no_text');
     expect(slack.threadMessages('C1', root).map((m) => m.text)).toEqual(['question', 'answer']);
+    // The control: blocks alone are content.
+    const blocks = [{ type: 'section', text: { type: 'mrkdwn', text: 'edited' } }];
+    await expect(client.chat.update({ channel: 'C1', ts: String(posted.ts), blocks })).resolves.toMatchObject(
+      {
+        ok: true,
+      },
+    );
   });
 
   it('rate limits with Retry-After, which WebClient waits out before retrying', async () => {
@@ -228,17 +235,17 @@ describe('FakeSlack agent sessions', () => {
     await slack.stop();
   });
 
-  it('sets and renames no session in a public channel the bot is not in', async () => {
+  it('sets no session in a public channel the bot is not in, so none is there to rename', async () => {
     await slack.stop();
     slack = await FakeSlack.start({ channels: { C0OUTSIDE: { type: 'channel', botIsMember: false } } });
     client = clientFor(slack);
     const outside = slack.seedMessage('C0OUTSIDE', { user: 'U0ALICE', text: 'plan my trip' });
-    const refused = [
+    await expect(
       client.agents.sessions.setStatus({ channel_id: 'C0OUTSIDE', thread_ts: outside, status: 'processing' }),
+    ).rejects.toMatchObject({ data: { error: 'not_authorized' } });
+    await expect(
       client.agents.sessions.rename({ channel_id: 'C0OUTSIDE', thread_ts: outside, title: 'Trip' }),
-    ];
-    for (const call of refused)
-      await expect(call).rejects.toMatchObject({ data: { error: 'not_authorized' } });
+    ).rejects.toMatchObject({ data: { error: 'session_not_found' } });
     expect(slack.agentSession('C0OUTSIDE', outside)).toBeUndefined();
     // The control: where the bot is a member.
     const inside = slack.seedMessage('C1', { user: 'U0ALICE', text: 'plan my trip' });

@@ -1720,6 +1720,8 @@ export class FakeSlack {
       if (!isAgentSessionStatus(status)) return fail('invalid_status');
       const channel = str(args, 'channel_id');
       if (!channel) return fail('channel_not_found');
+      // agents.sessions.setStatus.json: `not_authorized`, "The caller is not a member of the specified channel".
+      if (this.publicWithoutBot(channel)) return fail('not_authorized');
       // Every session here is thread-based (the fake has no session channels), so thread_ts is required.
       const threadTs = str(args, 'thread_ts');
       if (!threadTs) return fail('thread_ts_required');
@@ -1912,24 +1914,23 @@ export class FakeSlack {
    * A public channel the bot is not in, and a method that needs it to be: posting there takes
    * `chat:write.public` (which the manifest does not ask for), reading its history a user token
    * (slack-api-ref: chat.postMessage.json, chat.postEphemeral.json and conversations.history.json document
-   * `not_in_channel`; conversations.history: "Only user tokens can access public channels they are not in"),
-   * and a thread's agent session can be set or renamed only by a member (agents.sessions.setStatus.json and
-   * agents.sessions.rename.json document `not_authorized`: "The caller is not a member of the specified
-   * channel").
+   * `not_in_channel`; conversations.history: "Only user tokens can access public channels they are not in").
    */
   private refusedOutside(
     channel: string | undefined,
     method: string,
     scopes: readonly string[],
   ): ApiBody | undefined {
-    if (channel === undefined) return undefined;
-    const config = this.channelConfig.get(channel);
-    if (config?.botIsMember !== false || this.conversationType(channel) !== 'channel') return undefined;
+    if (channel === undefined || !this.publicWithoutBot(channel)) return undefined;
     if (method === 'conversations.history') return fail('not_in_channel');
-    if (method === 'agents.sessions.setStatus' || method === 'agents.sessions.rename')
-      return fail('not_authorized');
     const posts = method === 'chat.postMessage' || method === 'chat.postEphemeral';
     return posts && !scopes.includes('chat:write.public') ? fail('not_in_channel') : undefined;
+  }
+
+  private publicWithoutBot(channel: string): boolean {
+    return (
+      this.channelConfig.get(channel)?.botIsMember === false && this.conversationType(channel) === 'channel'
+    );
   }
 
   /** A private channel the bot is not in: Slack answers as if it did not exist. */
