@@ -74,7 +74,8 @@ export class RateLimiter {
     const limit = this.limitOf(method, tier);
     if (limit.perMinute === Number.POSITIVE_INFINITY) return undefined;
     const capacity = limit.burst ?? limit.perMinute;
-    const key = `${workspace}|${perChannel ? `${method}:${channel ?? ''}` : method}`;
+    // chat.postMessage's limit is the channel's, whichever workspace's token posts (a shared channel has one).
+    const key = perChannel ? `${method}:${channel ?? ''}` : `${workspace}|${method}`;
     const perMs = limit.perMinute / 60_000;
     const bucket = this.buckets.get(key) ?? { tokens: capacity, at: now };
     bucket.tokens = Math.min(capacity, bucket.tokens + (now - bucket.at) * perMs);
