@@ -3,6 +3,7 @@ import { cp, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { killProcessGroup, watchOutput } from './helpers/child-output.js';
 import { freshDataDir, type TempDataDir } from './helpers/embedded-store.js';
 import { entryPointCommand, startEntryPoint, withEveryVariable } from './helpers/entry-point.js';
 import { freePort } from './helpers/free-port.js';
@@ -49,18 +50,11 @@ interface Started {
   stop: () => void;
 }
 
-function run(command: string, args: string[], cwd: string, env: Record<string, string>): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd, env: { PATH: process.env.PATH ?? '', ...env } });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.on('close', (code) => resolve({ code, output }));
-  });
+async function run(command: string, args: string[], cwd: string, env: Record<string, string>): Promise<Run> {
+  const child = spawn(command, args, { cwd, env: { PATH: process.env.PATH ?? '', ...env } });
+  const watched = watchOutput(child);
+  const { code } = await watched.exited;
+  return { code, output: watched.output() };
 }
 
 function start(command: string, args: string[], cwd: string, env: Record<string, string>): Started {
@@ -69,23 +63,7 @@ function start(command: string, args: string[], cwd: string, env: Record<string,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     detached: true,
   });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  return {
-    output: () => output,
-    stop: () => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    },
-  };
+  return { output: watchOutput(child).output, stop: () => killProcessGroup(child) };
 }
 
 /** waitFor, failing with what the commands printed by then. */

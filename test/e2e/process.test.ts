@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack } from '../fakes/slack.js';
+import { type ChildOutput, watchOutput } from '../helpers/child-output.js';
 import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
 import { withEveryVariable } from '../helpers/entry-point.js';
 import { freePort } from '../helpers/free-port.js';
@@ -19,7 +20,7 @@ describe('npm start', () => {
   // The store users get when they configure none: `npm start` is checked as they run it.
   let dataDir: TempDataDir;
   let child: ChildProcess;
-  let output = '';
+  let watched: ChildOutput;
   let port: number;
 
   beforeAll(async () => {
@@ -43,17 +44,12 @@ describe('npm start', () => {
       }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    child.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.stderr?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
+    watched = watchOutput(child);
     await waitUntil(
       async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.ok,
       // `npm start` builds first: a full tsc run, slow while the rest of the suite shares the machine.
       120_000,
-      () => output,
+      () => watched.output(),
     );
   }, 150_000);
 
@@ -78,13 +74,10 @@ describe('npm start', () => {
     const reply = await slack.waitForCall('chat.postMessage', (call) => call.args.thread_ts === rootTs);
     expect(reply.args.text).toBe('echo[s-1#1]: hello from a process');
 
-    // 'close', not 'exit': the process may exit before the last of its output has been read.
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      child.once('close', (code, signal) => resolve({ code, signal })),
-    );
     child.kill('SIGTERM');
     // npm forwards SIGTERM to the bot, then ends itself by that signal once the bot has exited.
-    const { code, signal } = await exited;
+    const { code, signal } = await watched.exited;
+    const output = watched.output();
     expect(code === 0 || signal === 'SIGTERM').toBe(true);
     expect(output.split('\n').slice(-6).join('\n')).toMatch(/"msg":"stopped"/);
 

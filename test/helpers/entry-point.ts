@@ -3,6 +3,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { inject } from 'vitest';
 import { ENV_VARIABLES } from '../../src/config/index.js';
+import { type ChildOutput, type WatchOptions, watchOutput } from './child-output.js';
 import { TEST_NODE_FLAGS } from './node-flags.js';
 
 /**
@@ -50,14 +51,8 @@ export function withEveryVariable(env: Record<string, string | undefined>): Reco
 }
 
 /** An entry point running in a child process, with what it has printed so far. */
-export interface EntryPointRun {
+export interface EntryPointRun extends ChildOutput {
   child: ChildProcess;
-  stdout(): string;
-  stderr(): string;
-  /** Both streams, in the order their chunks arrived. */
-  output(): string;
-  /** Once its output has been read to the end ('close', not 'exit': it may exit before that). */
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
 export interface EntryPointOptions {
@@ -68,7 +63,7 @@ export interface EntryPointOptions {
   cwd?: string;
   dotEnv?: 'read';
   /** For a command that exits by itself: killed if it has not by then, so a hang fails its test, not outlives it. */
-  timeoutMs?: number;
+  timeoutMs?: WatchOptions['timeoutMs'];
 }
 
 /**
@@ -92,26 +87,7 @@ export function startEntryPoint(
     cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let stdout = '';
-  let stderr = '';
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-    output += chunk.toString();
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-    output += chunk.toString();
-  });
-  const killer =
-    options.timeoutMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('close', (code, signal) => {
-      clearTimeout(killer);
-      resolve({ code, signal });
-    }),
-  );
-  return { child, stdout: () => stdout, stderr: () => stderr, output: () => output, exited };
+  return { child, ...watchOutput(child, { timeoutMs: options.timeoutMs }) };
 }
 
 /** The command line that runs an entry point as `startEntryPoint` does, for a test that types it in a shell. */

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { watchOutput } from './child-output.js';
 
 /**
  * The project's TypeScript compiler, `tsc`, for the tests that compile or type-check something themselves.
@@ -29,35 +30,18 @@ export interface TscRun {
 const TSC_TIMEOUT_MS = 120_000;
 
 /** Runs `tsc` with `args` in `cwd`; a non-zero exit is returned, not thrown (it means diagnostics). */
-export function runTsc(args: readonly string[], cwd: string): Promise<TscRun> {
-  return new Promise((resolve, reject) => {
-    // In a process group of its own: bin/tsc is a Node wrapper that starts the native compiler, and a timeout
-    // ends both.
-    const child = spawn(process.execPath, [path.join(PACKAGE, 'bin/tsc'), '--pretty', 'false', ...args], {
-      cwd,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-      output += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    const timer = setTimeout(() => {
-      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-    }, TSC_TIMEOUT_MS);
-    child.on('error', (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      if (code === null) reject(new Error(`tsc ended by ${signal} (over ${TSC_TIMEOUT_MS} ms?):\n${output}`));
-      else resolve({ code, stdout, output });
-    });
+export async function runTsc(args: readonly string[], cwd: string): Promise<TscRun> {
+  // In a process group of its own: bin/tsc is a Node wrapper that starts the native compiler, and a timeout
+  // ends both.
+  const child = spawn(process.execPath, [path.join(PACKAGE, 'bin/tsc'), '--pretty', 'false', ...args], {
+    cwd,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const watched = watchOutput(child, { timeoutMs: TSC_TIMEOUT_MS, group: true });
+  const failed = new Promise<never>((_, reject) => child.once('error', reject));
+  const { code, signal } = await Promise.race([watched.exited, failed]);
+  if (code === null)
+    throw new Error(`tsc ended by ${signal} (over ${TSC_TIMEOUT_MS} ms?):\n${watched.output()}`);
+  return { code, stdout: watched.stdout(), output: watched.output() };
 }
