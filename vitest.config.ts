@@ -54,10 +54,9 @@ export default defineConfig({
     // ports and Slack ts handed out, which stay unique) and every test restores the timers it fakes.
     isolate: false,
     // Most of a file's time is spent waiting on servers, timers and PostgreSQL, not on a CPU, so more files run
-    // at a time than there are cores. Measured on a 2-core machine, whole run with the timings of the run
-    // before, since test bots run on PostgreSQL: 3 workers 191 s and 213 CPU-s, 5 workers 148 s,
-    // 6 workers 116-137 s and 206-221 CPU-s (the machine's busy CPU, PostgreSQL's included).
-    maxWorkers: 6,
+    // at a time than there are cores: with 8 on a 2-core machine the cores are about 90% busy over a run (the
+    // figures are in the commit that set it), so more workers would only wait for a core.
+    maxWorkers: 8,
     sequence: { sequencer: SlowFilesFirst },
     projects: [
       { extends: true, test: { name: 'shared', include: ['test/**/*.test.ts'], exclude: [...OWN_PROCESS] } },
