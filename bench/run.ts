@@ -206,9 +206,13 @@ interface Row {
 let tokenCounter = 0;
 let userCounter = 0;
 
-/** Signed app_mention events with a unique token each, built before the load starts. */
-/** `roots`: the threads' root messages, filled in as each thread's first message is made (given: continued). */
-function buildEvents(load: Load, channelPrefix: string, roots: string[]): PreparedEvent[] {
+/**
+ * Signed app_mention events with a unique token each, built before the load starts, and their messages put in
+ * the fake Slack first, as Slack has a message before it delivers its event (the bot's calls about the
+ * channel and the message find them). `roots`: the threads' root messages, filled in as each thread's first
+ * message is made (given: continued).
+ */
+function buildEvents(load: Load, channelPrefix: string, roots: string[], slack: FakeSlack): PreparedEvent[] {
   const events: PreparedEvent[] = [];
   for (let i = 0; i < load.messages; i++) {
     const thread = i % load.threads;
@@ -223,6 +227,7 @@ function buildEvents(load: Load, channelPrefix: string, roots: string[]): Prepar
       ts,
       threadTs: root,
     });
+    slack.ingestEvent(body);
     events.push(prepareEvent(SECRET, token, body));
   }
   return events;
@@ -251,9 +256,11 @@ class Subject {
     readonly adminPort: number,
     private readonly killChild: () => void,
   ) {
-    slack.onCall((call) => {
+    slack.onCall((call, response) => {
       this.slackCalls.set(call.method, (this.slackCalls.get(call.method) ?? 0) + 1);
-      if (call.method !== 'chat.postMessage') return;
+      // A reply is posted once Slack took it; a refused post (or a throttled one, tried again) is none.
+      const taken = (response.body as { ok?: unknown } | undefined)?.ok === true;
+      if (call.method !== 'chat.postMessage' || !taken) return;
       const token = /^echo\[[^\]]*\]: (q\d+)/.exec(String(call.args.text))?.[1];
       if (token) this.replies.set(token, [...(this.replies.get(token) ?? []), performance.now()]);
     });
@@ -362,7 +369,7 @@ class Subject {
     // The fake's own record of every call would only grow: the listeners above keep what is needed.
     this.slack.clearCalls();
     const opened = roots.length;
-    const events = buildEvents(load, channelPrefix, roots);
+    const events = buildEvents(load, channelPrefix, roots, this.slack);
     this.threadsSeen += roots.length - opened;
     const offered = await offer(this.url, events, load.rate, load.retryEvery);
     const deadline = performance.now() + load.agentLatencyMs + LOST_AFTER_MS;

@@ -67,7 +67,7 @@ describe('which agent answers: channel, then workspace, then org, then AGENT_ID'
     const text = `<@U0BOT> ${words} ${ts}`;
     const event = appMentionEvent({ ...where, user: 'U0ALICE', text, ts });
     const body = where.enterpriseId ? inOrg(event, where.enterpriseId) : event;
-    expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body)).status).toBe(200);
+    expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body, { via: bot.slack })).status).toBe(200);
     await slack.waitForCall('chat.postMessage', (call) => textOf(call).endsWith(`${words} ${ts}`));
     const sent = agent
       .requestsFor('sendMessage')
@@ -120,7 +120,9 @@ describe('which agent answers: channel, then workspace, then org, then AGENT_ID'
     const elsewhere = await ask({ teamId: 'T0WS', channel: 'C0WS3' });
     expect(agent.sessionsOf('agent-org').length).toBeGreaterThan(0);
     const orgGone = inOrg(workspaceGoneEvent('app_uninstalled', { teamId: 'T0ORGB' }), 'E0ORG', true);
-    expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, orgGone)).status).toBe(200);
+    expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, orgGone, { via: bot.slack })).status).toBe(
+      200,
+    );
     await waitFor(
       () => agent.sessionsOf('agent-org').length === 0,
       "every session on the org's agent deleted",

@@ -37,7 +37,8 @@ function useStack(env: Record<string, string>, slackOptions: FakeSlackOptions = 
   return stack;
 }
 
-const send = (bot: RunningBot, body: unknown) => postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body);
+const send = (bot: RunningBot, body: unknown) =>
+  postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body, { via: bot.slack });
 const dmMessage = (text: string, ts = nextTs(), threadTs?: string) =>
   messageEvent({ channel: DM, channelType: 'im', user: ALICE, text, ts, threadTs });
 const statusCalls = (slack: FakeSlack, threadTs: string) =>

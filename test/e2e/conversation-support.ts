@@ -41,7 +41,7 @@ export function useStack(env: Record<string, string> = {}) {
 }
 
 export function send(bot: RunningBot, body: unknown, options?: { retryNum?: number }) {
-  return postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body, options);
+  return postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body, { ...options, via: bot.slack });
 }
 
 export const postsIn = (slack: FakeSlack, channel: string, threadTs: string | undefined) =>

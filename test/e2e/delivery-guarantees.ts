@@ -40,8 +40,9 @@ export function guarantees(topology: Topology) {
   });
 }
 
-const send = (url: string, body: unknown, retryNum?: number) =>
-  postSignedEvent(url, SIGNING_SECRET, body, retryNum === undefined ? {} : { retryNum });
+/** Slack delivers an event: the fake has the message, then the process at `url` gets it. */
+const send = (slack: FakeSlack, url: string, body: unknown, retryNum?: number) =>
+  postSignedEvent(url, SIGNING_SECRET, body, { via: slack, ...(retryNum === undefined ? {} : { retryNum }) });
 const mentionBody = (text: string, ts: string, threadTs?: string, channel = CHANNEL) =>
   appMentionEvent({ channel, user: 'U0ALICE', text: `<@U0BOT> ${text}`, ts, threadTs });
 
@@ -108,6 +109,7 @@ function sharedInstanceCases(topology: Topology): void {
       for (const [i, text] of texts.entries()) {
         const target = i % 2 === 0 ? a : b;
         const result = await send(
+          slack,
           target.eventsUrl,
           mentionBody(text, i === 0 ? root : nextTs(), i === 0 ? undefined : root),
         );
@@ -134,8 +136,8 @@ function sharedInstanceCases(topology: Topology): void {
       const roots = Array.from({ length: 10 }, () => nextTs());
       const results = await Promise.all(
         roots.flatMap((root, i) => [
-          send(a.eventsUrl, mentionBody(`first ${i}`, root, undefined, `${CHANNEL}${i}`)),
-          send(b.eventsUrl, mentionBody(`second ${i}`, nextTs(), root, `${CHANNEL}${i}`)),
+          send(slack, a.eventsUrl, mentionBody(`first ${i}`, root, undefined, `${CHANNEL}${i}`)),
+          send(slack, b.eventsUrl, mentionBody(`second ${i}`, nextTs(), root, `${CHANNEL}${i}`)),
         ]),
       );
       expect(results.every((r) => r.status === 200)).toBe(true);
@@ -150,7 +152,7 @@ function sharedInstanceCases(topology: Topology): void {
       const { a, b } = instances();
       const traffic = trafficFromNow();
       const root = nextTs();
-      await send(a.eventsUrl, mentionBody('start', root));
+      await send(slack, a.eventsUrl, mentionBody('start', root));
       await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
       const ts = nextTs();
       const event = mentionBody('only once', ts, root);
@@ -163,10 +165,10 @@ function sharedInstanceCases(topology: Topology): void {
         threadTs: root,
       });
       const statuses = await Promise.all([
-        send(a.eventsUrl, event),
-        send(b.eventsUrl, event, 1),
-        send(a.eventsUrl, event, 2),
-        send(b.eventsUrl, asMessage),
+        send(slack, a.eventsUrl, event),
+        send(slack, b.eventsUrl, event, 1),
+        send(slack, a.eventsUrl, event, 2),
+        send(slack, b.eventsUrl, asMessage),
       ]);
       expect(statuses.map((s) => s.status)).toEqual([200, 200, 200, 200]);
       await slack.waitForCall('chat.postMessage', (c) => textOf(c).endsWith('only once'));
@@ -251,7 +253,7 @@ function ownProcessCases(topology: Topology): void {
         // to kill it, which then sent the prompt and rightly called the answer lost.)
         agent.setLatency(5_000, 'createSession');
         const root = nextTs();
-        expect((await send(victim.eventsUrl, mentionBody('survive this', root))).status).toBe(200);
+        expect((await send(slack, victim.eventsUrl, mentionBody('survive this', root))).status).toBe(200);
         await waitFor(() => agent.requestsFor('createSession').length > 0, 'the session being created');
         victim.child.kill('SIGKILL');
         await victim.exited;
@@ -271,7 +273,7 @@ function ownProcessCases(topology: Topology): void {
         const { victim, survivor } = await spawnSurvivorAndVictim();
         agent.setLatency(3_000, 'sendMessage');
         const root = nextTs();
-        await send(victim.eventsUrl, mentionBody('in flight', root));
+        await send(slack, victim.eventsUrl, mentionBody('in flight', root));
         await waitFor(() => prompts(agent).includes('in flight'), 'prompt reached the agent');
         victim.child.kill('SIGKILL');
         await victim.exited;
@@ -291,7 +293,7 @@ function ownProcessCases(topology: Topology): void {
         slack.ingestEvent(body);
         // Slack fails the post (the victim keeps retrying it) until the victim is gone.
         slack.failNext('chat.postMessage', { type: 'http', status: 503 }, 1_000);
-        await send(victim.eventsUrl, body);
+        await send(slack, victim.eventsUrl, body);
         // A second try: the answer refused the first time is recorded before the post is tried again.
         await slack.waitForCalls('chat.postMessage', 2, (c) => c.args.thread_ts === root, 15_000);
         victim.child.kill('SIGKILL');
@@ -313,7 +315,7 @@ function ownProcessCases(topology: Topology): void {
         const body = mentionBody('post once', root);
         slack.ingestEvent(body); // the thread exists in Slack, as it would
         slack.setLatency('chat.postMessage', 3_000);
-        await send(victim.eventsUrl, body);
+        await send(slack, victim.eventsUrl, body);
         await slack.waitForCall(
           'chat.postMessage',
           (c) => c.args.thread_ts === root && textOf(c).endsWith('post once'),
@@ -332,7 +334,7 @@ function ownProcessCases(topology: Topology): void {
         const body = mentionBody('posted, record lost', root);
         slack.ingestEvent(body);
         slack.setLatency('chat.postMessage', 3_000);
-        await send(victim.eventsUrl, body);
+        await send(slack, victim.eventsUrl, body);
         await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
         victim.child.kill('SIGKILL');
         await victim.exited;
@@ -358,7 +360,7 @@ function ownProcessCases(topology: Topology): void {
         child = victim;
         agent.setLatency(1_500, 'sendMessage');
         const root = nextTs();
-        await send(victim.eventsUrl, mentionBody('finish me', root));
+        await send(slack, victim.eventsUrl, mentionBody('finish me', root));
         await waitFor(() => prompts(agent).includes('finish me'), 'prompt reached the agent');
         const signalled = Date.now();
         victim.child.kill('SIGTERM');
@@ -366,7 +368,7 @@ function ownProcessCases(topology: Topology): void {
           async () => (await fetch(`${victim.baseUrl}/readyz`).catch(() => undefined))?.status !== 200,
           'not ready while draining',
         );
-        const late = await send(victim.eventsUrl, mentionBody('too late', nextTs())).catch(() => ({
+        const late = await send(slack, victim.eventsUrl, mentionBody('too late', nextTs())).catch(() => ({
           status: 0,
         }));
         expect(late.status).not.toBe(200);
@@ -391,7 +393,7 @@ function ownProcessCases(topology: Topology): void {
         child = await spawnChild({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` });
         agent.setLatency(1_800, 'sendMessage');
         const root = nextTs();
-        await send(child.eventsUrl, mentionBody('cut short', root));
+        await send(slack, child.eventsUrl, mentionBody('cut short', root));
         await waitFor(() => prompts(agent).includes('cut short'), 'prompt reached the agent');
         child.child.kill('SIGTERM');
         expect((await child.exited).code).toBe(0);

@@ -107,7 +107,7 @@ describe.runIf(haveBrowser || REQUIRED)('installing from the "Add to Slack" page
     const envelope = slack.tenancy.addressed(
       appMentionEvent({ teamId: 'T2', channel: 'C2', user: 'U2ALICE', text: '<@U0BOTT2> hello' }),
     );
-    await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, envelope);
+    await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, envelope, { via: bot.slack });
     const answer = await slack.waitForCall('chat.postMessage', (call) => call.args.channel === 'C2', 10_000);
     expect(answer.caller?.installation).toBe('T2');
   });

@@ -30,6 +30,9 @@ import { sleep, waitFor } from '../helpers/wait.js';
 const runPostgres = await shouldRunPostgresTests();
 
 const textOf = (call: SlackApiCall) => String(call.args.text);
+/** Slack delivers an event to the bot, the fake having the message (or channel) first. */
+const deliver = (bot: RunningBot, body: unknown) =>
+  postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body, { via: bot.slack });
 const sessionIdIn = (text: string) => /^echo\[(s-\d+)#\d+\]/.exec(text)?.[1] ?? '';
 
 /** Sessions the agent service still has (what an orphan would be left in). */
@@ -114,9 +117,8 @@ function lifecycleSuite(
       '/agent reset in a DM deletes exactly that session; the next message starts a new one',
       async () => {
         const other = await startThread('C0OTHER');
-        await postSignedEvent(
-          bot.eventsUrl,
-          SIGNING_SECRET,
+        await deliver(
+          bot,
           messageEvent({ channel: 'D0ALICE', channelType: 'im', user: 'U0ALICE', text: 'hi' }),
         );
         const first = await slack.waitForCall('chat.postMessage', (c) => c.args.channel === 'D0ALICE');
@@ -127,9 +129,8 @@ function lifecycleSuite(
         expect(deletions().map((r) => r.sessionId)).toEqual([dmSession]);
         expect(liveSessions(agent)).toContain(other.session);
 
-        await postSignedEvent(
-          bot.eventsUrl,
-          SIGNING_SECRET,
+        await deliver(
+          bot,
           messageEvent({ channel: 'D0ALICE', channelType: 'im', user: 'U0ALICE', text: 'again' }),
         );
         const next = await slack.waitForCall(
@@ -300,11 +301,7 @@ function lifecycleSuite(
         const one = await startThread('C0ARCH');
         const two = await startThread('C0ARCH');
         const kept = await startThread('C0KEEP');
-        const archived = await postSignedEvent(
-          bot.eventsUrl,
-          SIGNING_SECRET,
-          channelLifecycleEvent('channel_archive', { channel: 'C0ARCH' }),
-        );
+        const archived = await deliver(bot, channelLifecycleEvent('channel_archive', { channel: 'C0ARCH' }));
         expect(archived.status).toBe(200);
         const mine = [one.session, two.session, kept.session];
         await waitFor(() => liveAmong(...mine).length === 1, 'archived channel sessions deleted');
@@ -319,7 +316,7 @@ function lifecycleSuite(
           const channel = `C0${type.toUpperCase().replace('_', '')}`;
           const thread = await startThread(channel);
           mine.push(thread.session);
-          await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, channelLifecycleEvent(type, { channel }));
+          await deliver(bot, channelLifecycleEvent(type, { channel }));
           await waitFor(() => !liveSessions(agent).includes(thread.session), `${type} deletes the session`);
         }
         expect(liveAmong(...mine)).toEqual([kept.session]);
@@ -334,9 +331,8 @@ function lifecycleSuite(
         const root = nextTs();
         await mention(bot, { channel: 'C0MIDWAY', text: '<@U0BOT> first words', ts: root });
         await waitFor(() => agent.requestsFor('createSession').length > creates, 'the session being made');
-        const archived = await postSignedEvent(
-          bot.eventsUrl,
-          SIGNING_SECRET,
+        const archived = await deliver(
+          bot,
           channelLifecycleEvent('channel_archive', { channel: 'C0MIDWAY' }),
         );
         expect(archived.status).toBe(200);
@@ -353,9 +349,8 @@ function lifecycleSuite(
       const first = await startThread('C0U1');
       await startThread('C0U2');
       const otherTeamRoot = nextTs();
-      await postSignedEvent(
-        bot.eventsUrl,
-        SIGNING_SECRET,
+      await deliver(
+        bot,
         appMentionEvent({
           teamId: 'T0OTHER',
           channel: 'C0T2',
@@ -367,7 +362,7 @@ function lifecycleSuite(
       const otherTeam = sessionIdIn(
         textOf(await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === otherTeamRoot)),
       );
-      await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, workspaceGoneEvent('app_uninstalled'));
+      await deliver(bot, workspaceGoneEvent('app_uninstalled'));
       await waitFor(() => liveSessions(agent).length === 1, 'all sessions of the workspace deleted');
       expect(liveSessions(agent)).toEqual([otherTeam]);
       // Installed again (a new token, and a restart: docs/behaviour.md), the workspace's mappings are gone
@@ -375,9 +370,8 @@ function lifecycleSuite(
       await bot.stop();
       bot = await startBot({ slack, agent, store, env });
       const creates = agent.requestsFor('createSession').length;
-      await postSignedEvent(
-        bot.eventsUrl,
-        SIGNING_SECRET,
+      await deliver(
+        bot,
         appMentionEvent({
           channel: 'C0U1',
           user: 'U0ALICE',
@@ -396,11 +390,7 @@ function lifecycleSuite(
         const early = await startThread('C0DOWN');
         const late = await startThread('C0DOWN2');
         await agent.down();
-        await postSignedEvent(
-          bot.eventsUrl,
-          SIGNING_SECRET,
-          channelLifecycleEvent('channel_archive', { channel: 'C0DOWN' }),
-        );
+        await deliver(bot, channelLifecycleEvent('channel_archive', { channel: 'C0DOWN' }));
         await waitFor(
           async () => (await metric(bot, 'agent_session_deletions_pending')) === 1,
           'deletion recorded as pending',
@@ -417,11 +407,7 @@ function lifecycleSuite(
         );
 
         await agent.down();
-        await postSignedEvent(
-          bot.eventsUrl,
-          SIGNING_SECRET,
-          channelLifecycleEvent('channel_deleted', { channel: 'C0DOWN2' }),
-        );
+        await deliver(bot, channelLifecycleEvent('channel_deleted', { channel: 'C0DOWN2' }));
         await waitFor(
           async () => (await metric(bot, 'agent_session_deletions_pending')) === 1,
           'second deletion pending',
@@ -445,11 +431,7 @@ function lifecycleSuite(
         method: 'DELETE',
         headers: { private_key: agent.apiKey },
       });
-      await postSignedEvent(
-        bot.eventsUrl,
-        SIGNING_SECRET,
-        channelLifecycleEvent('channel_archive', { channel: 'C0GONE' }),
-      );
+      await deliver(bot, channelLifecycleEvent('channel_archive', { channel: 'C0GONE' }));
       await waitFor(() => deletions().length === 2, 'deletion attempted');
       await waitFor(
         async () => (await metric(bot, 'agent_session_deletions_pending')) === 0,
@@ -464,11 +446,7 @@ function lifecycleSuite(
       expect(liveAmong(routed.session, plain.session)).toEqual([plain.session]);
       const sends = agent.requestsFor('sendMessage');
       expect(sends.find((r) => r.sessionId === routed.session)?.agentId).toBe('agent-b');
-      await postSignedEvent(
-        bot.eventsUrl,
-        SIGNING_SECRET,
-        channelLifecycleEvent('channel_archive', { channel: 'C0ROUTED' }),
-      );
+      await deliver(bot, channelLifecycleEvent('channel_archive', { channel: 'C0ROUTED' }));
       await waitFor(() => agent.sessionsOf('agent-b').length === 0, 'routed session deleted on its agent');
     });
   });

@@ -90,7 +90,10 @@ afterAll(async () => {
 });
 
 const send = (bot: RunningBot, body: unknown, retryNum?: number) =>
-  postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body, retryNum === undefined ? {} : { retryNum });
+  postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body, {
+    via: bot.slack,
+    ...(retryNum === undefined ? {} : { retryNum }),
+  });
 
 describe('metrics', () => {
   it('moves as events flow: received, ignored, deduplicated, relayed, agent latency and failures, Slack calls, sessions, store', async () => {

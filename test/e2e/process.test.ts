@@ -69,6 +69,7 @@ describe('npm start', () => {
         text: '<@U0BOT> hello from a process',
         ts: rootTs,
       }),
+      { via: slack },
     );
     expect(response.status).toBe(200);
     const reply = await slack.waitForCall('chat.postMessage', (call) => call.args.thread_ts === rootTs);

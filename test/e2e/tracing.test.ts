@@ -104,6 +104,7 @@ describe('traces (OpenTelemetry over OTLP/HTTP)', () => {
       bot.eventsUrl,
       SIGNING_SECRET,
       appMentionEvent({ channel: 'C0TRACE', user: 'U0ALICE', text: `<@U0BOT> ${secretWords}`, ts: root }),
+      { via: slack },
     );
     await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
 
@@ -164,6 +165,7 @@ describe('without OTEL_EXPORTER_OTLP_ENDPOINT', () => {
         bot.eventsUrl,
         SIGNING_SECRET,
         appMentionEvent({ channel: 'C0NOTRACE', user: 'U0ALICE', text: '<@U0BOT> hello', ts: root }),
+        { via: slack },
       );
       await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
 

@@ -92,7 +92,7 @@ describe('uninstall and revocation', () => {
     await Promise.all([slack.stop(), agent.stop(), cleanup()]);
   });
 
-  const send = (body: unknown) => postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body);
+  const send = (body: unknown) => postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body, { via: bot.slack });
   const startThread = (channel: string, teamId?: string, enterpriseId?: string) =>
     threadStarter(slack, send)(channel, teamId, enterpriseId);
 
@@ -200,6 +200,7 @@ describe('uninstall and revocation', () => {
     // delivers a retry once the app is gone, it does not say.
     const late = appMentionEvent({ channel: 'C0LATE', user: 'U0ALICE', text: '<@U0BOT> late', ts: nextTs() });
     const retried = await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, late, {
+      via: bot.slack,
       retryNum: 2,
       retryReason: 'http_timeout',
     });
@@ -229,6 +230,7 @@ describe('uninstall and revocation', () => {
 
     // Slack retries an event for up to an hour: the same uninstall again, after the reinstall.
     const retried = await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, gone, {
+      via: bot.slack,
       retryNum: 3,
       retryReason: 'http_timeout',
     });
@@ -290,7 +292,7 @@ describe('uninstall and revocation of other workspaces and orgs', () => {
     await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'no removal pending');
   });
 
-  const send = (body: unknown) => postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body);
+  const send = (body: unknown) => postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body, { via: bot.slack });
   const startThread = (channel: string, teamId?: string, enterpriseId?: string) =>
     threadStarter(slack, send)(channel, teamId, enterpriseId);
   /** The sessions made in this case that are still alive. */

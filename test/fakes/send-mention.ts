@@ -3,8 +3,9 @@
  * the fake Slack that `npm run fakes` runs and prints it (notices too, as they come).
  */
 import { appMentionEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
+import { LOCAL_CHANNEL } from './local-channel.js';
 
-const CHANNEL = 'C0LOCAL';
+const CHANNEL = LOCAL_CHANNEL.id;
 /** After the first part of the answer, a pause this long means the answer is complete. */
 const QUIET_MS = 1_000;
 const POLL_MS = 200;

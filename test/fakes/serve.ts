@@ -4,7 +4,8 @@
  */
 import type { ServerResponse } from 'node:http';
 import { AgentServiceEmulator } from './agent-service.js';
-import { FakeSlack } from './slack.js';
+import { LOCAL_CHANNEL } from './local-channel.js';
+import { FakeSlack, type SlackApiCall } from './slack.js';
 
 const slackPort = Number(process.env.FAKE_SLACK_PORT ?? 4100);
 const agentPort = Number(process.env.FAKE_AGENT_PORT ?? 4200);
@@ -12,7 +13,10 @@ const agentLatencyMs = Number(process.env.FAKE_AGENT_LATENCY_MS ?? 300);
 const botPort = Number(process.env.PORT ?? 3000);
 const adminPort = Number(process.env.ADMIN_PORT ?? 9090);
 
-const slack = await FakeSlack.start({ port: slackPort });
+const slack = await FakeSlack.start({
+  port: slackPort,
+  channels: { [LOCAL_CHANNEL.id]: { name: LOCAL_CHANNEL.name } },
+});
 const agent = await AgentServiceEmulator.start({ port: agentPort, latencyMs: agentLatencyMs });
 agent.onRequest(({ phase, request }) => {
   if (phase !== 'end') return;
@@ -21,9 +25,16 @@ agent.onRequest(({ phase, request }) => {
     `agent: ${request.operation}${session} -> ${request.status} in ${Math.round(request.durationMs ?? 0)} ms\n`,
   );
 });
-slack.onCall((call) => {
+/** The posts Slack took (a refused one is not in the thread). */
+const posted: SlackApiCall[] = [];
+slack.onCall((call, response) => {
+  const body = response.body as { ok?: unknown; error?: unknown } | undefined;
+  const taken = body?.ok === true;
+  // A refused call says why, as the bot's log would.
+  const refusal = taken ? '' : ` -> ${String(body?.error ?? `HTTP ${response.status}`)}`;
   if (call.method !== 'auth.test')
-    process.stdout.write(`slack: ${call.method} ${JSON.stringify(call.args)}\n`);
+    process.stdout.write(`slack: ${call.method} ${JSON.stringify(call.args)}${refusal}\n`);
+  if (call.method === 'chat.postMessage' && taken) posted.push(call);
 });
 
 /**
@@ -33,8 +44,7 @@ slack.onCall((call) => {
 slack.mount('/fakes/thread', (_req, res: ServerResponse, url) => {
   const channel = url.searchParams.get('channel');
   const threadTs = url.searchParams.get('thread_ts');
-  const posts = slack
-    .callsOf('chat.postMessage')
+  const posts = posted
     .filter((call) => call.args.channel === channel && call.args.thread_ts === threadTs)
     .map((call) => {
       const metadata = call.args.metadata as { event_type?: unknown } | undefined;

@@ -14,7 +14,7 @@ describe('FakeSlack message-wide block rules', () => {
   let client: WebClient;
 
   beforeEach(async () => {
-    slack = await FakeSlack.start();
+    slack = await FakeSlack.start({ channels: { C1: { name: 'general' } } });
     client = new WebClient(slack.botToken, {
       slackApiUrl: slack.apiUrl,
       logger: silentSlackLogger(),

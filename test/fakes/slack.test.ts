@@ -13,14 +13,21 @@ import {
 } from '../helpers/slack-events.js';
 import { silentSlackLogger } from '../helpers/slack-logger.js';
 import { refusal } from '../helpers/slack-refusal.js';
-import { DEFAULT_SCOPES, FakeSlack } from './slack.js';
+import { DEFAULT_SCOPES, FakeSlack, type FakeSlackOptions } from './slack.js';
 import { loadContracts, undocumentedAnswer } from './slack-contracts.js';
+
+/**
+ * A fake whose workspace has the conversations these tests name (C1, C2, D1): an ID it never heard of does not
+ * exist for Slack either.
+ */
+const startFake = (options: FakeSlackOptions = {}) =>
+  FakeSlack.start({ ...options, channels: { C1: {}, C2: {}, D1: { type: 'im' }, ...options.channels } });
 
 describe('FakeSlack', () => {
   let slack: FakeSlack;
 
   beforeEach(async () => {
-    slack = await FakeSlack.start({ users: { U0ALICE: { name: 'alice', realName: 'Alice' } } });
+    slack = await startFake({ users: { U0ALICE: { name: 'alice', realName: 'Alice' } } });
   });
 
   afterEach(async () => {
@@ -71,7 +78,7 @@ describe('FakeSlack', () => {
 
   it('reads a conversation only with its history scope, and never a private one the bot is not in', async () => {
     await slack.stop();
-    slack = await FakeSlack.start({
+    slack = await startFake({
       scopes: DEFAULT_SCOPES.filter((scope) => scope !== 'groups:history'),
       channels: { G0HIDDEN: { type: 'group', botIsMember: false }, G0MINE: { type: 'group' } },
     });
@@ -97,7 +104,7 @@ describe('FakeSlack', () => {
 
   it('takes no write into a private channel the bot is not in: it does not exist for the bot', async () => {
     await slack.stop();
-    slack = await FakeSlack.start({
+    slack = await startFake({
       channels: { G0HIDDEN: { type: 'group', botIsMember: false }, G0MINE: { type: 'group' } },
     });
     const client = webClient();
@@ -122,7 +129,7 @@ describe('FakeSlack', () => {
 
   it('takes no post into a public channel the bot is not in without chat:write.public, nor reads its history', async () => {
     await slack.stop();
-    slack = await FakeSlack.start({ channels: { C0OUTSIDE: { type: 'channel', botIsMember: false } } });
+    slack = await startFake({ channels: { C0OUTSIDE: { type: 'channel', botIsMember: false } } });
     const client = webClient();
     const writes = [
       client.chat.postMessage({ channel: 'C0OUTSIDE', text: 'hi' }),
@@ -133,7 +140,7 @@ describe('FakeSlack', () => {
     expect(slack.channelMessages('C0OUTSIDE')).toEqual([]);
     // The control: with chat:write.public, a post there is taken.
     await slack.stop();
-    slack = await FakeSlack.start({
+    slack = await startFake({
       scopes: [...DEFAULT_SCOPES, 'chat:write.public'],
       channels: { C0OUTSIDE: { type: 'channel', botIsMember: false } },
     });
@@ -226,7 +233,7 @@ describe('FakeSlack agent sessions', () => {
   let root: string;
 
   beforeEach(async () => {
-    slack = await FakeSlack.start({ users: { U0ALICE: { name: 'alice' } } });
+    slack = await startFake({ users: { U0ALICE: { name: 'alice' } } });
     client = clientFor(slack);
     root = slack.seedMessage('C1', { user: 'U0ALICE', text: 'plan my trip' });
   });
@@ -237,7 +244,7 @@ describe('FakeSlack agent sessions', () => {
 
   it('sets no session in a public channel the bot is not in, so none is there to rename', async () => {
     await slack.stop();
-    slack = await FakeSlack.start({ channels: { C0OUTSIDE: { type: 'channel', botIsMember: false } } });
+    slack = await startFake({ channels: { C0OUTSIDE: { type: 'channel', botIsMember: false } } });
     client = clientFor(slack);
     const outside = slack.seedMessage('C0OUTSIDE', { user: 'U0ALICE', text: 'plan my trip' });
     await expect(
@@ -304,7 +311,7 @@ describe('FakeSlack agent sessions', () => {
 
   it('refuses, as user_not_found, an initiator the channel does not list as a member', async () => {
     await slack.stop();
-    slack = await FakeSlack.start({ channels: { C2: { name: 'shared', members: ['U0ALICE', 'U0BOT'] } } });
+    slack = await startFake({ channels: { C2: { name: 'shared', members: ['U0ALICE', 'U0BOT'] } } });
     client = clientFor(slack);
     const ts = slack.seedMessage('C2', { user: 'U0ALICE', text: 'numbers?' });
     const refused = await refusal(
@@ -345,7 +352,7 @@ describe('FakeSlack agent sessions', () => {
 
   it('applies icon and username overrides as one set when chat:write.customize is granted', async () => {
     await slack.stop();
-    slack = await FakeSlack.start({ scopes: ['chat:write', 'chat:write.customize'] });
+    slack = await startFake({ scopes: ['chat:write', 'chat:write.customize'] });
     client = clientFor(slack);
     await client.agents.sessions.setStatus({
       channel_id: 'C1',
@@ -561,7 +568,7 @@ describe('FakeSlack agent sessions', () => {
 
   it('refuses agent-only methods to an app without features.agent_view (each with its documented code), and creates nothing', async () => {
     await slack.stop();
-    slack = await FakeSlack.start({ agentView: false });
+    slack = await startFake({ agentView: false });
     client = clientFor(slack);
     const calls = [
       client.agents.sessions.setStatus({ channel_id: 'C1', thread_ts: root, status: 'processing' }),
@@ -588,7 +595,7 @@ describe('FakeSlack ephemeral messages: what a person sees', () => {
   let client: WebClient;
 
   beforeEach(async () => {
-    slack = await FakeSlack.start({
+    slack = await startFake({
       channels: {
         C1: { name: 'general' },
         C2: { name: 'small', members: ['U0ALICE'] },
@@ -672,7 +679,7 @@ describe('FakeSlack block checks', () => {
   let client: WebClient;
 
   beforeEach(async () => {
-    slack = await FakeSlack.start();
+    slack = await startFake();
     client = clientFor(slack);
   });
 
@@ -856,7 +863,7 @@ describe('FakeSlack outages', () => {
   let slack: FakeSlack;
 
   beforeEach(async () => {
-    slack = await FakeSlack.start();
+    slack = await startFake();
   });
 
   afterEach(async () => {
@@ -936,7 +943,11 @@ describe('FakeSlack interactions', () => {
   let client: WebClient;
 
   beforeEach(async () => {
-    slack = await FakeSlack.start({ users: { U0ALICE: { name: 'alice' } } });
+    slack = await startFake({
+      users: { U0ALICE: { name: 'alice' } },
+      // Alice's DM with the bot (the Messages tab), which Slack has whether or not an event named it.
+      channels: { D0BOT: { type: 'im', user: 'U0ALICE' } },
+    });
     client = clientFor(slack);
   });
 
@@ -1251,7 +1262,7 @@ describe('FakeSlack method contracts', () => {
   });
 
   it('refuse a call without a required argument, with the error the method documents for it, else invalid_arguments', async () => {
-    slack = await FakeSlack.start();
+    slack = await startFake();
     const root = slack.seedMessage('C1', { user: 'U0ALICE', text: 'hi' });
     const cases: [string, Record<string, unknown>, string, string][] = [
       ['chat.postMessage', { text: 'hi' }, 'channel_not_found', 'channel'],
@@ -1280,7 +1291,7 @@ describe('FakeSlack method contracts', () => {
   });
 
   it('refuse values outside the limits the reference states', async () => {
-    slack = await FakeSlack.start();
+    slack = await startFake();
     const root = slack.seedMessage('C1', { user: 'U0ALICE', text: 'hi' });
     const posted = await answer('chat.postMessage', { channel: 'C1', text: 'short' });
     expect(
@@ -1311,7 +1322,7 @@ describe('FakeSlack method contracts', () => {
   });
 
   it('grant exactly the bot scopes of manifest.yml', async () => {
-    slack = await FakeSlack.start();
+    slack = await startFake();
     const manifest = parse(readFileSync(new URL('../../manifest.yml', import.meta.url), 'utf8')) as {
       oauth_config: { scopes: { bot: string[] } };
     };
@@ -1324,7 +1335,7 @@ describe('FakeSlack method contracts', () => {
   });
 
   it('answer missing_scope with needed and provided for a scope the installed manifest lacks', async () => {
-    slack = await FakeSlack.start({ manifest: new URL('../../manifest.classic.yml', import.meta.url) });
+    slack = await startFake({ manifest: new URL('../../manifest.classic.yml', import.meta.url) });
     const root = slack.seedMessage('D1', { user: 'U0ALICE', text: 'hi' });
     expect(
       await answer('assistant.threads.setTitle', { channel_id: 'D1', thread_ts: root, title: 'Trip' }),
@@ -1339,7 +1350,7 @@ describe('FakeSlack method contracts', () => {
   });
 
   it('pick the scope a conversation method needs by the kind of conversation', async () => {
-    slack = await FakeSlack.start({
+    slack = await startFake({
       channels: { G1: { type: 'group' }, D1: { type: 'im', user: 'U0ALICE' } },
     });
     expect(await answer('conversations.info', { channel: 'C1' })).toMatchObject({ ok: true });
@@ -1351,7 +1362,7 @@ describe('FakeSlack method contracts', () => {
       needed: 'im:read',
     });
     await slack.stop();
-    slack = await FakeSlack.start({ scopes: DEFAULT_SCOPES.filter((scope) => scope !== 'users:read') });
+    slack = await startFake({ scopes: DEFAULT_SCOPES.filter((scope) => scope !== 'users:read') });
     expect(await answer('users.info', { user: 'U0BOT' })).toMatchObject({
       ok: false,
       error: 'missing_scope',
@@ -1360,7 +1371,7 @@ describe('FakeSlack method contracts', () => {
   });
 
   it('let a test inject only errors Slack documents for the method, such as HTTP 200 rate_limited', async () => {
-    slack = await FakeSlack.start();
+    slack = await startFake();
     const client = clientFor(slack, { retries: 0 });
     expect(() => slack.failNext('chat.postMessage', { type: 'error', error: 'no_such_thing' })).toThrow(
       /documents no error no_such_thing for chat.postMessage/,
@@ -1410,7 +1421,7 @@ describe('FakeSlack rate limits', () => {
   });
 
   it('answer 429 with Retry-After once a method is over its tier in the workspace', async () => {
-    slack = await FakeSlack.start();
+    slack = await startFake();
     const client = clientFor(slack, { retries: 0, rejectRateLimitedCalls: true });
     const root = slack.seedMessage('C1', { user: 'U0ALICE', text: 'hi' });
     // reactions.remove is Tier 2: 20 a minute.
@@ -1440,7 +1451,7 @@ describe('FakeSlack rate limits', () => {
   });
 
   it('let chat.postMessage post about once a second per channel after a short burst', async () => {
-    slack = await FakeSlack.start();
+    slack = await startFake();
     // The fake refills its allowances by the clock, which the test moves on.
     vi.useFakeTimers({ toFake: ['Date'] });
     const client = clientFor(slack, { retries: 0, rejectRateLimitedCalls: true });
@@ -1477,7 +1488,7 @@ describe('FakeSlack rate limits', () => {
   });
 
   it('reads threads once a minute, 15 messages a page, for an app outside the Slack Marketplace', async () => {
-    slack = await FakeSlack.start({ outsideMarketplace: true });
+    slack = await startFake({ outsideMarketplace: true });
     const client = clientFor(slack, { retries: 0, rejectRateLimitedCalls: true });
     const root = slack.seedMessage('C1', { user: 'U0ALICE', text: 'a long thread' });
     for (let i = 0; i < 20; i += 1) slack.seedMessage('C1', { user: 'U0BOB', text: `${i}`, threadTs: root });
@@ -1494,7 +1505,7 @@ describe('FakeSlack rate limits', () => {
   });
 
   it('take a per-method override for a test that must exceed Slack', async () => {
-    slack = await FakeSlack.start({
+    slack = await startFake({
       rateLimits: {
         'chat.postMessage': { perMinute: 6000, burst: 20 },
         'reactions.remove': { perMinute: Number.POSITIVE_INFINITY },
@@ -1503,10 +1514,45 @@ describe('FakeSlack rate limits', () => {
     const client = clientFor(slack, { retries: 0, rejectRateLimitedCalls: true });
     for (let i = 0; i < 20; i += 1) await client.chat.postMessage({ channel: 'C1', text: `${i}` });
     expect(slack.channelMessages('C1')).toHaveLength(20);
+    const posted = slack.seedMessage('C1', { text: 'no reactions here', user: 'U0ALICE' });
     for (let i = 0; i < 30; i += 1) {
       await expect(
-        client.reactions.remove({ channel: 'C1', timestamp: '1.000001', name: 'eyes' }),
+        client.reactions.remove({ channel: 'C1', timestamp: posted, name: 'eyes' }),
       ).rejects.toMatchObject({ data: { error: 'no_reaction' } });
     }
+  });
+});
+
+describe('FakeSlack conversations and messages that exist', () => {
+  let slack: FakeSlack | undefined;
+
+  afterEach(async () => {
+    await slack?.stop();
+    slack = undefined;
+  });
+
+  // slack-api-ref: chat.postMessage.json and reactions.add.json document channel_not_found ("Value passed for
+  // `channel` was invalid.") and reactions.add.json message_not_found ("Message specified does not exist.").
+  it('knows a conversation once configured or named by an event, and a message once it was posted', async () => {
+    slack = await FakeSlack.start();
+    const client = clientFor(slack, { retries: 0 });
+    const said = async (call: Promise<unknown>) => (await refusal(call)).error;
+    expect(await said(client.chat.postMessage({ channel: 'C9', text: 'hello?' }))).toBe('channel_not_found');
+    expect(await said(client.reactions.add({ channel: 'C9', timestamp: '1.000001', name: 'eyes' }))).toBe(
+      'channel_not_found',
+    );
+
+    const mention = appMentionEvent({ channel: 'C9', user: 'U0ALICE', text: '<@U0BOT> hi' });
+    slack.ingestEvent(mention);
+    await client.reactions.add({ channel: 'C9', timestamp: mention.event.ts, name: 'eyes' });
+    expect(await said(client.reactions.add({ channel: 'C9', timestamp: '1.000001', name: 'eyes' }))).toBe(
+      'message_not_found',
+    );
+    const { ts } = await client.chat.postMessage({
+      channel: 'C9',
+      text: 'hello',
+      thread_ts: mention.event.ts,
+    });
+    await client.reactions.add({ channel: 'C9', timestamp: String(ts), name: 'white_check_mark' });
   });
 });

@@ -538,6 +538,8 @@ export class FakeSlack {
   private readonly users: Map<string, FakeSlackUser>;
   private readonly channelConfig: Map<string, FakeSlackChannel>;
   private readonly archived = new Set<string>();
+  /** Conversations an event told of (ingestEvent), besides the configured ones and those with messages. */
+  private readonly seenChannels = new Set<string>();
   private readonly scopes: readonly string[];
   private readonly rateLimiter: RateLimiter;
   /** Answers the fake gave that Slack does not document for the method; stop() fails while any exist. */
@@ -1073,13 +1075,14 @@ export class FakeSlack {
   }
 
   /**
-   * Mirrors what an Events API body implies about workspace state (new, edited, deleted messages;
-   * archived channels) so later conversations.replies calls see it. sendSocketEvent does this itself;
-   * call it for bodies delivered over HTTP.
+   * Mirrors what an Events API body implies about workspace state (the conversations it names; new, edited,
+   * deleted messages; archived channels) so later calls about them find them, as in Slack. sendSocketEvent
+   * does this itself; over HTTP, postSignedEvent's `via` does (helpers/slack-events.ts).
    */
   ingestEvent(body: unknown): void {
     if (!isRecord(body)) return;
     const event = body.type === 'event_callback' && isRecord(body.event) ? body.event : body;
+    for (const id of channelsNamedBy(event)) this.seenChannels.add(id);
     const channel = typeof event.channel === 'string' ? event.channel : undefined;
     if (event.type === 'channel_archive' && channel) this.archived.add(channel);
     if (event.type === 'channel_unarchive' && channel) this.archived.delete(channel);
@@ -1438,10 +1441,12 @@ export class FakeSlack {
       (call.tokenKind === 'bot' && !hidden
         ? checkScope(contract, scopes, channel === undefined ? undefined : this.conversationType(channel))
         : undefined);
-    // Another workspace's channel does not exist for a token (conversations.info, chat.postMessage …:
-    // channel_not_found), unless it is shared with a workspace the token's installation serves.
+    // A channel the workspace does not have does not exist (conversations.info, chat.postMessage …:
+    // channel_not_found), nor does another workspace's for a token, unless it is shared with a workspace the
+    // token's installation serves.
     const unreachable =
-      installation !== undefined && channel !== undefined && !this.reaches(installation, channel);
+      channel !== undefined &&
+      (!this.knows(channel) || (installation !== undefined && !this.reaches(installation, channel)));
     let body: ApiBody;
     this.acting = installation;
     try {
@@ -1933,6 +1938,14 @@ export class FakeSlack {
     );
   }
 
+  /**
+   * Whether the conversation exists: configured, told of by an event, or holding messages. Slack answers
+   * channel_not_found for any other ID (slack-api-ref: "Value passed for `channel` was invalid.").
+   */
+  private knows(id: string): boolean {
+    return this.channelConfig.has(id) || this.seenChannels.has(id) || this.messages.has(id);
+  }
+
   /** A private channel the bot is not in: Slack answers as if it did not exist. */
   private hiddenFromBot(id: string): boolean {
     const config = this.channelConfig.get(id);
@@ -2166,8 +2179,8 @@ export class FakeSlack {
       if (!ts) return fail('no_item_specified');
       const name = str(args, 'name');
       if (!name) return fail('invalid_name');
-      // Unknown ts are accepted (events delivered over HTTP may never have been seeded); deleted ones are not.
-      if (this.deleted.has(`${channel}:${ts}`)) return fail('message_not_found');
+      // A message that is not there, or no longer (reactions.add.json, reactions.remove.json: message_not_found).
+      if (!this.find(channel, ts) || this.deleted.has(`${channel}:${ts}`)) return fail('message_not_found');
       return { key: `${channel}:${ts}`, name };
     };
 
@@ -2305,4 +2318,16 @@ export class FakeSlack {
     this.addAgentSessionHandlers(h);
     return h;
   }
+}
+
+/** The conversations an event names: its channel, a reaction's item, an agent thread's, a created channel. */
+function channelsNamedBy(event: Record<string, unknown>): string[] {
+  const named = [
+    event.channel,
+    isRecord(event.channel) ? event.channel.id : undefined,
+    isRecord(event.item) ? event.item.channel : undefined,
+    isRecord(event.assistant_thread) ? event.assistant_thread.channel_id : undefined,
+    event.channel_id,
+  ];
+  return named.filter((id): id is string => typeof id === 'string' && id !== '');
 }

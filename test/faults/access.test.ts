@@ -27,7 +27,8 @@ const stack = botPerSuite({
 });
 
 const textOf = (call: SlackApiCall) => String(call.args.text);
-const send = (body: unknown) => postSignedEvent(stack.bot.eventsUrl, SIGNING_SECRET, body);
+const send = (body: unknown) =>
+  postSignedEvent(stack.bot.eventsUrl, SIGNING_SECRET, body, { via: stack.slack });
 const promptsSent = () => stack.agent.requestsFor('sendMessage').map((r) => r.prompt);
 const liveSessions = () => stack.agent.sessionsOf(AGENT_ID).map((s) => s.uuid);
 const threadMessage = (user: string, text: string, threadTs: string, ts = nextTs()) =>

@@ -113,6 +113,7 @@ describe('many huge agent replies at once', () => {
               text: `<@U0BOT> write a lot ${i}`,
               ts,
             }),
+            { via: slack },
           ),
         ),
       );

@@ -226,6 +226,7 @@ describe('the public port against clients that are not Slack', () => {
       bot.eventsUrl,
       SIGNING_SECRET,
       appMentionEvent({ channel: 'C0PORT', user: 'U0ALICE', text: '<@U0BOT> still there?', ts: root }),
+      { via: slack },
     );
     expect(result.status).toBe(200);
     await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);

@@ -44,7 +44,8 @@ describe.runIf(runPostgres)('what the store keeps', () => {
     await stack.stop();
   });
 
-  const send = (body: unknown) => postSignedEvent(stack.bot.eventsUrl, SIGNING_SECRET, body);
+  const send = (body: unknown) =>
+    postSignedEvent(stack.bot.eventsUrl, SIGNING_SECRET, body, { via: stack.slack });
   const openJobs = async () =>
     (await stack.sql(`SELECT 1 FROM inbox WHERE state IN ('pending', 'running')`)).length;
 

@@ -48,6 +48,11 @@ export function signSlackRequest(
 }
 
 export interface SignedPostOptions {
+  /**
+   * The fake Slack the event comes from: it learns the message (or channel) first, as Slack has it before its
+   * event goes out, so the bot's calls about it find it there (FakeSlack.ingestEvent).
+   */
+  via?: { ingestEvent(body: unknown): void };
   retryNum?: number;
   retryReason?: string;
   timestampSeconds?: number;
@@ -72,6 +77,7 @@ export function postSignedEvent(
   body: unknown,
   options: SignedPostOptions = {},
 ): Promise<SignedPostResult> {
+  options.via?.ingestEvent(body);
   const rawBody = options.rawBody ?? JSON.stringify(body);
   return postSigned(url, signingSecret, rawBody, options.contentType ?? 'application/json', options);
 }

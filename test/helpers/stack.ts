@@ -29,6 +29,8 @@ export class LogCapture extends Writable {
 /** The real bot, built from environment variables, running on free ports. */
 export interface RunningBot {
   bot: Bot;
+  /** The fake Slack it talks to, which delivers its events (`via`, helpers/slack-events.ts). */
+  slack: FakeSlack;
   port: number;
   eventsUrl: string;
   baseUrl: string;
@@ -98,6 +100,7 @@ export async function startBot(options: BotSetup): Promise<RunningBot> {
   const baseUrl = `http://127.0.0.1:${port}`;
   return {
     bot,
+    slack: options.slack,
     port,
     baseUrl,
     eventsUrl: `${baseUrl}/slack/events`,
@@ -116,6 +119,7 @@ export function mention(
     bot.eventsUrl,
     SIGNING_SECRET,
     appMentionEvent({ user: 'U0ALICE', ...fields, text: fields.text }),
+    { via: bot.slack },
   );
 }
 

@@ -12,7 +12,8 @@ describe('agent features', () => {
   afterEach(() => slack?.stop());
 
   async function start(options: FakeSlackOptions = {}) {
-    slack = await FakeSlack.start(options);
+    // The channel the threads below are in (a fake knows only the conversations it was told of, as Slack).
+    slack = await FakeSlack.start({ ...options, channels: { C1: {}, ...options.channels } });
     const client = new WebClient(slack.botToken, { slackApiUrl: slack.apiUrl, retryConfig: { retries: 0 } });
     const logs = new LogCapture();
     const logger = createLogger({ level: 'info', secrets: [], destination: logs });

@@ -38,7 +38,8 @@ describe('the status of an agent thread', () => {
   let slack: FakeSlack;
   let client: WebClient;
   beforeAll(async () => {
-    slack = await FakeSlack.start();
+    // The conversations the threads below are in: a fake knows only those it was told of, as Slack.
+    slack = await FakeSlack.start({ channels: { C0WORK: {}, D0AGENT: { type: 'im', user: 'U0ALICE' } } });
     client = new WebClient(slack.botToken, { slackApiUrl: slack.apiUrl });
   });
   afterAll(() => slack.stop());
@@ -242,7 +243,8 @@ describe('reaction indicators', () => {
     const client = new WebClient(slack.botToken, { slackApiUrl: slack.apiUrl });
     const logger = createLogger({ level: 'silent', secrets: [] });
     const indicators = new WorkIndicators(new SlackWrites(client, client, logger), 0);
-    const target = { channelId: 'C0QUEUE', ts: '1700000000.000200', replyThreadTs: '1700000000.000200' };
+    const ts = slack.seedMessage('C0QUEUE', { user: 'U0ALICE', text: 'one more thing' });
+    const target = { channelId: 'C0QUEUE', ts, replyThreadTs: ts };
     const showing = indicators.showQueued(target);
     await indicators.clearQueued(target);
     await showing;
@@ -256,7 +258,8 @@ describe('indicators of a job that goes on later or elsewhere', () => {
   let slack: FakeSlack;
   let client: WebClient;
   beforeAll(async () => {
-    slack = await FakeSlack.start();
+    // The Messages-tab conversation below (C0LEAVE gets its messages seeded).
+    slack = await FakeSlack.start({ channels: { D0AGENT: { type: 'im', user: 'U0ALICE' } } });
     client = new WebClient(slack.botToken, { slackApiUrl: slack.apiUrl });
   });
   afterAll(() => slack.stop());
