@@ -10,10 +10,9 @@ import {
   channelLifecycleEvent,
   messageEvent,
   nextTs,
-  postSignedEvent,
   postSignedInteraction,
 } from '../helpers/slack-events.js';
-import { AGENT_ID, metric, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { AGENT_ID, deliver, metric, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
 import { type TestStore, testStore } from '../helpers/stores.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
@@ -126,15 +125,13 @@ function useStack(env: Record<string, string>, slackOptions: FakeSlackOptions = 
   return stack;
 }
 
-const send = (bot: RunningBot, body: unknown) =>
-  postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body, { via: bot.slack });
 const mentionIn = (channel: string, text: string, ts: string, threadTs?: string, user = ALICE) =>
   appMentionEvent({ channel, user, text: `<@U0BOT> ${text}`, ts, threadTs });
 
 /** Asks in a new conversation (a channel thread, or a Messages-tab thread) and waits for its answer; its session id. */
 async function answered(stack: SuiteBot, channel: string, text: string, root: string): Promise<string> {
   const { slack, bot } = stack;
-  await send(
+  await deliver(
     bot,
     channel.startsWith('D')
       ? messageEvent({ channel, channelType: 'im', user: ALICE, text, ts: root })
@@ -156,7 +153,7 @@ describe('an agent app: channel threads are agent sessions', () => {
     agent.setLatency(400, 'sendMessage');
     const root = nextTs();
     try {
-      await send(bot, mentionIn(CHANNEL, 'Plan the launch', root));
+      await deliver(bot, mentionIn(CHANNEL, 'Plan the launch', root));
       await waitFor(
         () => slack.agentSession(CHANNEL, root)?.stopButtonVisible,
         'stop button shown while processing',
@@ -176,7 +173,7 @@ describe('an agent app: channel threads are agent sessions', () => {
     // No reactions: the session is the indicator.
     expect(slack.callsOf('reactions.add').filter((c) => c.args.timestamp === root)).toEqual([]);
 
-    await send(bot, mentionIn(CHANNEL, 'reset', nextTs(), root));
+    await deliver(bot, mentionIn(CHANNEL, 'reset', nextTs(), root));
     await waitFor(() => slack.agentSession(CHANNEL, root)?.status === 'closed', 'closed on reset');
     expect(transitions(slack, CHANNEL, root)).toEqual([
       'processing via agents.sessions.setStatus',
@@ -194,7 +191,7 @@ describe('an agent app: channel threads are agent sessions', () => {
     ];
     const archive = channelLifecycleEvent('channel_archive', { channel: 'C0DOOMED' });
     slack.ingestEvent(archive);
-    await send(bot, archive);
+    await deliver(bot, archive);
     for (const root of [first, second]) {
       await slack.waitForAgentSessionStatus('C0DOOMED', root, 'closed');
       expect(transitions(slack, 'C0DOOMED', root)).toEqual([
@@ -213,7 +210,7 @@ describe('an agent app: channel threads are agent sessions', () => {
     const { slack, bot } = stack;
     for (const word of ['reset', 'stop']) {
       const root = nextTs();
-      await send(bot, mentionIn(CHANNEL, word, root));
+      await deliver(bot, mentionIn(CHANNEL, word, root));
       await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
       await sleep(300);
       expect(slack.agentSession(CHANNEL, root), word).toBeUndefined();
@@ -231,7 +228,7 @@ describe('an agent app: channel threads are agent sessions', () => {
       60_000,
       (args) => args.thread_ts === never,
     );
-    await send(bot, mentionIn('C0ARCHIVED', 'without one', never));
+    await deliver(bot, mentionIn('C0ARCHIVED', 'without one', never));
     await slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === never && textOf(c).includes('without one'),
@@ -240,7 +237,7 @@ describe('an agent app: channel threads are agent sessions', () => {
     slack.clearFailures('agents.sessions.setStatus');
     const archive = channelLifecycleEvent('channel_archive', { channel: 'C0ARCHIVED' });
     slack.ingestEvent(archive);
-    await send(bot, archive);
+    await deliver(bot, archive);
     await slack.waitForAgentSessionStatus('C0ARCHIVED', opened, 'closed');
     await sleep(300);
     expect(slack.agentSession('C0ARCHIVED', never)).toBeUndefined();
@@ -249,19 +246,19 @@ describe('an agent app: channel threads are agent sessions', () => {
   it('the stop button drops the answer in progress, says so, and the next message goes on in the same session', async () => {
     const { slack, agent, bot } = stack;
     const root = nextTs();
-    await send(bot, mentionIn(CHANNEL, 'first question', root));
+    await deliver(bot, mentionIn(CHANNEL, 'first question', root));
     await slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === root && textOf(c).includes('first question'),
     );
     agent.setLatency(800, 'sendMessage');
     try {
-      await send(bot, mentionIn(CHANNEL, 'a long job', nextTs(), root));
+      await deliver(bot, mentionIn(CHANNEL, 'a long job', nextTs(), root));
       await waitFor(() => prompts(agent).includes('a long job'), 'prompt sent');
       // A person presses the button once Slack shows it (the status call may land after the prompt left).
       await waitFor(() => slack.agentSession(CHANNEL, root)?.stopButtonVisible, 'stop button shown');
       // Throws unless Slack would show the button: the session is processing.
-      expect((await send(bot, slack.pressStopButton(CHANNEL, root, ALICE))).status).toBe(200);
+      expect((await deliver(bot, slack.pressStopButton(CHANNEL, root, ALICE))).status).toBe(200);
       const notice = await slack.waitForCall(
         'chat.postMessage',
         (c) => c.args.thread_ts === root && textOf(c).includes('Stopped'),
@@ -281,7 +278,7 @@ describe('an agent app: channel threads are agent sessions', () => {
     await sleep(300);
     const answers = slack.threadMessages(CHANNEL, root).filter((m) => m.bot_id !== undefined);
     expect(answers.filter((m) => m.text.includes('a long job'))).toEqual([]);
-    await send(bot, mentionIn(CHANNEL, 'and now?', nextTs(), root));
+    await deliver(bot, mentionIn(CHANNEL, 'and now?', nextTs(), root));
     const next = await slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === root && textOf(c).includes('and now?'),
@@ -294,11 +291,11 @@ describe('an agent app: channel threads are agent sessions', () => {
     const root = nextTs();
     // The agent answers once the stop has done its work, however slow the machine.
     const answer = agent.holdAnswerTo('another long job');
-    await send(bot, mentionIn(CHANNEL, 'another long job', root));
+    await deliver(bot, mentionIn(CHANNEL, 'another long job', root));
     await waitFor(() => prompts(agent).includes('another long job'), 'prompt sent');
     // The status call goes alongside the prompt, not before it.
     await waitFor(() => slack.agentSession(CHANNEL, root)?.stopButtonVisible, 'stop button shown');
-    await send(bot, mentionIn(CHANNEL, 'stop', nextTs(), root));
+    await deliver(bot, mentionIn(CHANNEL, 'stop', nextTs(), root));
     const notice = await slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === root && textOf(c).includes('Stopped'),
@@ -322,13 +319,13 @@ describe('an agent app: channel threads are agent sessions', () => {
     const root = nextTs();
     // Alice's answer comes once Bob's two stops are done, however slow the machine.
     const answerAlice = agent.holdAnswerTo('alice long job');
-    await send(bot, mentionIn(CHANNEL, 'alice long job', root));
+    await deliver(bot, mentionIn(CHANNEL, 'alice long job', root));
     await waitFor(() => prompts(agent).includes('alice long job'), 'prompt sent');
     await waitFor(() => slack.agentSession(CHANNEL, root)?.stopButtonVisible, 'stop button shown');
     const bobs = nextTs();
-    await send(bot, mentionIn(CHANNEL, 'bob waits', bobs, root, 'U0BOB'));
+    await deliver(bot, mentionIn(CHANNEL, 'bob waits', bobs, root, 'U0BOB'));
     await slack.waitForCall('reactions.add', (c) => c.args.timestamp === bobs);
-    await send(bot, slack.pressStopButton(CHANNEL, root, 'U0BOB'));
+    await deliver(bot, slack.pressStopButton(CHANNEL, root, 'U0BOB'));
     const notice = await slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === root && textOf(c).includes('Stopped'),
@@ -340,7 +337,7 @@ describe('an agent app: channel threads are agent sessions', () => {
       status: 'processing',
       stopButtonVisible: true,
     });
-    await send(bot, slack.pressStopButton(CHANNEL, root, 'U0BOB'));
+    await deliver(bot, slack.pressStopButton(CHANNEL, root, 'U0BOB'));
     const nothing = await slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === root && textOf(c).startsWith('Nothing of yours'),
@@ -375,14 +372,14 @@ describe('an agent app: channel threads are agent sessions', () => {
     const root = nextTs();
     agent.setLatency(800, 'sendMessage');
     try {
-      await send(bot, mentionIn(CHANNEL, 'a slow one', root));
+      await deliver(bot, mentionIn(CHANNEL, 'a slow one', root));
       await waitFor(() => prompts(agent).includes('a slow one'), 'prompt sent');
       await waitFor(() => slack.agentSession(CHANNEL, root)?.stopButtonVisible, 'stop button shown');
       holdBackNextActive(slack, root);
-      await send(bot, slack.pressStopButton(CHANNEL, root, ALICE));
+      await deliver(bot, slack.pressStopButton(CHANNEL, root, ALICE));
       // Longer than the held-back call takes to go through again.
       agent.setLatency(1_200, 'sendMessage');
-      await send(bot, mentionIn(CHANNEL, 'the quick one instead', nextTs(), root));
+      await deliver(bot, mentionIn(CHANNEL, 'the quick one instead', nextTs(), root));
       const answer = await slack.waitForCall(
         'chat.postMessage',
         (c) => c.args.thread_ts === root && textOf(c).includes('the quick one instead'),
@@ -400,12 +397,12 @@ describe('an agent app: channel threads are agent sessions', () => {
     const { slack, bot } = stack;
     const root = nextTs();
     holdBackNextActive(slack, root);
-    await send(bot, mentionIn(CHANNEL, 'a short talk', root));
+    await deliver(bot, mentionIn(CHANNEL, 'a short talk', root));
     await slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === root && textOf(c).includes('a short talk'),
     );
-    await send(bot, mentionIn(CHANNEL, 'reset', nextTs(), root));
+    await deliver(bot, mentionIn(CHANNEL, 'reset', nextTs(), root));
     await slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === root && textOf(c).includes('Conversation reset'),
@@ -441,7 +438,7 @@ describe('an agent app: channel threads are agent sessions', () => {
       ts,
       threadTs: root,
     });
-    await send(bot, mentionIn(CHANNEL, 'what do you think of this?', ts, root));
+    await deliver(bot, mentionIn(CHANNEL, 'what do you think of this?', ts, root));
     await slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === root && textOf(c).includes('what do you think'),
@@ -457,7 +454,7 @@ describe('an agent app: channel threads are agent sessions', () => {
         'what do you think of this?',
       ].join('\n'),
     );
-    await send(bot, mentionIn(CHANNEL, 'and the risks?', nextTs(), root));
+    await deliver(bot, mentionIn(CHANNEL, 'and the risks?', nextTs(), root));
     await slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === root && textOf(c).includes('and the risks?'),
@@ -473,7 +470,7 @@ describe('an agent app: channel threads are agent sessions', () => {
       slack.seedMessage(CHANNEL, { user: ALICE, text: `note ${i}`, threadTs: root });
     const ts = nextTs();
     slack.seedMessage(CHANNEL, { user: ALICE, text: '<@U0BOT> so, ship it?', ts, threadTs: root });
-    await send(bot, mentionIn(CHANNEL, 'so, ship it?', ts, root));
+    await deliver(bot, mentionIn(CHANNEL, 'so, ship it?', ts, root));
     await slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === root && textOf(c).includes('so, ship it?'),
@@ -496,7 +493,7 @@ describe('an agent app: channel threads are agent sessions', () => {
     agent.setReplyFn(() => 'Owners:\n\n| Area | Owner |\n|---|---|\n| API | Ada |\n| UI | Bob |');
     const root = nextTs();
     try {
-      await send(bot, mentionIn(CHANNEL, 'who owns what?', root));
+      await deliver(bot, mentionIn(CHANNEL, 'who owns what?', root));
       const reply = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
       const blocks = reply.args.blocks as { type: string; rows?: { text: string }[][] }[];
       expect(blocks.map((block) => block.type)).toEqual(['markdown', 'table', 'context_actions']);
@@ -515,7 +512,7 @@ describe('an agent app: channel threads are agent sessions', () => {
     agent.setReplyFn(() => '| Item | Note | Cost |\n|---|---|--:|\n| Tea | hot | 3 |\n| Cake | - | 4 |');
     const root = nextTs();
     try {
-      await send(bot, mentionIn(CHANNEL, 'the bill?', root));
+      await deliver(bot, mentionIn(CHANNEL, 'the bill?', root));
       const reply = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
       const blocks = reply.args.blocks as { type: string; column_settings?: unknown }[];
       expect(blocks.map((block) => block.type)).toEqual(['table', 'context_actions']);
@@ -531,7 +528,7 @@ describe('an agent app: channel threads are agent sessions', () => {
     const root = nextTs();
     const body = mentionIn(CHANNEL, 'rate me', root);
     slack.ingestEvent(body); // the thread exists in Slack, as it would
-    await send(bot, body);
+    await deliver(bot, body);
     const reply = await slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === root && textOf(c).includes('rate me'),
@@ -598,7 +595,7 @@ describe('an agent app: idle conversations close only the sessions the bot opene
       60_000,
       (args) => args.thread_ts === root,
     );
-    await send(bot, mentionIn(CHANNEL, 'no session here', root));
+    await deliver(bot, mentionIn(CHANNEL, 'no session here', root));
     await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
     await sleep(300);
     slack.clearFailures('agents.sessions.setStatus');
@@ -623,7 +620,7 @@ describe('an agent app: the working status waits WORKING_INDICATOR_DELAY_MS in a
     /** Replies in the conversation (no mention needed there) and waits for the answer. */
     const replyAndWait = async (text: string) => {
       const event = { channel: CHANNEL, channelType: 'channel', user: ALICE, text, threadTs: root } as const;
-      await send(bot, messageEvent(event));
+      await deliver(bot, messageEvent(event));
       await slack.waitForCall(
         'chat.postMessage',
         (c) => c.args.thread_ts === root && textOf(c).includes(text),
@@ -666,12 +663,12 @@ describe('an agent app: the working status waits WORKING_INDICATOR_DELAY_MS in a
     const { slack, bot } = stack;
     const root = nextTs();
     const dm = { channel: 'D0ALICE', channelType: 'im', user: ALICE } as const;
-    await send(bot, messageEvent({ ...dm, text: 'Quick question', ts: root }));
+    await deliver(bot, messageEvent({ ...dm, text: 'Quick question', ts: root }));
     await slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === root && textOf(c).includes('Quick question'),
     );
-    await send(bot, messageEvent({ ...dm, text: 'reset', ts: nextTs(), threadTs: root }));
+    await deliver(bot, messageEvent({ ...dm, text: 'reset', ts: nextTs(), threadTs: root }));
     await waitFor(() => slack.agentSession('D0ALICE', root)?.status === 'closed', 'closed on reset');
     await sleep(300);
     expect(transitions(slack, 'D0ALICE', root)).toEqual([
@@ -690,7 +687,7 @@ describe('a fresh install from manifest.yml (SLACK_AGENT_VIEW at its default)', 
     agent.setLatency(400, 'sendMessage');
     const root = nextTs();
     try {
-      await send(bot, mentionIn(CHANNEL, 'first ever', root));
+      await deliver(bot, mentionIn(CHANNEL, 'first ever', root));
       const processing = await slack.waitForAgentSessionStatus(CHANNEL, root, 'processing');
       expect(processing.stopButtonVisible).toBe(true);
     } finally {
@@ -711,12 +708,12 @@ describe('a classic app (no agent_view) left at SLACK_AGENT_VIEW=auto', () => {
   it("answers every mention, and stops trying agent sessions in the workspace after Slack's not_agent_app", async () => {
     const { slack, bot } = stack;
     const [first, second] = [nextTs(), nextTs()];
-    await send(bot, mentionIn(CHANNEL, 'first classic', first));
+    await deliver(bot, mentionIn(CHANNEL, 'first classic', first));
     await slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === first && textOf(c).includes('first classic'),
     );
-    await send(bot, mentionIn('C0OTHER', 'second classic', second));
+    await deliver(bot, mentionIn('C0OTHER', 'second classic', second));
     await slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === second && textOf(c).includes('second classic'),
@@ -742,7 +739,7 @@ describe('thread context within its limits', () => {
   const mentionMidThread = async (channel: string, root: string, text: string) => {
     const ts = nextTs();
     stack.slack.seedMessage(channel, { user: ALICE, text: `<@U0BOT> ${text}`, ts, threadTs: root });
-    await send(stack.bot, mentionIn(channel, text, ts, root));
+    await deliver(stack.bot, mentionIn(channel, text, ts, root));
     await stack.slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === root && textOf(c).includes(text),
@@ -801,7 +798,7 @@ describe('thread context turned off', () => {
     slack.seedMessage(CHANNEL, { user: ALICE, text: 'Or Tuesday?', threadTs: root });
     const ts = nextTs();
     slack.seedMessage(CHANNEL, { user: ALICE, text: '<@U0BOT> which day?', ts, threadTs: root });
-    await send(bot, mentionIn(CHANNEL, 'which day?', ts, root));
+    await deliver(bot, mentionIn(CHANNEL, 'which day?', ts, root));
     await slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === root && textOf(c).includes('which day?'),
@@ -820,7 +817,7 @@ describe('an agent app: the Messages tab tells which channel the person looks at
     const { slack, agent, bot } = stack;
     await sleep(Math.max(0, answeredAt + 1_000 - Date.now()));
     const ts = nextTs();
-    await send(bot, messageEvent({ channel: 'D0ALICE', channelType: 'im', user: ALICE, text, ts }));
+    await deliver(bot, messageEvent({ channel: 'D0ALICE', channelType: 'im', user: ALICE, text, ts }));
     await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === ts && textOf(c).includes(text));
     answeredAt = Date.now();
     return prompts(agent).at(-1);
@@ -829,19 +826,19 @@ describe('an agent app: the Messages tab tells which channel the person looks at
   it('passes a channel the bot can see once, on the next prompt after it changed; never one it cannot see', async () => {
     const { bot } = stack;
     // As Slack documents the event: the viewer only in the envelope's authorizations, no user or channel.
-    await send(bot, appContextChangedEvent({ viewer: ALICE, viewing: 'C0PUBLIC' }));
+    await deliver(bot, appContextChangedEvent({ viewer: ALICE, viewing: 'C0PUBLIC' }));
     expect(await ask('summarise the discussion')).toBe(
       '[The person is looking at the Slack channel #design-review while writing this.]\n\nsummarise the discussion',
     );
     expect(await ask('anything else?')).toBe('anything else?');
     // A private channel the bot is not in: its name must not reach the agent.
-    await send(bot, appContextChangedEvent({ viewer: ALICE, viewing: 'G0SECRET' }));
+    await deliver(bot, appContextChangedEvent({ viewer: ALICE, viewing: 'G0SECRET' }));
     expect(await ask('what about here?')).toBe('what about here?');
   });
 
   it('takes the most relevant channel (entities come ordered by relevance); an empty context names none', async () => {
     const { bot } = stack;
-    await send(
+    await deliver(
       bot,
       appContextChangedEvent({
         viewer: ALICE,
@@ -855,24 +852,27 @@ describe('an agent app: the Messages tab tells which channel the person looks at
     expect(await ask('what is planned?')).toBe(
       '[The person is looking at the Slack channel #roadmap while writing this.]\n\nwhat is planned?',
     );
-    await send(bot, appContextChangedEvent({ viewer: ALICE }));
-    await send(bot, appContextChangedEvent({ viewer: ALICE, viewing: 'C0PUBLIC' }));
-    await send(bot, appContextChangedEvent({ viewer: ALICE }));
+    await deliver(bot, appContextChangedEvent({ viewer: ALICE }));
+    await deliver(bot, appContextChangedEvent({ viewer: ALICE, viewing: 'C0PUBLIC' }));
+    await deliver(bot, appContextChangedEvent({ viewer: ALICE }));
     expect(await ask('and now?')).toBe('and now?');
   });
 
   it('with no person authorized, reads the user or the DM channel on the event (@slack/types declares them; Slack documents neither)', async () => {
     const { bot } = stack;
-    await send(bot, appContextChangedEvent({ viewing: 'C0PUBLIC', undocumented: { user: ALICE } }));
+    await deliver(bot, appContextChangedEvent({ viewing: 'C0PUBLIC', undocumented: { user: ALICE } }));
     expect(await ask('what changed?')).toBe(
       '[The person is looking at the Slack channel #design-review while writing this.]\n\nwhat changed?',
     );
-    await send(bot, appContextChangedEvent({ viewing: 'C0ROADMAP', undocumented: { channel: 'D0ALICE' } }));
+    await deliver(
+      bot,
+      appContextChangedEvent({ viewing: 'C0ROADMAP', undocumented: { channel: 'D0ALICE' } }),
+    );
     expect(await ask('and here?')).toBe(
       '[The person is looking at the Slack channel #roadmap while writing this.]\n\nand here?',
     );
     // Naming nobody, it is ignored.
-    await send(bot, appContextChangedEvent({ viewing: 'C0PUBLIC' }));
+    await deliver(bot, appContextChangedEvent({ viewing: 'C0PUBLIC' }));
     expect(await ask('still?')).toBe('still?');
   });
 });
@@ -883,7 +883,7 @@ describe('a classic app (no agent_view)', () => {
   it('keeps reactions as before: no agent session calls; and no feedback buttons when they are off', async () => {
     const { slack, bot } = stack;
     const root = nextTs();
-    await send(bot, mentionIn(CHANNEL, 'classic please', root));
+    await deliver(bot, mentionIn(CHANNEL, 'classic please', root));
     const reply = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
     await waitFor(
       () => slack.callsOf('reactions.remove').some((c) => c.args.timestamp === root),
@@ -928,7 +928,7 @@ describe('a lost answer can be sent again', () => {
     const root = nextTs();
     slack.ingestEvent(mentionIn(CHANNEL, 'hello', root));
     victim = await spawnBot({ slack, agent, store, env: ENV });
-    await send({ eventsUrl: victim.eventsUrl } as RunningBot, mentionIn(CHANNEL, 'hello', root));
+    await deliver({ eventsUrl: victim.eventsUrl } as RunningBot, mentionIn(CHANNEL, 'hello', root));
     await slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === root && textOf(c).includes('hello'),
@@ -937,7 +937,7 @@ describe('a lost answer can be sent again', () => {
     const lostTs = nextTs();
     const lost = mentionIn(CHANNEL, 'deploy the docs', lostTs, root);
     slack.ingestEvent(lost);
-    await send({ eventsUrl: victim.eventsUrl } as RunningBot, lost);
+    await deliver({ eventsUrl: victim.eventsUrl } as RunningBot, lost);
     await waitFor(() => prompts(agent).includes('deploy the docs'), 'prompt reached the agent');
     victim.child.kill('SIGKILL');
     await victim.exited;
@@ -1001,7 +1001,7 @@ describe('an agent app not subscribed to agent_session_stopped', () => {
     const { slack, bot } = stack;
     for (const text of ['one', 'two']) {
       const root = nextTs();
-      await send(bot, mentionIn(CHANNEL, text, root));
+      await deliver(bot, mentionIn(CHANNEL, text, root));
       await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
       await waitFor(() => slack.agentSession(CHANNEL, root)?.status === 'active', 'answered');
     }

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type FakeSlackOptions, type SlackApiCall } from '../fakes/slack.js';
-import { appHomeOpenedEvent, messageEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
-import { type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { appHomeOpenedEvent, messageEvent, nextTs } from '../helpers/slack-events.js';
+import { deliver, type RunningBot, startBot } from '../helpers/stack.js';
 import { type TestStore, testStore } from '../helpers/stores.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
@@ -37,8 +37,6 @@ function useStack(env: Record<string, string>, slackOptions: FakeSlackOptions = 
   return stack;
 }
 
-const send = (bot: RunningBot, body: unknown) =>
-  postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body, { via: bot.slack });
 const dmMessage = (text: string, ts = nextTs(), threadTs?: string) =>
   messageEvent({ channel: DM, channelType: 'im', user: ALICE, text, ts, threadTs });
 const statusCalls = (slack: FakeSlack, threadTs: string) =>
@@ -55,7 +53,7 @@ describe('agent experience (Messages tab)', () => {
 
   it('opening the Messages tab shows the suggested prompts every time and the greeting once', async () => {
     const { slack, bot } = stack;
-    expect((await send(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }))).status).toBe(200);
+    expect((await deliver(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }))).status).toBe(200);
     const prompts = await slack.waitForCall('assistant.threads.setSuggestedPrompts');
     expect(prompts.args).toMatchObject({
       channel_id: DM,
@@ -72,10 +70,10 @@ describe('agent experience (Messages tab)', () => {
       (c) => c.args.channel === DM && textOf(c) === 'Hello! Ask me anything.',
     );
 
-    await send(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }));
+    await deliver(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }));
     await slack.waitForCalls('assistant.threads.setSuggestedPrompts', 2);
     // The Home tab is not a conversation: nothing happens.
-    await send(bot, appHomeOpenedEvent({ channel: DM, user: ALICE, tab: 'home' }));
+    await deliver(bot, appHomeOpenedEvent({ channel: DM, user: ALICE, tab: 'home' }));
     await sleep(300);
     expect(slack.callsOf('assistant.threads.setSuggestedPrompts')).toHaveLength(2);
     expect(
@@ -91,15 +89,15 @@ describe('agent experience (Messages tab)', () => {
         .callsOf('chat.postMessage')
         .filter((c) => c.args.channel === bobDm && textOf(c) === 'Hello! Ask me anything.');
     slack.failNext('chat.postMessage', { type: 'error', error: 'internal_error' });
-    await send(bot, appHomeOpenedEvent({ channel: bobDm, user: 'U0BOB' }));
+    await deliver(bot, appHomeOpenedEvent({ channel: bobDm, user: 'U0BOB' }));
     await waitFor(() => greetings().length >= 1, 'greeting attempted');
     // The claim is given back just after the failed post; Bob opens the tab again until he is greeted.
     await waitFor(async () => {
-      await send(bot, appHomeOpenedEvent({ channel: bobDm, user: 'U0BOB' }));
+      await deliver(bot, appHomeOpenedEvent({ channel: bobDm, user: 'U0BOB' }));
       await sleep(200);
       return slack.channelMessages(bobDm).some((m) => m.text === 'Hello! Ask me anything.');
     }, 'greeted');
-    await send(bot, appHomeOpenedEvent({ channel: bobDm, user: 'U0BOB' }));
+    await deliver(bot, appHomeOpenedEvent({ channel: bobDm, user: 'U0BOB' }));
     await sleep(300);
     expect(slack.channelMessages(bobDm).filter((m) => m.text === 'Hello! Ask me anything.')).toHaveLength(1);
   });
@@ -114,7 +112,7 @@ describe('agent experience (Messages tab)', () => {
       text: 'hi',
       ts: nextTs(),
     });
-    await send(bot, first);
+    await deliver(bot, first);
     const threaded = await slack.waitForCall('chat.postMessage', (c) => c.args.channel === carolDm);
     expect(threaded.args.thread_ts).toBe(first.event.ts);
     await slack.waitForAgentSessionStatus(carolDm, first.event.ts, 'active');
@@ -122,12 +120,12 @@ describe('agent experience (Messages tab)', () => {
 
   it('gives each conversation thread its own session, with status while working and a title set once', async () => {
     const { slack, agent, bot } = stack;
-    await send(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }));
+    await deliver(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }));
     const sessionsBefore = agent.requestsFor('createSession').length;
     const first = nextTs();
     const second = nextTs();
-    await send(bot, dmMessage('Plan my week please', first));
-    await send(bot, dmMessage('Explain closures in JavaScript', second));
+    await deliver(bot, dmMessage('Plan my week please', first));
+    await deliver(bot, dmMessage('Explain closures in JavaScript', second));
     const firstReply = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === first);
     const secondReply = await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === second);
     expect(textOf(firstReply)).toMatch(/^echo\[(s-\d+)#1\]: Plan my week please/);
@@ -137,7 +135,7 @@ describe('agent experience (Messages tab)', () => {
     expect(sessionOf(firstReply)).not.toBe(sessionOf(secondReply));
 
     // A follow-up in the first thread reuses its session and does not rename the conversation.
-    await send(bot, dmMessage('and next week?', nextTs(), first));
+    await deliver(bot, dmMessage('and next week?', nextTs(), first));
     const followUp = await slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === first && textOf(c).includes('next week'),
@@ -184,10 +182,10 @@ describe('agent experience (Messages tab)', () => {
     ],
   ])('leaves the session active, its stop button gone, when the agent fails (%s)', async (_kind, inject) => {
     const { slack, agent, bot } = stack;
-    await send(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }));
+    await deliver(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }));
     inject(agent);
     const ts = nextTs();
-    await send(bot, dmMessage('this one fails', ts));
+    await deliver(bot, dmMessage('this one fails', ts));
     await slack.waitForCall(
       'chat.postMessage',
       (c) => c.args.thread_ts === ts && textOf(c).startsWith(':warning:'),
@@ -200,20 +198,20 @@ describe('agent experience (Messages tab)', () => {
 
   it('stop pressed in Slack cancels the queued prompts of that conversation and drops the answer in progress', async () => {
     const { slack, agent, bot } = stack;
-    await send(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }));
+    await deliver(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }));
     // Answered once the stop is recorded (before its ack), well within this stack's 1 s agent timeout.
     const answer = agent.holdAnswerTo('a long question');
     const root = nextTs();
-    await send(bot, dmMessage('a long question', root));
+    await deliver(bot, dmMessage('a long question', root));
     await waitFor(
       () => agent.requestsFor('sendMessage').some((r) => r.prompt === 'a long question'),
       'first sent',
     );
     await waitFor(() => slack.agentSession(DM, root)?.stopButtonVisible, 'stop button shown');
-    await send(bot, dmMessage('queued one', nextTs(), root));
-    await send(bot, dmMessage('queued two', nextTs(), root));
+    await deliver(bot, dmMessage('queued one', nextTs(), root));
+    await deliver(bot, dmMessage('queued two', nextTs(), root));
     // Throws unless Slack would show the button: the session is processing.
-    expect((await send(bot, slack.pressStopButton(DM, root, ALICE))).status).toBe(200);
+    expect((await deliver(bot, slack.pressStopButton(DM, root, ALICE))).status).toBe(200);
     answer();
     const notice = await slack.waitForCall(
       'chat.postMessage',
@@ -243,9 +241,9 @@ describe('classic DM (agent experience off)', () => {
 
   it('keeps one continuing DM conversation answered at the top level, without tab prompts', async () => {
     const { slack, agent, bot } = stack;
-    await send(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }));
-    await send(bot, dmMessage('first'));
-    await send(bot, dmMessage('second'));
+    await deliver(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }));
+    await deliver(bot, dmMessage('first'));
+    await deliver(bot, dmMessage('second'));
     const replies = await slack.waitForCalls('chat.postMessage', 2, (c) => c.args.channel === DM);
     expect(replies.map((c) => c.args.thread_ts)).toEqual([undefined, undefined]);
     expect(replies.map(textOf)).toEqual(['echo[s-1#1]: first', 'echo[s-1#2]: second']);
@@ -263,15 +261,15 @@ describe('a classic app (manifest.classic.yml) left at SLACK_AGENT_VIEW=auto', (
 
   it('hears the Messages tab opened (Slack sends it to classic apps too), greets nobody, and keeps its DMs classic once Slack said so', async () => {
     const { slack, bot } = stack;
-    expect((await send(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }))).status).toBe(200);
+    expect((await deliver(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }))).status).toBe(200);
     // Slack's answer to the tab's prompts tells the bot what the app is.
     await slack.waitForCall('assistant.threads.setSuggestedPrompts');
-    await send(bot, dmMessage('first'));
-    await send(bot, dmMessage('second'));
+    await deliver(bot, dmMessage('first'));
+    await deliver(bot, dmMessage('second'));
     const replies = await slack.waitForCalls('chat.postMessage', 2, (c) => c.args.channel === DM);
     expect(replies.map((c) => c.args.thread_ts)).toEqual([undefined, undefined]);
     expect(replies.map(textOf)).toEqual(['echo[s-1#1]: first', 'echo[s-1#2]: second']);
-    await send(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }));
+    await deliver(bot, appHomeOpenedEvent({ channel: DM, user: ALICE }));
     await sleep(300);
     expect(slack.channelMessages(DM).filter((m) => m.text === 'Hello! Ask me anything.')).toEqual([]);
     // Asked once; after Slack's not_agent_app nothing agent-only is tried again.

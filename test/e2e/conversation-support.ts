@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
-import { messageEditedEvent, messageEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
-import { mention, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { messageEditedEvent, messageEvent, nextTs } from '../helpers/slack-events.js';
+import { deliver, mention, type RunningBot, startBot } from '../helpers/stack.js';
 import { type TestStore, testStore } from '../helpers/stores.js';
 
 // What the conversation test files share: conversation.test.ts (threads, DMs, delivery) and
@@ -40,9 +40,7 @@ export function useStack(env: Record<string, string> = {}) {
   return stack;
 }
 
-export function send(bot: RunningBot, body: unknown, options?: { retryNum?: number }) {
-  return postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body, { ...options, via: bot.slack });
-}
+export const send = deliver;
 
 export const postsIn = (slack: FakeSlack, channel: string, threadTs: string | undefined) =>
   slack

@@ -9,7 +9,6 @@ import {
   messageEvent,
   messageShortcutPayload,
   nextTs,
-  postSignedEvent,
   postSignedForm,
   postSignedInteraction,
   slashCommandFields,
@@ -17,6 +16,7 @@ import {
 } from '../helpers/slack-events.js';
 import {
   AGENT_ID,
+  deliver,
   mention,
   metric,
   type RunningBot,
@@ -30,9 +30,6 @@ import { sleep, waitFor } from '../helpers/wait.js';
 const runPostgres = await shouldRunPostgresTests();
 
 const textOf = (call: SlackApiCall) => String(call.args.text);
-/** Slack delivers an event to the bot, the fake having the message (or channel) first. */
-const deliver = (bot: RunningBot, body: unknown) =>
-  postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body, { via: bot.slack });
 const sessionIdIn = (text: string) => /^echo\[(s-\d+)#\d+\]/.exec(text)?.[1] ?? '';
 
 /** Sessions the agent service still has (what an orphan would be left in). */

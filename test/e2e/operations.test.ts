@@ -16,7 +16,7 @@ import {
   signSlackRequest,
   slashCommandFields,
 } from '../helpers/slack-events.js';
-import { metric, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { deliver, metric, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
 import { type TestStore, testStore } from '../helpers/stores.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
@@ -90,10 +90,7 @@ afterAll(async () => {
 });
 
 const send = (bot: RunningBot, body: unknown, retryNum?: number) =>
-  postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body, {
-    via: bot.slack,
-    ...(retryNum === undefined ? {} : { retryNum }),
-  });
+  deliver(bot, body, retryNum === undefined ? {} : { retryNum });
 
 describe('metrics', () => {
   it('moves as events flow: received, ignored, deduplicated, relayed, agent latency and failures, Slack calls, sessions, store', async () => {

@@ -46,12 +46,21 @@ const before = await postsInThread().catch((error: unknown) =>
   fail(`cannot reach the fake Slack at ${fakeSlackUrl} (${messageOf(error)}): is \`npm run fakes\` running?`),
 );
 
+const mention = appMentionEvent({
+  channel: CHANNEL,
+  user: 'U0LOCAL',
+  text: `<@U0BOT> ${text}`,
+  ts,
+  threadTs,
+});
+// The fake Slack has the message before the bot gets its event, as Slack does (serve.ts).
+const told = await fetch(`${fakeSlackUrl}/fakes/event`, {
+  method: 'POST',
+  body: JSON.stringify(mention),
+}).catch((error: unknown) => fail(`cannot reach the fake Slack at ${fakeSlackUrl} (${messageOf(error)})`));
+if (!told.ok) fail(`the fake Slack at ${fakeSlackUrl} refused the mention: HTTP ${told.status}`);
 try {
-  const result = await postSignedEvent(
-    url,
-    secret,
-    appMentionEvent({ channel: CHANNEL, user: 'U0LOCAL', text: `<@U0BOT> ${text}`, ts, threadTs }),
-  );
+  const result = await postSignedEvent(url, secret, mention);
   process.stdout.write(`POST ${url} -> ${result.status} in ${Math.round(result.ms)} ms; thread ${thread}\n`);
   if (result.status >= 400) process.exit(1);
 } catch (error) {

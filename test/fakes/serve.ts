@@ -54,6 +54,21 @@ slack.mount('/fakes/thread', (_req, res: ServerResponse, url) => {
   res.end(JSON.stringify({ posts }));
 });
 
+/**
+ * The event `npm run fakes:mention` is about to deliver to the bot: the fake Slack has the message first, as
+ * Slack has it before its event goes out, so the bot's reactions and replies find it.
+ */
+slack.mount('/fakes/event', async (req, res: ServerResponse) => {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  try {
+    slack.ingestEvent(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+    res.writeHead(204).end();
+  } catch {
+    res.writeHead(400, { 'content-type': 'text/plain' }).end('an Events API body as JSON\n');
+  }
+});
+
 // npm start also reads .env: what is set here wins over it. Empty is unset, so a .env's app token (Socket Mode)
 // and database (the embedded store under DATA_DIR instead) stay out of it.
 process.stdout.write(`Fakes are running: fake Slack on port ${slack.port}, agent service emulator on port ${new URL(agent.baseUrl).port}; \

@@ -9,6 +9,7 @@ import {
   appContextChangedEvent,
   appMentionEvent,
   blockActionsPayload,
+  channelLifecycleEvent,
   postSignedInteraction,
 } from '../helpers/slack-events.js';
 import { silentSlackLogger } from '../helpers/slack-logger.js';
@@ -1532,15 +1533,24 @@ describe('FakeSlack conversations and messages that exist', () => {
   });
 
   // slack-api-ref: chat.postMessage.json and reactions.add.json document channel_not_found ("Value passed for
-  // `channel` was invalid.") and reactions.add.json message_not_found ("Message specified does not exist.").
+  // `channel` was invalid."), reactions.add.json and reactions.remove.json message_not_found ("Message
+  // specified does not exist.").
   it('knows a conversation once configured or named by an event, and a message once it was posted', async () => {
-    slack = await FakeSlack.start();
+    slack = await FakeSlack.start({ channels: { C0SET: { name: 'configured' } } });
+    slack.expectUnknownTargets();
     const client = clientFor(slack, { retries: 0 });
     const said = async (call: Promise<unknown>) => (await refusal(call)).error;
     expect(await said(client.chat.postMessage({ channel: 'C9', text: 'hello?' }))).toBe('channel_not_found');
     expect(await said(client.reactions.add({ channel: 'C9', timestamp: '1.000001', name: 'eyes' }))).toBe(
       'channel_not_found',
     );
+    expect(await said(client.chat.postMessage({ channel: 'U0ALICE', text: 'a DM by user ID' }))).toBe(
+      'channel_not_found',
+    );
+    const { ts: posted } = await client.chat.postMessage({ channel: 'C0SET', text: 'configured' });
+    expect(
+      await said(client.reactions.remove({ channel: 'C0SET', timestamp: '1.000001', name: 'eyes' })),
+    ).toBe('message_not_found');
 
     const mention = appMentionEvent({ channel: 'C9', user: 'U0ALICE', text: '<@U0BOT> hi' });
     slack.ingestEvent(mention);
@@ -1554,5 +1564,23 @@ describe('FakeSlack conversations and messages that exist', () => {
       thread_ts: mention.event.ts,
     });
     await client.reactions.add({ channel: 'C9', timestamp: String(ts), name: 'white_check_mark' });
+    await client.reactions.add({ channel: 'C0SET', timestamp: String(posted), name: 'eyes' });
+
+    slack.ingestEvent(channelLifecycleEvent('channel_deleted', { channel: 'C9' }));
+    expect(await said(client.chat.postMessage({ channel: 'C9', text: 'anyone?' }))).toBe('channel_not_found');
+    expect(slack.unknownTargets).toEqual([
+      'chat.postMessage C9',
+      'reactions.add C9',
+      'chat.postMessage U0ALICE',
+      'reactions.remove C0SET 1.000001',
+      'reactions.add C9 1.000001',
+      'chat.postMessage C9',
+    ]);
+  });
+
+  it('fails its stop when asked about what it was never told of, as when an event went past it', async () => {
+    const fake = await FakeSlack.start();
+    await refusal(clientFor(fake, { retries: 0 }).chat.postMessage({ channel: 'C0NEVER', text: 'hello?' }));
+    await expect(fake.stop()).rejects.toThrow(/never told of[\s\S]*chat\.postMessage C0NEVER/);
   });
 });

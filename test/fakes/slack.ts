@@ -540,6 +540,15 @@ export class FakeSlack {
   private readonly archived = new Set<string>();
   /** Conversations an event told of (ingestEvent), besides the configured ones and those with messages. */
   private readonly seenChannels = new Set<string>();
+  /** Conversations an event said were deleted: they exist no more. */
+  private readonly deletedChannels = new Set<string>();
+  /**
+   * Calls about a conversation or message the fake was never told of, which Slack refuses as not found:
+   * stop() fails while any exist, since the test most likely delivered an event past the fake (a forgotten
+   * `via`), unless it asked about unknown ones on purpose (expectUnknownTargets).
+   */
+  readonly unknownTargets: string[] = [];
+  private unknownTargetsExpected = false;
   private readonly scopes: readonly string[];
   private readonly rateLimiter: RateLimiter;
   /** Answers the fake gave that Slack does not document for the method; stop() fails while any exist. */
@@ -714,6 +723,16 @@ export class FakeSlack {
         `FakeSlack answered what Slack does not document:\n${this.contractViolations.join('\n')}`,
       );
     }
+    if (this.unknownTargets.length > 0 && !this.unknownTargetsExpected) {
+      throw new Error(
+        `FakeSlack was asked about what it was never told of (deliver the event through the fake: postSignedEvent's via, or configure the channel):\n${this.unknownTargets.join('\n')}`,
+      );
+    }
+  }
+
+  /** For a test of the fake's own refusals: calls about unknown conversations or messages do not fail stop(). */
+  expectUnknownTargets(): void {
+    this.unknownTargetsExpected = true;
   }
 
   /**
@@ -1083,6 +1102,11 @@ export class FakeSlack {
     if (!isRecord(body)) return;
     const event = body.type === 'event_callback' && isRecord(body.event) ? body.event : body;
     for (const id of channelsNamedBy(event)) this.seenChannels.add(id);
+    if (
+      (event.type === 'channel_deleted' || event.type === 'group_deleted') &&
+      typeof event.channel === 'string'
+    )
+      this.deletedChannels.add(event.channel);
     const channel = typeof event.channel === 'string' ? event.channel : undefined;
     if (event.type === 'channel_archive' && channel) this.archived.add(channel);
     if (event.type === 'channel_unarchive' && channel) this.archived.delete(channel);
@@ -1444,9 +1468,11 @@ export class FakeSlack {
     // A channel the workspace does not have does not exist (conversations.info, chat.postMessage …:
     // channel_not_found), nor does another workspace's for a token, unless it is shared with a workspace the
     // token's installation serves.
+    const unknown = channel !== undefined && !this.knows(channel);
+    if (unknown) this.unknownTargets.push(`${call.method} ${channel}`);
     const unreachable =
       channel !== undefined &&
-      (!this.knows(channel) || (installation !== undefined && !this.reaches(installation, channel)));
+      (unknown || (installation !== undefined && !this.reaches(installation, channel)));
     let body: ApiBody;
     this.acting = installation;
     try {
@@ -1939,10 +1965,13 @@ export class FakeSlack {
   }
 
   /**
-   * Whether the conversation exists: configured, told of by an event, or holding messages. Slack answers
-   * channel_not_found for any other ID (slack-api-ref: "Value passed for `channel` was invalid.").
+   * Whether the conversation exists: configured, told of by an event, or holding messages, and not deleted.
+   * Slack answers channel_not_found for any other ID (slack-api-ref: "Value passed for `channel` was
+   * invalid."). A channel's name, or a user's ID for the app's DM, which chat.postMessage also takes, is not
+   * modelled: the bot passes neither, and the fake refuses both.
    */
   private knows(id: string): boolean {
+    if (this.deletedChannels.has(id)) return false;
     return this.channelConfig.has(id) || this.seenChannels.has(id) || this.messages.has(id);
   }
 
@@ -2172,7 +2201,11 @@ export class FakeSlack {
     });
 
     // reactions.remove documents no error for an archived channel; `no_access` is the one that fits.
-    const reactionTarget = (args: Args, archivedError: string): { key: string; name: string } | ApiBody => {
+    const reactionTarget = (
+      method: string,
+      args: Args,
+      archivedError: string,
+    ): { key: string; name: string } | ApiBody => {
       const channel = this.writableChannel(args, archivedError);
       if (typeof channel !== 'string') return channel;
       const ts = str(args, 'timestamp');
@@ -2180,12 +2213,16 @@ export class FakeSlack {
       const name = str(args, 'name');
       if (!name) return fail('invalid_name');
       // A message that is not there, or no longer (reactions.add.json, reactions.remove.json: message_not_found).
-      if (!this.find(channel, ts) || this.deleted.has(`${channel}:${ts}`)) return fail('message_not_found');
+      if (this.deleted.has(`${channel}:${ts}`)) return fail('message_not_found');
+      if (!this.find(channel, ts)) {
+        this.unknownTargets.push(`${method} ${channel} ${ts}`);
+        return fail('message_not_found');
+      }
       return { key: `${channel}:${ts}`, name };
     };
 
     h.set('reactions.add', (args) => {
-      const target = reactionTarget(args, 'is_archived');
+      const target = reactionTarget('reactions.add', args, 'is_archived');
       if ('ok' in target) return target;
       const list = this.reactions.get(target.key) ?? [];
       const existing = list.find((r) => r.name === target.name);
@@ -2201,7 +2238,7 @@ export class FakeSlack {
     });
 
     h.set('reactions.remove', (args) => {
-      const target = reactionTarget(args, 'no_access');
+      const target = reactionTarget('reactions.remove', args, 'no_access');
       if ('ok' in target) return target;
       const list = this.reactions.get(target.key) ?? [];
       const existing = list.find((r) => r.name === target.name);

@@ -48,11 +48,6 @@ export function signSlackRequest(
 }
 
 export interface SignedPostOptions {
-  /**
-   * The fake Slack the event comes from: it learns the message (or channel) first, as Slack has it before its
-   * event goes out, so the bot's calls about it find it there (FakeSlack.ingestEvent).
-   */
-  via?: { ingestEvent(body: unknown): void };
   retryNum?: number;
   retryReason?: string;
   timestampSeconds?: number;
@@ -70,12 +65,20 @@ export interface SignedPostResult {
   ms: number;
 }
 
+export interface SignedEventOptions extends SignedPostOptions {
+  /**
+   * The fake Slack the event comes from: it learns the message (or channel) first, as Slack has it before its
+   * event goes out, so the bot's calls about it find it there (FakeSlack.ingestEvent).
+   */
+  via?: { ingestEvent(body: unknown): void };
+}
+
 /** POSTs a signed Events API body as JSON, like Slack's event delivery. */
 export function postSignedEvent(
   url: string,
   signingSecret: string,
   body: unknown,
-  options: SignedPostOptions = {},
+  options: SignedEventOptions = {},
 ): Promise<SignedPostResult> {
   options.via?.ingestEvent(body);
   const rawBody = options.rawBody ?? JSON.stringify(body);

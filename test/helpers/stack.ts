@@ -5,7 +5,12 @@ import { createLogger } from '../../src/observability/logger.js';
 import type { AgentServiceEmulator } from '../fakes/agent-service.js';
 import type { FakeSlack } from '../fakes/slack.js';
 import { freePort } from './free-port.js';
-import { appMentionEvent, postSignedEvent, type SignedPostResult } from './slack-events.js';
+import {
+  appMentionEvent,
+  postSignedEvent,
+  type SignedPostOptions,
+  type SignedPostResult,
+} from './slack-events.js';
 
 export const SIGNING_SECRET = 'test-signing-secret-0123456789';
 export const BOT_TOKEN = 'xoxb-test-token';
@@ -110,17 +115,24 @@ export async function startBot(options: BotSetup): Promise<RunningBot> {
   };
 }
 
+/**
+ * Slack delivers an Events API body to the bot (a signed HTTP POST), its fake Slack having the message first;
+ * returns the HTTP result.
+ */
+export function deliver(
+  bot: RunningBot,
+  body: unknown,
+  options: SignedPostOptions = {},
+): Promise<SignedPostResult> {
+  return postSignedEvent(bot.eventsUrl, SIGNING_SECRET, body, { ...options, via: bot.slack });
+}
+
 /** Sends an app_mention the way Slack does (signed HTTP POST) and returns the HTTP result. */
 export function mention(
   bot: RunningBot,
   fields: { channel: string; user?: string; text: string; ts?: string; threadTs?: string; eventId?: string },
 ): Promise<SignedPostResult> {
-  return postSignedEvent(
-    bot.eventsUrl,
-    SIGNING_SECRET,
-    appMentionEvent({ user: 'U0ALICE', ...fields, text: fields.text }),
-    { via: bot.slack },
-  );
+  return deliver(bot, appMentionEvent({ user: 'U0ALICE', ...fields, text: fields.text }));
 }
 
 /**
