@@ -10,6 +10,7 @@ import {
   appMentionEvent,
   blockActionsPayload,
   channelLifecycleEvent,
+  nextTs,
   postSignedInteraction,
 } from '../helpers/slack-events.js';
 import { silentSlackLogger } from '../helpers/slack-logger.js';
@@ -1576,6 +1577,29 @@ describe('FakeSlack conversations and messages that exist', () => {
       'reactions.add C9 1.000001',
       'chat.postMessage C9',
     ]);
+  });
+
+  it('keeps a deleted message deleted when Slack delivers its event again', async () => {
+    slack = await FakeSlack.start();
+    const mention = appMentionEvent({ channel: 'C1', user: 'U0ALICE', text: '<@U0BOT> oops' });
+    slack.ingestEvent(mention);
+    slack.ingestEvent({
+      type: 'event_callback',
+      event: {
+        type: 'message',
+        subtype: 'message_deleted',
+        channel: 'C1',
+        deleted_ts: mention.event.ts,
+        ts: nextTs(),
+      },
+    });
+    slack.ingestEvent(mention); // a retry of the first delivery
+    expect(slack.channelMessages('C1')).toEqual([]);
+    const client = clientFor(slack, { retries: 0 });
+    expect(
+      (await refusal(client.reactions.add({ channel: 'C1', timestamp: mention.event.ts, name: 'eyes' })))
+        .error,
+    ).toBe('message_not_found');
   });
 
   it('fails its stop when asked about what it was never told of, as when an event went past it', async () => {

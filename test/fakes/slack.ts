@@ -1122,8 +1122,9 @@ export class FakeSlack {
       return;
     }
     const ts = typeof event.ts === 'string' ? event.ts : undefined;
-    // app_mention and message events describe the same message; keep the first.
-    if (!ts || this.find(channel, ts)) return;
+    // app_mention and message events describe the same message; keep the first. A retried delivery of a
+    // message deleted since does not bring it back.
+    if (!ts || this.find(channel, ts) || this.deleted.has(`${channel}:${ts}`)) return;
     this.seedMessage(channel, {
       ts,
       text: typeof event.text === 'string' ? event.text : '',
