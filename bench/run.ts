@@ -141,8 +141,14 @@ const KINDS = (process.env.BENCH_TARGETS?.split(',') ?? ['bot', 'relay']).filter
 );
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF;
 
-/** A message with no reply this long after the last event of its scenario (plus the agent's latency) is lost. */
-const LOST_AFTER_MS = 15_000;
+/**
+ * A message is lost when it has no reply once the process has posted none for this long (plus the agent's
+ * latency). Answers still coming, however late, are waited for and count in the latency: a process that
+ * falls behind is slow, not lossy.
+ */
+const LOST_AFTER_QUIET_MS = 15_000;
+/** However long a process keeps answering, a scenario's answers are waited for at most this long. */
+const ANSWERS_WAIT_MAX_MS = 300_000;
 /** Once the bot has drained after the last scenario, RSS is read this many times, a second apart. */
 const RSS_SAMPLES = Math.max(3, scaled(10));
 
@@ -237,6 +243,8 @@ function buildEvents(load: Load, channelPrefix: string, roots: string[], slack: 
 class Subject {
   /** Token → when each reply to it was posted. */
   readonly replies = new Map<string, number[]>();
+  /** When the last reply was posted. */
+  lastReplyAt = 0;
   /** Token → when its prompt reached the agent, and when the answer left it. */
   readonly promptAt = new Map<string, number>();
   readonly answerAt = new Map<string, number>();
@@ -262,7 +270,9 @@ class Subject {
       const taken = (response.body as { ok?: unknown } | undefined)?.ok === true;
       if (call.method !== 'chat.postMessage' || !taken) return;
       const token = /^echo\[[^\]]*\]: (q\d+)/.exec(String(call.args.text))?.[1];
-      if (token) this.replies.set(token, [...(this.replies.get(token) ?? []), performance.now()]);
+      if (!token) return;
+      this.lastReplyAt = performance.now();
+      this.replies.set(token, [...(this.replies.get(token) ?? []), this.lastReplyAt]);
     });
     agent.onRequest(({ phase, request }) => {
       if (phase === 'start')
@@ -358,7 +368,7 @@ class Subject {
     throw new Error(`${this.kind} not ready after 30 s (see bench/results/${this.kind}.log)`);
   }
 
-  /** Sends a load and waits for its answers (or gives up on them: what is missing then is lost). */
+  /** Sends a load and waits for its answers while they come (what is missing once they stop is lost). */
   async run(load: Load, channelPrefix: string, roots: string[] = []) {
     this.agent.setLatency(load.agentLatencyMs, 'sendMessage');
     this.replies.clear();
@@ -372,9 +382,13 @@ class Subject {
     const events = buildEvents(load, channelPrefix, roots, this.slack);
     this.threadsSeen += roots.length - opened;
     const offered = await offer(this.url, events, load.rate, load.retryEvery);
-    const deadline = performance.now() + load.agentLatencyMs + LOST_AFTER_MS;
-    while (performance.now() < deadline && events.some(({ token }) => !this.replies.has(token)))
+    const loadEnded = performance.now();
+    while (events.some(({ token }) => !this.replies.has(token))) {
+      const now = performance.now();
+      const quietMs = now - Math.max(this.lastReplyAt, loadEnded);
+      if (quietMs > load.agentLatencyMs + LOST_AFTER_QUIET_MS || now - loadEnded > ANSWERS_WAIT_MAX_MS) break;
       await sleep(50);
+    }
     await sleep(300); // late duplicates
     return offered;
   }
