@@ -243,8 +243,10 @@ function buildEvents(load: Load, channelPrefix: string, roots: string[], slack: 
 class Subject {
   /** Token → when each reply to it was posted. */
   readonly replies = new Map<string, number[]>();
-  /** When the last reply was posted. */
-  lastReplyAt = 0;
+  /** When the last reply to a message of the load now running was posted (0: none yet). */
+  private lastReplyAt = 0;
+  /** The tokens of the load now running: a late reply to an earlier load is not this one's progress. */
+  private runningTokens = new Set<string>();
   /** Token → when its prompt reached the agent, and when the answer left it. */
   readonly promptAt = new Map<string, number>();
   readonly answerAt = new Map<string, number>();
@@ -271,8 +273,9 @@ class Subject {
       if (call.method !== 'chat.postMessage' || !taken) return;
       const token = /^echo\[[^\]]*\]: (q\d+)/.exec(String(call.args.text))?.[1];
       if (!token) return;
-      this.lastReplyAt = performance.now();
-      this.replies.set(token, [...(this.replies.get(token) ?? []), this.lastReplyAt]);
+      const at = performance.now();
+      if (this.runningTokens.has(token)) this.lastReplyAt = at;
+      this.replies.set(token, [...(this.replies.get(token) ?? []), at]);
     });
     agent.onRequest(({ phase, request }) => {
       if (phase === 'start')
@@ -296,6 +299,8 @@ class Subject {
   static async start(kind: Kind): Promise<Subject> {
     const started = performance.now();
     const slack = await FakeSlack.start({ botToken: BOT_TOKEN, rateLimits: BENCH_RATE_LIMITS });
+    // A refused post is no reply (see the listener below); it must not throw away the run's figures.
+    slack.allowUnknownTargets();
     const agent = await AgentServiceEmulator.start({ agents: [AGENT_ID] });
     const database = await createTestDatabase();
     const port = await freePort();
@@ -380,6 +385,8 @@ class Subject {
     this.slack.clearCalls();
     const opened = roots.length;
     const events = buildEvents(load, channelPrefix, roots, this.slack);
+    this.runningTokens = new Set(events.map(({ token }) => token));
+    this.lastReplyAt = 0;
     this.threadsSeen += roots.length - opened;
     const offered = await offer(this.url, events, load.rate, load.retryEvery);
     const loadEnded = performance.now();

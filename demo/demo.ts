@@ -111,6 +111,8 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
         D0AGENT: { name: 'agent', type: 'im', user: ME.id },
       },
     });
+    // A page's request about what the fake never heard of is refused, as Slack does, without failing the stop.
+    slack.allowUnknownTargets();
     cleanups.push(() => slack.stop());
 
     let agentTarget = options.agent;

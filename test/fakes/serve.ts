@@ -17,6 +17,8 @@ const slack = await FakeSlack.start({
   port: slackPort,
   channels: { [LOCAL_CHANNEL.id]: { name: LOCAL_CHANNEL.name } },
 });
+// Events may come from anyone here: a call about what the fake never heard of is refused and logged below.
+slack.allowUnknownTargets();
 const agent = await AgentServiceEmulator.start({ port: agentPort, latencyMs: agentLatencyMs });
 agent.onRequest(({ phase, request }) => {
   if (phase !== 'end') return;
@@ -61,12 +63,24 @@ slack.mount('/fakes/thread', (_req, res: ServerResponse, url) => {
 slack.mount('/fakes/event', async (req, res: ServerResponse) => {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
+  let body: unknown;
   try {
-    slack.ingestEvent(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-    res.writeHead(204).end();
+    body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
   } catch {
-    res.writeHead(400, { 'content-type': 'text/plain' }).end('an Events API body as JSON\n');
+    body = undefined;
   }
+  const isEvent =
+    typeof body === 'object' &&
+    body !== null &&
+    'type' in body &&
+    body.type === 'event_callback' &&
+    'event' in body;
+  if (!isEvent) {
+    res.writeHead(400, { 'content-type': 'text/plain' }).end('an Events API body (event_callback) as JSON\n');
+    return;
+  }
+  slack.ingestEvent(body);
+  res.writeHead(204).end();
 });
 
 // npm start also reads .env: what is set here wins over it. Empty is unset, so a .env's app token (Socket Mode)
