@@ -73,8 +73,6 @@ export function mountWebUi(options: WebUiOptions): { close(): void } {
   const { slack, traffic } = options;
   const streams = new Set<ServerResponse>();
   const ephemerals: UiEphemeral[] = [];
-  /** Which conversation (and thread) a response_url answers, by its id. */
-  const responseTargets = new Map<string, { channel: string; threadTs?: string }>();
 
   const broadcast = (event: string, data: unknown) => {
     const frame = `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
@@ -82,20 +80,7 @@ export function mountWebUi(options: WebUiOptions): { close(): void } {
   };
   const changed = () => broadcast('change', {});
 
-  const stopCalls = slack.onCall((call, response) => {
-    // An answer Slack refused (a sixth at one response_url) is shown to nobody.
-    if (call.method === 'response_url' && response.status === 200) {
-      const target = responseTargets.get(String(call.args.responseId));
-      if (target && (typeof call.args.text === 'string' || Array.isArray(call.args.blocks))) {
-        ephemerals.push({
-          id: nextTs(),
-          ...target,
-          text: typeof call.args.text === 'string' ? call.args.text : undefined,
-          blocks: Array.isArray(call.args.blocks) ? call.args.blocks : undefined,
-          at: call.at,
-        });
-      }
-    }
+  const stopCalls = slack.onCall((call) => {
     if (call.method !== 'auth.test') changed();
   });
   const stopTraffic = traffic.onEntry((entry: TrafficEntry) => broadcast('traffic', entry));
@@ -169,9 +154,7 @@ export function mountWebUi(options: WebUiOptions): { close(): void } {
       const [command = '', ...rest] = line.split(/\s+/);
       if (command !== options.command)
         throw new UiError(`unknown command ${command}; try ${options.command} help`);
-      const responseId = nextTs();
       const threadTs = typeof body.threadTs === 'string' && body.threadTs !== '' ? body.threadTs : undefined;
-      responseTargets.set(responseId, { channel: channel.id, threadTs });
       const result = await postSignedForm(
         options.botEventsUrl,
         options.signingSecret,
@@ -181,7 +164,8 @@ export function mountWebUi(options: WebUiOptions): { close(): void } {
           channel: channel.id,
           channelName: channel.name,
           user: options.me.id,
-          responseUrl: slack.responseUrl(responseId),
+          // The fake shows the bot's answers as Slack would: to the person, where they typed the command.
+          responseUrl: slack.responseUrl(nextTs(), { channel: channel.id, user: options.me.id, threadTs }),
         }),
       );
       expectAck(result, 'the slash command');
@@ -204,9 +188,7 @@ export function mountWebUi(options: WebUiOptions): { close(): void } {
       const messageTs = typeof body.ts === 'string' ? body.ts : '';
       const message = slack.channelMessages(channel.id).find((known) => known.ts === messageTs);
       if (!message) throw new UiError('unknown message');
-      const responseId = nextTs();
       const threadTs = message.thread_ts ?? message.ts;
-      responseTargets.set(responseId, { channel: channel.id, threadTs });
       const result = await postSignedInteraction(
         options.botEventsUrl,
         options.signingSecret,
@@ -216,7 +198,7 @@ export function mountWebUi(options: WebUiOptions): { close(): void } {
           user: options.me.id,
           messageTs,
           threadTs: message.thread_ts,
-          responseUrl: slack.responseUrl(responseId),
+          responseUrl: slack.responseUrl(nextTs(), { channel: channel.id, user: options.me.id, threadTs }),
         }),
       );
       expectAck(result, 'the shortcut');
