@@ -31,7 +31,8 @@ agent.onRequest(({ phase, request }) => {
 const posted: SlackApiCall[] = [];
 slack.onCall((call, response) => {
   const body = response.body as { ok?: unknown; error?: unknown } | undefined;
-  const taken = body?.ok === true;
+  // A response_url answers a plain-text "ok" with HTTP 200; the Web API, `ok: true`.
+  const taken = call.method === 'response_url' ? response.status === 200 : body?.ok === true;
   // A refused call says why, as the bot's log would.
   const refusal = taken ? '' : ` -> ${String(body?.error ?? `HTTP ${response.status}`)}`;
   if (call.method !== 'auth.test')
