@@ -540,7 +540,11 @@ export class FakeSlack {
   private readonly archived = new Set<string>();
   /** Conversations an event told of (ingestEvent), besides the configured ones and those with messages. */
   private readonly seenChannels = new Set<string>();
-  /** Conversations an event said were deleted: they exist no more. */
+  /**
+   * Conversations an event said were deleted (https://docs.slack.dev/reference/events/channel_deleted,
+   * group_deleted; @slack/types ChannelDeletedEvent): they exist no more, and calls about them answer
+   * channel_not_found as for any conversation the workspace does not have.
+   */
   private readonly deletedChannels = new Set<string>();
   /**
    * Calls about a conversation the fake was never told of, or reactions to such a message, which Slack
@@ -1123,13 +1127,15 @@ export class FakeSlack {
     }
     if (subtype === 'message_deleted') {
       this.removeMessage(channel, String(event.deleted_ts));
-      // Also one the fake never held: a later delivery of it does not bring it back.
+      // Also one the fake never held: a later delivery of it does not bring it back (@slack/types
+      // MessageDeletedEvent: `deleted_ts` names the message).
       this.deleted.add(`${channel}:${String(event.deleted_ts)}`);
       return;
     }
     const ts = typeof event.ts === 'string' ? event.ts : undefined;
     // app_mention and message events describe the same message; keep the first. A retried delivery of a
-    // message deleted since does not bring it back.
+    // message deleted since (Slack retries an unacknowledged event: https://docs.slack.dev/apis/events-api/)
+    // does not bring it back.
     if (!ts || this.find(channel, ts) || this.deleted.has(`${channel}:${ts}`)) return;
     this.seedMessage(channel, {
       ts,
