@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { killProcessGroup, watchOutput } from '../helpers/child-output.js';
 import type { TempDataDir } from '../helpers/embedded-store.js';
 import { dataDirOfAnEarlierRun } from './earlier-run.js';
 
@@ -16,7 +17,7 @@ describe('npm run demo', () => {
 
   afterAll(async () => {
     // Its own process group (see below): npm, the shell, tsx and node go together.
-    if (child?.pid !== undefined && groupAlive(child.pid)) process.kill(-child.pid, 'SIGKILL');
+    if (child) killProcessGroup(child);
     await dataDir?.remove();
   });
 
@@ -41,25 +42,18 @@ describe('npm run demo', () => {
     const [command = '', ...args] = typed.split(' ');
     const started = spawn(command, args, { cwd: ROOT, env: ENV, detached: true });
     child = started;
-    let output = '';
-    started.stdout.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    started.stderr.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    const exited = new Promise<void>((resolve) => started.once('exit', () => resolve()));
+    const watched = watchOutput(started, { group: true });
     const url = await Promise.race([
       new Promise<string>((resolve) => {
         const check = () => {
-          const found = /Open (http:\/\/127\.0\.0\.1:\d+\/)/.exec(output)?.[1];
+          const found = /Open (http:\/\/127\.0\.0\.1:\d+\/)/.exec(watched.output())?.[1];
           if (found) resolve(found);
           else started.stdout.once('data', check);
         };
         check();
       }),
-      exited.then(() => {
-        throw new Error(`the demo exited before it was running:\n${output}`);
+      watched.exited.then(() => {
+        throw new Error(`the demo exited before it was running:\n${watched.output()}`);
       }),
     ]);
 
@@ -72,8 +66,8 @@ describe('npm run demo', () => {
 
     // Ctrl-C: the demo stops cleanly, and nothing of it is left running (npm itself ends by the signal).
     process.kill(-(started.pid ?? 0), 'SIGINT');
-    await exited;
-    expect(output).toContain('Stopping…');
+    await watched.exited;
+    expect(watched.output()).toContain('Stopping…');
     await expect.poll(() => groupAlive(started.pid ?? 0), { timeout: 10_000, interval: 100 }).toBe(false);
   }, 60_000);
 });

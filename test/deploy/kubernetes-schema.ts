@@ -62,28 +62,21 @@ interface Line {
 }
 
 /** `value` as a TypeScript literal, one property or element a line, each line with its place in the object. */
-function literal(
-  value: unknown,
-  at: Line['at'],
-  lines: Line[],
-  indent: string,
-  head: string,
-  tail: string,
-): void {
+function literal(value: unknown, at: Line['at'], lines: Line[], head: string, tail: string): void {
   if (Array.isArray(value)) {
-    lines.push({ text: `${indent}${head}[`, at });
+    lines.push({ text: `${head}[`, at });
     value.forEach((item, index) => {
-      literal(item, [...at, index], lines, `${indent}  `, '', ',');
+      literal(item, [...at, index], lines, '', ',');
     });
-    lines.push({ text: `${indent}]${tail}`, at });
+    lines.push({ text: `]${tail}`, at });
   } else if (value !== null && typeof value === 'object') {
-    lines.push({ text: `${indent}${head}{`, at });
+    lines.push({ text: `${head}{`, at });
     for (const [key, child] of Object.entries(value)) {
-      literal(child, [...at, key], lines, `${indent}  `, `${json(key)}: `, ',');
+      literal(child, [...at, key], lines, `${json(key)}: `, ',');
     }
-    lines.push({ text: `${indent}}${tail}`, at });
+    lines.push({ text: `}${tail}`, at });
   } else {
-    lines.push({ text: `${indent}${head}${json(value)}${tail}`, at });
+    lines.push({ text: `${head}${json(value)}${tail}`, at });
   }
 }
 
@@ -108,8 +101,12 @@ function remove(value: unknown, at: Line['at']): void {
 }
 
 const DIAGNOSTIC = /^check\.ts\((\d+),\d+\): error TS(\d+): /;
-/** TypeScript's "Object literal may only specify known properties". */
-const UNKNOWN_PROPERTY = '2353';
+/**
+ * TypeScript's "Object literal may only specify known properties", and the same with a "Did you mean"
+ * suggestion (given for a misspelt key written as an identifier; keys here are quoted, but a typo is as
+ * unknown either way).
+ */
+const UNKNOWN_PROPERTY = new Set(['2353', '2561']);
 /** Each round takes out what it found; a check that still finds something after this many is cut short. */
 const MAX_ROUNDS = 30;
 
@@ -136,7 +133,7 @@ async function unknownFields(objects: readonly K8sObject[]): Promise<string[]> {
       }));
       remaining.forEach((object, index) => {
         const start = lines.length;
-        literal(object, [], lines, '', `export const o${index}: T${index} = `, ';');
+        literal(object, [], lines, `export const o${index}: T${index} = `, ';');
         for (const line of lines.slice(start)) line.object = index;
       });
       await writeFile(path.join(dir, 'check.ts'), lines.map((line) => line.text).join('\n'));
@@ -159,16 +156,15 @@ async function unknownFields(objects: readonly K8sObject[]): Promise<string[]> {
         const match = DIAGNOSTIC.exec(text);
         const line = match ? lines[Number(match[1]) - 1] : undefined;
         return match && line?.object !== undefined && line.at.length > 0
-          ? [{ object: line.object, at: line.at, code: match[2] }]
+          ? [{ object: line.object, at: line.at, code: match[2] ?? '' }]
           : [];
       });
       if (found.length === 0) return [...problems, checked.output.trim()];
-      // Last first: taking out an element moves the ones after it.
-      for (const { object, at, code } of found.reverse()) {
-        if (code === UNKNOWN_PROPERTY)
+      for (const { object, at, code } of found)
+        if (UNKNOWN_PROPERTY.has(code))
           problems.push(`${names[object]}${written(at)}: no such field in the schema`);
-        remove(remaining[object], at);
-      }
+      // Last first: taking out an element moves the ones after it.
+      for (const { object, at } of found.reverse()) remove(remaining[object], at);
     }
     return [...problems, `still finding problems after ${MAX_ROUNDS} rounds`];
   } finally {

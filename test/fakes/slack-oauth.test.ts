@@ -40,11 +40,16 @@ afterEach(async () => {
   slack = undefined;
 });
 
-function client(fake: FakeSlack, token?: string): WebClient {
+function client(
+  fake: FakeSlack,
+  token?: string,
+  options: { rejectRateLimitedCalls?: boolean } = {},
+): WebClient {
   return new WebClient(token, {
     slackApiUrl: fake.apiUrl,
     logger: silentSlackLogger(),
     retryConfig: retryPolicies.rapidRetryPolicy,
+    ...options,
   });
 }
 
@@ -219,13 +224,10 @@ describe('oauth.v2.access', () => {
     slack = await FakeSlack.start({ ...TENANTS, rateLimits: { 'auth.test': { perMinute: 1, burst: 1 } } });
     const first = await install(slack, { teamId: 'T1', userId: 'U1ADMIN' });
     const second = await install(slack, { teamId: 'T2', userId: 'U2ADMIN' });
+    const fake = slack;
     const throttled = (token?: string) =>
-      new WebClient(token, {
-        slackApiUrl: slack?.apiUrl,
-        logger: silentSlackLogger(),
-        rejectRateLimitedCalls: true,
-      }).auth
-        .test()
+      client(fake, token, { rejectRateLimitedCalls: true })
+        .auth.test()
         .then(
           () => 'ok',
           (error: { code?: string }) => error.code,

@@ -11,11 +11,10 @@ import {
   messageEditedEvent,
   messageEvent,
   nextTs,
-  postSignedEvent,
   postSignedForm,
   slashCommandFields,
 } from '../helpers/slack-events.js';
-import { type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { deliver, type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
 import { waitFor } from '../helpers/wait.js';
 
 const runPostgres = await shouldRunPostgresTests();
@@ -131,8 +130,7 @@ describe.runIf(runPostgres)('a store holding 200,000 finished messages', () => {
       env: { USER_RATE_LIMIT: '30' },
     });
     const running = bot;
-    const send = async (body: unknown) =>
-      expect((await postSignedEvent(running.eventsUrl, SIGNING_SECRET, body)).status).toBe(200);
+    const send = async (body: unknown) => expect((await deliver(running, body)).status).toBe(200);
     const answered = (threadTs: string) =>
       waitFor(
         () => slack.threadMessages('C0NEW', threadTs).some((message) => message.bot_id !== undefined),
@@ -157,7 +155,6 @@ describe.runIf(runPostgres)('a store holding 200,000 finished messages', () => {
     // channel archived.
     const root = nextTs();
     const ask = appMentionEvent({ channel: 'C0NEW', user: 'U0ALICE', text: '<@U0BOT> first', ts: root });
-    slack.ingestEvent(ask);
     await send(ask);
     await answered(root);
     const reply = messageEvent({
@@ -167,7 +164,6 @@ describe.runIf(runPostgres)('a store holding 200,000 finished messages', () => {
       text: 'and more',
       threadTs: root,
     });
-    slack.ingestEvent(reply);
     await send(reply);
     await send(
       messageEditedEvent({

@@ -9,8 +9,8 @@ import {
   privatePostgresAvailable,
   startPrivatePostgres,
 } from '../helpers/private-postgres.js';
-import { appMentionEvent, nextTs, postSignedEvent, type SignedPostResult } from '../helpers/slack-events.js';
-import { type RunningBot, SIGNING_SECRET, startBot } from '../helpers/stack.js';
+import { appMentionEvent, nextTs, type SignedPostResult } from '../helpers/slack-events.js';
+import { deliver, type RunningBot, startBot } from '../helpers/stack.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { botPostsIn, readiness } from './support.js';
 
@@ -103,12 +103,7 @@ class Restarts {
       ts,
       threadTs: root,
     });
-    this.slack.ingestEvent(body);
-    return {
-      ts,
-      deliver: (retryNum) =>
-        postSignedEvent(to.eventsUrl, SIGNING_SECRET, body, retryNum === undefined ? {} : { retryNum }),
-    };
+    return { ts, deliver: (retryNum) => deliver(to, body, retryNum === undefined ? {} : { retryNum }) };
   }
 
   async ask(to: RunningBot, text: string, root?: string): Promise<string> {

@@ -168,12 +168,14 @@ describe.runIf(runPostgres)('PostgreSQL outage longer than STORE_OUTAGE_ACK_MS',
       threadTs: nextTs(),
     });
     const dm = messageEvent({ channel: 'D0ALICE', channelType: 'im', user: 'U0ALICE', text: 'in a DM' });
-    for (const body of [followUp, elsewhere, dm]) slack.ingestEvent(body);
     const statuses = [
       (await late.deliver()).status,
       ...(await Promise.all(
         [followUp, elsewhere, dm].map(
-          async (body) => (await postSignedEvent(stack.bot.eventsUrl, SIGNING_SECRET, body)).status,
+          async (body) =>
+            (
+              await postSignedEvent(stack.bot.eventsUrl, SIGNING_SECRET, body, { via: slack })
+            ).status,
         ),
       )),
     ];

@@ -6,7 +6,7 @@ import { TcpProxy } from '../fakes/tcp-proxy.js';
 import { type BotProcess, spawnBot } from '../helpers/bot-process.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { appMentionEvent, nextTs, postSignedEvent, type SignedPostResult } from '../helpers/slack-events.js';
-import { type RunningBot, SIGNING_SECRET, type StoreChoice, startBot } from '../helpers/stack.js';
+import { deliver, type RunningBot, SIGNING_SECRET, type StoreChoice, startBot } from '../helpers/stack.js';
 
 /** The real bot on its own PostgreSQL database, reached through a TcpProxy the test can break. */
 export interface FaultStack {
@@ -78,16 +78,14 @@ export function mentionIn(
     ts,
     threadTs: thread?.threadTs,
   });
-  stack.slack.ingestEvent(body);
-  const deliver = (retryNum?: number) =>
-    postSignedEvent(stack.bot.eventsUrl, SIGNING_SECRET, body, retryNum === undefined ? {} : { retryNum });
+  const send = (retryNum?: number) => deliver(stack.bot, body, retryNum === undefined ? {} : { retryNum });
   return {
     ts,
-    deliver,
+    deliver: send,
     deliverUntilAcknowledged: async () => {
-      let result = await deliver();
+      let result = await send();
       for (let retryNum = 1; result.status !== 200 && retryNum <= 3; retryNum++)
-        result = await deliver(retryNum);
+        result = await send(retryNum);
       return result;
     },
   };
@@ -255,8 +253,7 @@ export class PerTestFakes {
       ts,
       threadTs: where.root,
     });
-    this.slack.ingestEvent(body);
-    expect((await postSignedEvent(eventsUrl, SIGNING_SECRET, body)).status).toBe(200);
+    expect((await postSignedEvent(eventsUrl, SIGNING_SECRET, body, { via: this.slack })).status).toBe(200);
     return ts;
   }
 
