@@ -21,7 +21,7 @@ export function botReadiness(parts: {
     store: () =>
       // A failed check starts the outage clock (a replica with no traffic); only a recorded event ends it, as a
       // store that answers reads may still refuse writes (a read-only failover, a full disk).
-      db.query('SELECT 1').catch((error: unknown) => {
+      db.ping().catch((error: unknown) => {
         storeOutage.failed();
         throw error;
       }),

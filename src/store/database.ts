@@ -33,6 +33,13 @@ const BEGIN = `BEGIN; SET LOCAL statement_timeout = ${STATEMENT_TIMEOUT_MS}; SET
  */
 const QUERY_TIMEOUT_MS = 6_000;
 const CONNECT_TIMEOUT_MS = 3_000;
+/** The readiness check gives up after 2 s: a ping connection silent that long is replaced by the next check. */
+const PING_TIMEOUT_MS = 2_000;
+
+/** The PostgreSQL connections one process opens at most: its pool, and the readiness check's own. */
+export function postgresConnections(poolSize: number): number {
+  return poolSize + 1;
+}
 
 export async function openDatabase(config: StoreConfig, options: DatabaseOptions = {}): Promise<Database> {
   const db =
@@ -54,8 +61,20 @@ function openPostgres(databaseUrl: string, poolSize: number): Database {
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
   });
+  // Its own connection, so the answer does not wait behind the work queued for the pool.
+  const pings = new pg.Pool({
+    connectionString: databaseUrl,
+    max: 1,
+    connectionTimeoutMillis: PING_TIMEOUT_MS,
+    // Kept between probes (every 10 s by default in Kubernetes), so a probe does not open a connection.
+    idleTimeoutMillis: 60_000,
+    query_timeout: PING_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+  });
   // An idle connection the server or the network ends must not crash the process; the next query reports it.
   pool.on('error', () => {});
+  pings.on('error', () => {});
   const run = async <Row extends object>(
     on: pg.Pool | pg.PoolClient,
     sql: string,
@@ -108,7 +127,16 @@ function openPostgres(databaseUrl: string, poolSize: number): Database {
         client.release(broken);
       }
     },
-    close: () => pool.end(),
+    async ping() {
+      try {
+        await pings.query('SELECT 1');
+      } catch (error) {
+        throw asStoreError(error, databaseUrl);
+      }
+    },
+    close: async () => {
+      await Promise.all([pool.end(), pings.end()]);
+    },
   };
 }
 
@@ -131,6 +159,7 @@ function timed(db: Database, onQuery: (durationMs: number, ok: boolean) => void)
     query: time((sql, params) => db.query(sql, params)),
     // Each statement of a transaction is timed as one, so the metric counts every round trip.
     transaction: (work) => db.transaction((query) => work(time(query))),
+    ping: () => db.ping(),
     close: () => db.close(),
     writeProblem: db.writeProblem && (() => db.writeProblem?.()),
   };

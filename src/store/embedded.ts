@@ -60,6 +60,14 @@ export async function openEmbedded(dataDir: string): Promise<Database> {
         throw failed(error);
       }
     },
+    // One process's database, one queue: nothing to keep apart.
+    async ping() {
+      try {
+        await db.query('SELECT 1');
+      } catch (error) {
+        throw failed(error);
+      }
+    },
     async close() {
       await db.close();
       await releaseLock();

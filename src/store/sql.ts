@@ -7,6 +7,11 @@ export interface Database {
   ): Promise<Row[]>;
   /** Runs `work` in one transaction on one connection; rolls back if it throws. */
   transaction<T>(work: (query: SqlQuery) => Promise<T>): Promise<T>;
+  /**
+   * Resolves when the store answers, on a connection kept for this alone (PostgreSQL): a replica whose
+   * connections are all busy with work still has a store that answers.
+   */
+  ping(): Promise<void>;
   close(): Promise<void>;
   /**
    * The embedded store: why its files refuse writes (a full or read-only disk), from the last write that

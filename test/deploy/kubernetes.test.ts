@@ -7,6 +7,7 @@ import type { IPodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import type { IConfigMap, IContainer, IContainerPort, IProbe, ISecret, IService } from 'kubernetes-models/v1';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ENV_VARIABLES, loadConfig } from '../../src/config/index.js';
+import { postgresConnections } from '../../src/store/database.js';
 import { schemaProblems } from './kubernetes-schema.js';
 import {
   type Env,
@@ -312,9 +313,9 @@ for (const variant of VARIANTS) {
       const surge = Number(deployment.spec?.strategy?.rollingUpdate?.maxSurge ?? 1);
       // Draining pods still hold their pools while new ones open theirs.
       const pods = 2 * maxPods + surge;
-      const poolSize = loadConfig(env).store;
-      expect(poolSize.kind).toBe('postgres');
-      const connections = pods * (poolSize.kind === 'postgres' ? poolSize.poolSize : 0);
+      const store = loadConfig(env).store;
+      expect(store.kind).toBe('postgres');
+      const connections = pods * (store.kind === 'postgres' ? postgresConnections(store.poolSize) : 0);
       expect(connections).toBeLessThanOrEqual(POSTGRES_DEFAULT_CONNECTIONS);
     });
 

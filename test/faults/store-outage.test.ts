@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { describe, expect, it, type TestContext } from 'vitest';
 import { shouldRunPostgresTests } from '../helpers/postgres.js';
 import { appMentionEvent, messageEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
@@ -257,4 +258,53 @@ describe.runIf(runPostgres)('PostgreSQL outage longer than STORE_OUTAGE_ACK_MS',
     await sleep(500);
     expect(notes(CHANNEL, late.event.ts)).toHaveLength(1);
   }, 60_000);
+});
+
+/**
+ * Readiness asks whether the store answers, not whether this replica has a connection free: a replica whose
+ * connections all wait (a burst, a lock held elsewhere) would otherwise leave the balancer's rotation
+ * exactly when it has work, and with every replica busy, Slack would find no one to deliver to.
+ */
+describe.runIf(runPostgres)('PostgreSQL busy, not gone', () => {
+  it('stays ready while every store connection waits on a lock, then answers the waiting messages once', async ({
+    onTestFinished,
+  }) => {
+    const stack = await startStack(onTestFinished, { ...ENV, DATABASE_POOL_SIZE: '2' });
+    const { slack, bot } = stack;
+    expect(await readiness(bot)).toEqual([200, 200]);
+
+    // Another client holds the inbox: every event the bot records waits on it, each holding a connection.
+    const locker = new pg.Client({ connectionString: stack.database.url });
+    await locker.connect();
+    onTestFinished(() => locker.end());
+    await locker.query('BEGIN; LOCK TABLE inbox IN ACCESS EXCLUSIVE MODE');
+    const mentions = [0, 1, 2, 3].map((i) => mentionIn(stack, channelOf(i), `while busy ${i}`));
+    const first = mentions.map((mention) => mention.deliver());
+    // Long enough for a readiness check stuck behind those connections to have given up (2 s).
+    await sleep(2_500);
+    const asked = Date.now();
+    expect(await readiness(bot)).toEqual([200, 200]);
+    expect(Date.now() - asked).toBeLessThan(1_000);
+
+    await locker.query('COMMIT');
+    // Those refused while the lock was held come back with Slack's retries.
+    await Promise.all(
+      mentions.map(async (mention, i) => {
+        let status = (await first[i])?.status;
+        for (let retryNum = 1; status !== 200 && retryNum <= 3; retryNum++)
+          status = (await mention.deliver(retryNum)).status;
+        expect(status).toBe(200);
+      }),
+    );
+    await waitFor(
+      () => mentions.every((mention, i) => botPostsIn(slack, channelOf(i), mention.ts).length > 0),
+      'every waiting message answered',
+      15_000,
+    );
+    await sleep(500);
+    for (const [i, mention] of mentions.entries())
+      expect(botPostsIn(slack, channelOf(i), mention.ts).map((post) => post.text)).toEqual([
+        expect.stringMatching(new RegExp(`: while busy ${i}$`)),
+      ]);
+  }, 30_000);
 });
