@@ -140,6 +140,11 @@ describe('many huge agent replies at once', () => {
     expect(posts.map((post) => String(post.args.thread_ts)).sort()).toEqual([...roots].sort());
     for (const post of posts)
       expect(String(post.args.text)).toMatch(/^:warning: The agent service sent a reply I could not read\./);
-    expect(agent.requestsFor('createSession')).toHaveLength(THREADS);
+    // Under a loaded machine this once came out at 32: the bot's warnings say which calls were retried.
+    const warnings = bot
+      .output()
+      .split('\n')
+      .filter((line) => /"level":(40|50)/.test(line));
+    expect(agent.requestsFor('createSession'), warnings.join('\n')).toHaveLength(THREADS);
   }, 45_000);
 });
