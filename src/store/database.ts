@@ -66,7 +66,7 @@ function openPostgres(databaseUrl: string, poolSize: number): Database {
     connectionString: databaseUrl,
     max: 1,
     connectionTimeoutMillis: PING_TIMEOUT_MS,
-    // Kept between probes (every 10 s by default in Kubernetes), so a probe does not open a connection.
+    // Kept between probes (seconds apart), so a probe does not open a connection.
     idleTimeoutMillis: 60_000,
     query_timeout: PING_TIMEOUT_MS,
     keepAlive: true,

@@ -170,8 +170,8 @@ export function perTestFakes(): PerTestFakes {
  * `it` with a fresh fake Slack, agent emulator and PostgreSQL database of the test's own (`fakes`), as
  * `perTestFakes` gives, stopped after it: cases that each wait seconds on the bot's timers can then run side by
  * side (a `describe` with `{ concurrent: true }`), as none shares anything with another. Their bots keep a
- * few connections each (DATABASE_POOL_SIZE): bots × pool size must stay under the server's max_connections,
- * which the other files running meanwhile share.
+ * few connections each (DATABASE_POOL_SIZE, and one for /readyz): bots × (pool size + 1) must stay under the
+ * server's max_connections, which the other files running meanwhile share.
  */
 export const itWithFakes = it.extend<{ fakes: PerTestFakes }>({
   // biome-ignore lint/correctness/noEmptyPattern: Vitest reads what a fixture depends on from this pattern.

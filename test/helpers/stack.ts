@@ -57,8 +57,8 @@ export interface BotSetup {
 
 /**
  * The variables that put a bot or an entry point on `store`. On PostgreSQL a few connections, not the default
- * 10: the bots of the files running side by side share the server's max_connections (100), and none of them
- * needs more.
+ * 10 (and one more once /readyz is asked): the bots of the files running side by side share the server's
+ * max_connections (100), and none of them needs more.
  */
 export function storeVariables(store: StoreChoice): Record<string, string> {
   return store.kind === 'embedded'
