@@ -50,27 +50,28 @@ export async function openDatabase(config: StoreConfig, options: DatabaseOptions
 }
 
 function openPostgres(databaseUrl: string, poolSize: number): Database {
-  const pool = new pg.Pool({
+  const connections = {
     connectionString: databaseUrl,
-    max: poolSize,
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    idleTimeoutMillis: 30_000,
-    query_timeout: QUERY_TIMEOUT_MS,
     // No start-up parameters (statement_timeout, options, ...): see BEGIN.
     // TCP keep-alive: a connection the network dropped without a FIN is noticed and replaced.
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
+  };
+  const pool = new pg.Pool({
+    ...connections,
+    max: poolSize,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    idleTimeoutMillis: 30_000,
+    query_timeout: QUERY_TIMEOUT_MS,
   });
   // Its own connection, so the answer does not wait behind the work queued for the pool.
   const pings = new pg.Pool({
-    connectionString: databaseUrl,
+    ...connections,
     max: 1,
     connectionTimeoutMillis: PING_TIMEOUT_MS,
     // Kept between probes (seconds apart), so a probe does not open a connection.
     idleTimeoutMillis: 60_000,
     query_timeout: PING_TIMEOUT_MS,
-    keepAlive: true,
-    keepAliveInitialDelayMillis: 10_000,
   });
   // An idle connection the server or the network ends must not crash the process; the next query reports it.
   pool.on('error', () => {});
@@ -128,11 +129,7 @@ function openPostgres(databaseUrl: string, poolSize: number): Database {
       }
     },
     async ping() {
-      try {
-        await pings.query('SELECT 1');
-      } catch (error) {
-        throw asStoreError(error, databaseUrl);
-      }
+      await run(pings, 'SELECT 1');
     },
     close: async () => {
       await Promise.all([pool.end(), pings.end()]);

@@ -33,17 +33,18 @@ export async function openEmbedded(dataDir: string): Promise<Database> {
   const landed = (affectedRows: number | undefined) => {
     if ((affectedRows ?? 0) > 0) writeProblem = undefined;
   };
+  const query = async <Row extends object>(sql: string, params?: readonly unknown[]) => {
+    try {
+      const result = await db.query<Row>(sql, params ? [...params] : undefined);
+      landed(result.affectedRows);
+      return result.rows;
+    } catch (error) {
+      throw failed(error);
+    }
+  };
   return {
     kind: 'embedded',
-    async query<Row extends object>(sql: string, params?: readonly unknown[]) {
-      try {
-        const result = await db.query<Row>(sql, params ? [...params] : undefined);
-        landed(result.affectedRows);
-        return result.rows;
-      } catch (error) {
-        throw failed(error);
-      }
-    },
+    query,
     async transaction<T>(work: (query: SqlQuery) => Promise<T>): Promise<T> {
       let affected = 0;
       try {
@@ -62,11 +63,7 @@ export async function openEmbedded(dataDir: string): Promise<Database> {
     },
     // One process's database, one queue: nothing to keep apart.
     async ping() {
-      try {
-        await db.query('SELECT 1');
-      } catch (error) {
-        throw failed(error);
-      }
+      await query('SELECT 1');
     },
     async close() {
       await db.close();
