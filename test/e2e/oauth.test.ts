@@ -9,16 +9,11 @@ import { FakeSlack, type FakeSlackOptions } from '../fakes/slack.js';
 import { freePort } from '../helpers/free-port.js';
 import { installThroughSlack } from '../helpers/oauth-install.js';
 import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '../helpers/postgres.js';
-import {
-  appMentionEvent,
-  nextTs,
-  postSignedEvent,
-  postSignedForm,
-  slashCommandFields,
-} from '../helpers/slack-events.js';
+import { appMentionEvent, nextTs, postSignedForm, slashCommandFields } from '../helpers/slack-events.js';
 import {
   AGENT_ID,
   botEnvironment,
+  deliver,
   LogCapture,
   metric,
   type RunningBot,
@@ -60,7 +55,7 @@ const sessionOf = (text: string) => /^echo\[(s-\d+)#\d+\]/.exec(text)?.[1] ?? ''
 function mentionIn(bot: RunningBot, slack: FakeSlack, teamId: string, channel: string, text: string) {
   const ts = nextTs();
   const envelope = slack.tenancy.addressed(appMentionEvent({ teamId, channel, user: 'U0ALICE', text, ts }));
-  return { ts, sent: postSignedEvent(bot.eventsUrl, SIGNING_SECRET, envelope, { via: bot.slack }) };
+  return { ts, sent: deliver(bot, envelope) };
 }
 
 describe('many workspaces, installed with "Add to Slack"', () => {
@@ -163,9 +158,7 @@ describe('many workspaces, installed with "Add to Slack"', () => {
     await installThroughSlack(`${bot.baseUrl}/slack/install`, slack, { teamId: 'T5' });
     await answered('before');
     const { appUninstalled } = slack.tenancy.uninstall({ teamId: 'T5' });
-    expect(
-      (await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, appUninstalled, { via: bot.slack })).status,
-    ).toBe(200);
+    expect((await deliver(bot, appUninstalled)).status).toBe(200);
     await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'removal done');
 
     const journey = await installThroughSlack(`${bot.baseUrl}/slack/install`, slack, { teamId: 'T5' });
@@ -182,9 +175,7 @@ describe('many workspaces, installed with "Add to Slack"', () => {
     };
     await installThroughSlack(`${bot.baseUrl}/slack/install`, slack, { teamId: 'T6' });
     const { appUninstalled } = slack.tenancy.uninstall({ teamId: 'T6' });
-    expect(
-      (await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, appUninstalled, { via: bot.slack })).status,
-    ).toBe(200);
+    expect((await deliver(bot, appUninstalled)).status).toBe(200);
     await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'removal done');
     // Slack's event_time is in whole seconds: the reinstall comes in a later second, as any real one does.
     await waitFor(() => Date.now() >= (appUninstalled.event_time + 1) * 1000, 'a second later');
@@ -194,8 +185,7 @@ describe('many workspaces, installed with "Add to Slack"', () => {
     const before = await answered('reinstalled');
 
     // Slack retries an event for up to an hour: the same uninstall again, after the reinstall.
-    const retried = await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, appUninstalled, {
-      via: bot.slack,
+    const retried = await deliver(bot, appUninstalled, {
       retryNum: 3,
       retryReason: 'http_timeout',
     });
@@ -253,18 +243,14 @@ describe('many workspaces, installed with "Add to Slack"', () => {
 
     const revoked = slack.tenancy.removeFromWorkspace('E1', 'T4');
     expect(revoked).toMatchObject({ team_id: null, enterprise_id: 'E1', event: { team_ids: ['T4'] } });
-    expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, revoked, { via: bot.slack })).status).toBe(
-      200,
-    );
+    expect((await deliver(bot, revoked)).status).toBe(200);
     await waitFor(() => !alive().includes(west), "the workspace's session deleted");
     await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'removal done');
     expect(alive()).toContain(east);
 
     // Delivered again: nothing more is deleted.
     const deletions = agent.requestsFor('deleteSession').length;
-    expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, revoked, { via: bot.slack })).status).toBe(
-      200,
-    );
+    expect((await deliver(bot, revoked)).status).toBe(200);
     await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'nothing pending');
     expect(agent.requestsFor('deleteSession')).toHaveLength(deletions);
     expect(alive()).toContain(east);
@@ -275,9 +261,7 @@ describe('many workspaces, installed with "Add to Slack"', () => {
     await waitFor(() => Date.now() >= (Math.floor(removedAt / 1000) + 1) * 1000, 'a second later');
     const granted = slack.tenancy.addToWorkspace('E1', 'T4');
     expect(granted).toMatchObject({ team_id: null, enterprise_id: 'E1', event: { team_ids: ['T4'] } });
-    expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, granted, { via: bot.slack })).status).toBe(
-      200,
-    );
+    expect((await deliver(bot, granted)).status).toBe(200);
     expect(await started('T4', 'C4', 'west is back')).not.toBe('');
   });
 
@@ -285,37 +269,27 @@ describe('many workspaces, installed with "Add to Slack"', () => {
     const refused = async () =>
       (await metric(bot, 'slack_events_ignored_total{type="app_mention",reason="workspace-removed"}')) ?? 0;
     const granted = slack.tenancy.addToWorkspace('E1', 'T4');
-    expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, granted, { via: bot.slack })).status).toBe(
-      200,
-    );
+    expect((await deliver(bot, granted)).status).toBe(200);
     // A mention sent while the app served there, whose delivery failed: Slack retries it for up to an hour.
     const ts = nextTs();
     const mention = slack.tenancy.addressed(
       appMentionEvent({ teamId: 'T4', channel: 'C4', user: 'U0ALICE', text: '<@U0BOTE1> late', ts }),
     );
     const revoked = slack.tenancy.removeFromWorkspace('E1', 'T4');
-    expect((await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, revoked, { via: bot.slack })).status).toBe(
-      200,
-    );
+    expect((await deliver(bot, revoked)).status).toBe(200);
     await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'removal done');
 
     const retry = { retryNum: 1, retryReason: 'http_timeout' };
-    expect(
-      (await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, granted, { ...retry, via: bot.slack })).status,
-    ).toBe(200);
+    expect((await deliver(bot, granted, retry)).status).toBe(200);
     const before = await refused();
-    expect(
-      (await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, mention, { ...retry, via: bot.slack })).status,
-    ).toBe(200);
+    expect((await deliver(bot, mention, retry)).status).toBe(200);
     expect(await refused()).toBe(before + 1);
     expect(slack.callsOf('chat.postMessage').some((call) => call.args.thread_ts === ts)).toBe(false);
   });
 
   it('an org-wide uninstall does not refuse a workspace of the org that then installs the app on its own', async () => {
     const { appUninstalled } = slack.tenancy.uninstall({ enterpriseId: 'E1' });
-    expect(
-      (await postSignedEvent(bot.eventsUrl, SIGNING_SECRET, appUninstalled, { via: bot.slack })).status,
-    ).toBe(200);
+    expect((await deliver(bot, appUninstalled)).status).toBe(200);
     await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'removal done');
 
     const journey = await installThroughSlack(`${bot.baseUrl}/slack/install`, slack, { teamId: 'T3' });

@@ -7,10 +7,9 @@ import {
   messageEvent,
   messageShortcutPayload,
   nextTs,
-  postSignedEvent,
   postSignedInteraction,
 } from '../helpers/slack-events.js';
-import { AGENT_ID, mention, SIGNING_SECRET } from '../helpers/stack.js';
+import { AGENT_ID, deliver, mention, SIGNING_SECRET } from '../helpers/stack.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 /**
@@ -27,8 +26,7 @@ const stack = botPerSuite({
 });
 
 const textOf = (call: SlackApiCall) => String(call.args.text);
-const send = (body: unknown) =>
-  postSignedEvent(stack.bot.eventsUrl, SIGNING_SECRET, body, { via: stack.slack });
+const send = (body: unknown) => deliver(stack.bot, body);
 const promptsSent = () => stack.agent.requestsFor('sendMessage').map((r) => r.prompt);
 const liveSessions = () => stack.agent.sessionsOf(AGENT_ID).map((s) => s.uuid);
 const threadMessage = (user: string, text: string, threadTs: string, ts = nextTs()) =>

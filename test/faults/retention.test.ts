@@ -5,8 +5,8 @@ import { Inbox } from '../../src/inbox/inbox.js';
 import { openDatabase } from '../../src/store/database.js';
 import { migrate } from '../../src/store/schema.js';
 import { shouldRunPostgresTests } from '../helpers/postgres.js';
-import { channelLifecycleEvent, postSignedEvent } from '../helpers/slack-events.js';
-import { SIGNING_SECRET } from '../helpers/stack.js';
+import { channelLifecycleEvent } from '../helpers/slack-events.js';
+import { deliver } from '../helpers/stack.js';
 import { waitFor } from '../helpers/wait.js';
 import { botPostsIn, type FaultStack, mentionIn, perTestFakes, startFaultStack } from './support.js';
 
@@ -44,8 +44,7 @@ describe.runIf(runPostgres)('what the store keeps', () => {
     await stack.stop();
   });
 
-  const send = (body: unknown) =>
-    postSignedEvent(stack.bot.eventsUrl, SIGNING_SECRET, body, { via: stack.slack });
+  const send = (body: unknown) => deliver(stack.bot, body);
   const openJobs = async () =>
     (await stack.sql(`SELECT 1 FROM inbox WHERE state IN ('pending', 'running')`)).length;
 
