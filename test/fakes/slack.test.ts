@@ -1552,6 +1552,13 @@ describe('FakeSlack conversations and messages that exist', () => {
     expect(
       await said(client.reactions.remove({ channel: 'C0SET', timestamp: '1.000001', name: 'eyes' })),
     ).toBe('message_not_found');
+    expect(await said(client.chat.update({ channel: 'C0SET', ts: '1.000002', text: 'edited' }))).toBe(
+      'message_not_found',
+    );
+    expect(await said(client.chat.delete({ channel: 'C0SET', ts: '1.000003' }))).toBe('message_not_found');
+    expect(await said(client.chat.getPermalink({ channel: 'C0SET', message_ts: '1.000004' }))).toBe(
+      'message_not_found',
+    );
 
     const mention = appMentionEvent({ channel: 'C9', user: 'U0ALICE', text: '<@U0BOT> hi' });
     slack.ingestEvent(mention);
@@ -1580,6 +1587,9 @@ describe('FakeSlack conversations and messages that exist', () => {
       'reactions.add C9',
       'chat.postMessage U0ALICE',
       'reactions.remove C0SET 1.000001',
+      'chat.update C0SET 1.000002',
+      'chat.delete C0SET 1.000003',
+      'chat.getPermalink C0SET 1.000004',
       'reactions.add C9 1.000001',
     ]);
   });

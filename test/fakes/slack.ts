@@ -547,8 +547,7 @@ export class FakeSlack {
    */
   private readonly deletedChannels = new Set<string>();
   /**
-   * Calls about a conversation the fake was never told of, or reactions to such a message, which Slack
-   * refuses as not found: stop() fails while any exist, since a test most likely delivered an event past the
+   * Calls about a conversation or a message the fake was never told of, which Slack refuses as not found: stop() fails while any exist, since a test most likely delivered an event past the
    * fake (a forgotten `via`), unless unknown ones are allowed (allowUnknownTargets).
    */
   readonly unknownTargets: string[] = [];
@@ -1628,6 +1627,19 @@ export class FakeSlack {
     return map;
   }
 
+  /**
+   * The message a call is about. One that is not there, or no longer, is refused as message_not_found
+   * (slack-api-ref chat.update.json, chat.delete.json, chat.getPermalink.json, reactions.add.json,
+   * reactions.remove.json); one the fake never saw, in a conversation it knows, is recorded in unknownTargets,
+   * as its event most likely went past the fake.
+   */
+  private messageAskedAbout(method: string, channel: string, ts: string): StoredMessage | undefined {
+    const stored = this.find(channel, ts);
+    if (!stored && this.knows(channel) && !this.deleted.has(`${channel}:${ts}`))
+      this.unknownTargets.push(`${method} ${channel} ${ts}`);
+    return stored;
+  }
+
   private find(channel: string, ts: string): StoredMessage | undefined {
     return this.messages.get(channel)?.get(ts);
   }
@@ -2117,7 +2129,7 @@ export class FakeSlack {
       const channel = this.writableChannel(args, 'is_inactive');
       if (typeof channel !== 'string') return channel;
       const ts = str(args, 'ts');
-      const stored = ts ? this.find(channel, ts) : undefined;
+      const stored = ts ? this.messageAskedAbout('chat.update', channel, ts) : undefined;
       if (!ts || !stored) return fail('message_not_found');
       if (stored.message.user !== this.me.botUserId) return fail('cant_update_message');
       const invalid = this.checkContent('chat.update', args);
@@ -2133,7 +2145,7 @@ export class FakeSlack {
       const channel = str(args, 'channel');
       if (!channel) return fail('channel_not_found');
       const ts = str(args, 'ts');
-      const stored = ts ? this.find(channel, ts) : undefined;
+      const stored = ts ? this.messageAskedAbout('chat.delete', channel, ts) : undefined;
       if (!ts || !stored || stored.message.subtype === 'tombstone') return fail('message_not_found');
       if (stored.message.user !== this.me.botUserId) return fail('cant_delete_message');
       this.removeMessage(channel, ts);
@@ -2168,7 +2180,7 @@ export class FakeSlack {
       const channel = str(args, 'channel');
       const ts = str(args, 'message_ts');
       if (!channel) return fail('channel_not_found');
-      if (!ts || !this.find(channel, ts)) return fail('message_not_found');
+      if (!ts || !this.messageAskedAbout('chat.getPermalink', channel, ts)) return fail('message_not_found');
       const base = `https://${this.teamName.toLowerCase().replace(/[^a-z0-9]+/g, '-')}.slack.com`;
       return { ok: true, channel, permalink: `${base}/archives/${channel}/p${ts.replace('.', '')}` };
     });
@@ -2228,12 +2240,9 @@ export class FakeSlack {
       if (!ts) return fail('no_item_specified');
       const name = str(args, 'name');
       if (!name) return fail('invalid_name');
-      // A message that is not there, or no longer (reactions.add.json, reactions.remove.json: message_not_found).
-      if (this.deleted.has(`${channel}:${ts}`)) return fail('message_not_found');
-      if (!this.find(channel, ts)) {
-        this.unknownTargets.push(`${method} ${channel} ${ts}`);
+      // A message deleted (a root with replies stays as a tombstone) takes no reaction either.
+      if (this.deleted.has(`${channel}:${ts}`) || !this.messageAskedAbout(method, channel, ts))
         return fail('message_not_found');
-      }
       return { key: `${channel}:${ts}`, name };
     };
 
