@@ -8,6 +8,8 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 1024 });
 export interface PreparedEvent {
   /** The unique token in the message text, which the reply repeats. */
   token: string;
+  /** The Events API body, as sent (`raw`). */
+  body: unknown;
   raw: string;
   headers: Record<string, string>;
 }
@@ -16,6 +18,7 @@ export function prepareEvent(secret: string, token: string, body: unknown): Prep
   const raw = JSON.stringify(body);
   return {
     token,
+    body,
     raw,
     headers: {
       'content-type': 'application/json',
@@ -82,6 +85,8 @@ export async function offer(
   events: readonly PreparedEvent[],
   rate: number,
   retryEvery: number,
+  /** Called as each event first goes out: Slack has a message from when it is sent, not before. */
+  onFirstSend: (event: PreparedEvent) => void = () => {},
 ): Promise<Offered> {
   const result: Offered = {
     sentAt: new Map(),
@@ -110,6 +115,7 @@ export async function offer(
       const wait = started + (i * 1000) / rate - performance.now();
       if (wait > 1) await sleep(wait);
     }
+    onFirstSend(event);
     result.sentAt.set(event.token, performance.now());
     inflight.push(send(event));
     if (retryEvery > 0 && i % retryEvery === retryEvery - 1) {

@@ -213,12 +213,10 @@ let tokenCounter = 0;
 let userCounter = 0;
 
 /**
- * Signed app_mention events with a unique token each, built before the load starts, and their messages put in
- * the fake Slack first, as Slack has a message before it delivers its event (the bot's calls about the
- * channel and the message find them). `roots`: the threads' root messages, filled in as each thread's first
- * message is made (given: continued).
+ * Signed app_mention events with a unique token each, built before the load starts. `roots`: the threads' root
+ * messages, filled in as each thread's first message is made (given: continued).
  */
-function buildEvents(load: Load, channelPrefix: string, roots: string[], slack: FakeSlack): PreparedEvent[] {
+function buildEvents(load: Load, channelPrefix: string, roots: string[]): PreparedEvent[] {
   const events: PreparedEvent[] = [];
   for (let i = 0; i < load.messages; i++) {
     const thread = i % load.threads;
@@ -233,7 +231,6 @@ function buildEvents(load: Load, channelPrefix: string, roots: string[], slack: 
       ts,
       threadTs: root,
     });
-    slack.ingestEvent(body);
     events.push(prepareEvent(SECRET, token, body));
   }
   return events;
@@ -243,10 +240,6 @@ function buildEvents(load: Load, channelPrefix: string, roots: string[], slack: 
 class Subject {
   /** Token → when each reply to it was posted. */
   readonly replies = new Map<string, number[]>();
-  /** When the last reply to a message of the load now running was posted (0: none yet). */
-  private lastReplyAt = 0;
-  /** The tokens of the load now running: a late reply to an earlier load is not this one's progress. */
-  private runningTokens = new Set<string>();
   /** Token → when its prompt reached the agent, and when the answer left it. */
   readonly promptAt = new Map<string, number>();
   readonly answerAt = new Map<string, number>();
@@ -272,10 +265,7 @@ class Subject {
       const taken = (response.body as { ok?: unknown } | undefined)?.ok === true;
       if (call.method !== 'chat.postMessage' || !taken) return;
       const token = /^echo\[[^\]]*\]: (q\d+)/.exec(String(call.args.text))?.[1];
-      if (!token) return;
-      const at = performance.now();
-      if (this.runningTokens.has(token)) this.lastReplyAt = at;
-      this.replies.set(token, [...(this.replies.get(token) ?? []), at]);
+      if (token) this.replies.set(token, [...(this.replies.get(token) ?? []), performance.now()]);
     });
     agent.onRequest(({ phase, request }) => {
       if (phase === 'start')
@@ -384,15 +374,21 @@ class Subject {
     // The fake's own record of every call would only grow: the listeners above keep what is needed.
     this.slack.clearCalls();
     const opened = roots.length;
-    const events = buildEvents(load, channelPrefix, roots, this.slack);
-    this.runningTokens = new Set(events.map(({ token }) => token));
-    this.lastReplyAt = 0;
+    const events = buildEvents(load, channelPrefix, roots);
     this.threadsSeen += roots.length - opened;
-    const offered = await offer(this.url, events, load.rate, load.retryEvery);
+    // Each message is put in the fake Slack as its event goes out, as Slack has it before it delivers the event
+    // (the bot's calls about the channel and the message find them), and not before it was written.
+    const offered = await offer(this.url, events, load.rate, load.retryEvery, (event) =>
+      this.slack.ingestEvent(event.body),
+    );
     const loadEnded = performance.now();
     while (events.some(({ token }) => !this.replies.has(token))) {
       const now = performance.now();
-      const quietMs = now - Math.max(this.lastReplyAt, loadEnded);
+      // Only this load's replies are its progress: a late reply to an earlier load is not.
+      let lastReplyAt = loadEnded;
+      for (const { token } of events)
+        for (const at of this.replies.get(token) ?? []) lastReplyAt = Math.max(lastReplyAt, at);
+      const quietMs = now - lastReplyAt;
       if (quietMs > load.agentLatencyMs + LOST_AFTER_QUIET_MS || now - loadEnded > ANSWERS_WAIT_MAX_MS) break;
       await sleep(50);
     }
