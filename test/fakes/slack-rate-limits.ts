@@ -74,7 +74,9 @@ export class RateLimiter {
     const limit = this.limitOf(method, tier);
     if (limit.perMinute === Number.POSITIVE_INFINITY) return undefined;
     const capacity = limit.burst ?? limit.perMinute;
-    // chat.postMessage's limit is the channel's, whichever workspace's token posts (a shared channel has one).
+    // chat.postMessage: about one message a second per channel (docs.slack.dev/apis/web-api/rate-limits). A
+    // channel shared between workspaces has one bucket whichever workspace's token posts: the stricter reading,
+    // as Slack does not say. Its workspace-wide limit for the method has no published figure: not modelled.
     const key = perChannel ? `${method}:${channel ?? ''}` : `${workspace}|${method}`;
     const perMs = limit.perMinute / 60_000;
     const bucket = this.buckets.get(key) ?? { tokens: capacity, at: now };
