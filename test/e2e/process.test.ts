@@ -36,6 +36,8 @@ describe('npm start', () => {
         SLACK_SIGNING_SECRET: SIGNING_SECRET,
         SLACK_API_URL: slack.apiUrl,
         PORT: String(port),
+        // Not the default 9090, which a developer's own bot may hold.
+        ADMIN_PORT: String(await freePort()),
         AGENT_BASE_URL: agent.baseUrl,
         AGENT_API_KEY: agent.apiKey,
         AGENT_ID: 'agent-main',
