@@ -6,7 +6,7 @@ import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
 import { type BotProcess, spawnBot } from '../helpers/bot-process.js';
 import { appMentionEvent, nextTs, postSignedEvent } from '../helpers/slack-events.js';
-import { SIGNING_SECRET } from '../helpers/stack.js';
+import { AGENT_ID, SIGNING_SECRET } from '../helpers/stack.js';
 import { type TestStore, testStore } from '../helpers/stores.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
@@ -140,11 +140,16 @@ describe('many huge agent replies at once', () => {
     expect(posts.map((post) => String(post.args.thread_ts)).sort()).toEqual([...roots].sort());
     for (const post of posts)
       expect(String(post.args.text)).toMatch(/^:warning: The agent service sent a reply I could not read\./);
-    // Under a loaded machine this once came out at 32: the bot's warnings say which calls were retried.
+    // One agent session per thread, none left over. A mapping whose write fails (on a loaded machine, a
+    // connection not made within 3 s) has its new session deleted and the job run again, which makes another:
+    // what the agent service holds is the count that matters, not how many were asked for.
     const warnings = bot
       .output()
       .split('\n')
       .filter((line) => /"level":(40|50)/.test(line));
-    expect(agent.requestsFor('createSession'), warnings.join('\n')).toHaveLength(THREADS);
+    expect(agent.sessionsOf(AGENT_ID), warnings.join('\n')).toHaveLength(THREADS);
+    expect(agent.requestsFor('createSession').length - agent.requestsFor('deleteSession').length).toBe(
+      THREADS,
+    );
   }, 45_000);
 });
