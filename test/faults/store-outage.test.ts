@@ -261,7 +261,7 @@ describe.runIf(runPostgres)('PostgreSQL outage longer than STORE_OUTAGE_ACK_MS',
  * exactly when it has work, and with every replica busy, Slack would find no one to deliver to.
  */
 describe.runIf(runPostgres)('PostgreSQL busy, not gone', () => {
-  it('stays ready while every store connection waits on a lock, then answers the waiting messages once', async ({
+  it('stays ready while every store connection waits on a lock past a lease, then answers each waiting message once', async ({
     onTestFinished,
   }) => {
     const stack = await startStack(onTestFinished, { ...ENV, DATABASE_POOL_SIZE: '2' });
@@ -273,6 +273,7 @@ describe.runIf(runPostgres)('PostgreSQL busy, not gone', () => {
     await locker.connect();
     onTestFinished(() => locker.end());
     await locker.query('BEGIN; LOCK TABLE inbox IN ACCESS EXCLUSIVE MODE');
+    const locked = Date.now();
     const mentions = [0, 1, 2, 3].map((i) => mentionIn(stack, channelOf(i), `while busy ${i}`));
     const deliveries = mentions.map((mention) => ({ mention, first: mention.deliver() }));
     // Awaited below; a failed assertion before then must not leave them rejecting unheard once the stack stops.
@@ -283,6 +284,8 @@ describe.runIf(runPostgres)('PostgreSQL busy, not gone', () => {
     expect(await readiness(bot)).toEqual([200, 200]);
     expect(Date.now() - asked).toBeLessThan(1_000);
 
+    // Held past a job's lease (JOB_LEASE_MS): a message recorded as the lock goes must still be run once.
+    await sleep(locked + Number(ENV.JOB_LEASE_MS) + 1_000 - Date.now());
     await locker.query('COMMIT');
     // Those refused while the lock was held come back with Slack's retries.
     await Promise.all(
@@ -303,5 +306,12 @@ describe.runIf(runPostgres)('PostgreSQL busy, not gone', () => {
       expect(botPostsIn(slack, channelOf(i), mention.ts).map((post) => post.text)).toEqual([
         expect.stringMatching(new RegExp(`: while busy ${i}$`)),
       ]);
+    // Each prompt reached the agent once.
+    expect(
+      stack.agent
+        .requestsFor('sendMessage')
+        .map((request) => request.prompt)
+        .sort(),
+    ).toEqual(mentions.map((_, i) => `while busy ${i}`));
   }, 30_000);
 });
