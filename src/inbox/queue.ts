@@ -48,7 +48,9 @@ export function heartbeatEveryMs(leaseMs: number): number {
  * thread they may miss it (so `queued` may say false), never the dedupe, which ON CONFLICT decides.
  * With $9, a job its thread has nothing open before (as far as the snapshot tells) is recorded already
  * claimed by owner $10 for $11 seconds: the claim costs no statement, and no commit, of its own. What the
- * snapshot missed is caught by `yieldTurn`, which such a job asks before it does anything.
+ * snapshot missed is caught by `yieldTurn`, which such a job asks before it does anything. A lease (here
+ * and in `claim`) runs from when it is granted (clock_timestamp), not from when the statement began
+ * (now()): a statement that waited on a lock would otherwise grant one already lapsed.
  */
 const ADMIT = `
   WITH turn AS MATERIALIZED (SELECT pg_advisory_xact_lock(hashtext('inbox:' || $1))),
@@ -70,7 +72,7 @@ const ADMIT = `
     SELECT $1, $2, $3, $4, $5, (SELECT n FROM open) > 0, $8,
            CASE WHEN take.yes THEN 'running' ELSE 'pending' END,
            CASE WHEN take.yes THEN $10 END,
-           CASE WHEN take.yes THEN now() + make_interval(secs => $11) END,
+           CASE WHEN take.yes THEN clock_timestamp() + make_interval(secs => $11) END,
            CASE WHEN take.yes THEN 1 ELSE 0 END
     FROM turn, take
     WHERE NOT (SELECT yes FROM known) AND NOT (SELECT yes FROM gone) AND (SELECT n FROM open) < $6
@@ -177,7 +179,7 @@ export class JobQueue {
    */
   async claim(limit: number, running: readonly number[] = []): Promise<ClaimedJob[]> {
     const rows = await this.db.query<JobRow>(
-      `UPDATE inbox SET state = 'running', owner = $1, lease_until = now() + make_interval(secs => $2),
+      `UPDATE inbox SET state = 'running', owner = $1, lease_until = clock_timestamp() + make_interval(secs => $2),
               attempts = attempts + 1
        WHERE id IN (
          SELECT j.id FROM inbox j

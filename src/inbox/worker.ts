@@ -113,6 +113,10 @@ export class Worker {
 
   /** `recordedClaimed`: claimed as it was recorded, so its turn is confirmed first (see JobQueue.yieldTurn). */
   private launch(job: ClaimedJob, recordedClaimed = false): void {
+    // Once per process: a job recorded claimed after its lease lapsed (its statement waited on a lock) may also
+    // come back from a claim pass sent before it started here. The owner is the process, so a second run would
+    // pass every check of the first and send its prompt again.
+    if (this.running.has(job.id)) return;
     const run = this.runToEnd(job, recordedClaimed).then((threadHasMore) => {
       const wasFull = this.running.size >= this.options.concurrency;
       this.running.delete(job.id);
