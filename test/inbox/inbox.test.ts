@@ -427,6 +427,14 @@ function inboxContract(name: string, storePerSuite: () => { readonly db: Databas
 
 inboxContract('inbox on the embedded store', embeddedStorePerSuite);
 
+/** Statements of the observer's database waiting on a lock (pg_stat_activity, read once per transaction). */
+async function lockWaitersSeenBy(observer: pg.Client): Promise<number> {
+  const { rows } = await observer.query<{ n: string }>(
+    `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+  );
+  return Number(rows[0]?.n);
+}
+
 describe.runIf(runPostgres)('PostgreSQL', () => {
   const databases: TestDatabase[] = [];
   afterAll(async () => {
@@ -491,15 +499,7 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
       const a = new Inbox(db, 'replica-a', LEASE_MS);
       const b = new Inbox(db, 'replica-b', LEASE_MS);
       await Promise.all([holder.connect(), observer.connect()]);
-      const lockWaiters = async () =>
-        Number(
-          (
-            await observer.query<{ n: string }>(
-              `SELECT count(*) AS n FROM pg_stat_activity
-               WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-            )
-          ).rows[0]?.n,
-        );
+      const lockWaiters = () => lockWaitersSeenBy(observer);
       await holder.query('BEGIN');
       await holder.query(
         `INSERT INTO inbox (thread_key, dedupe_key, kind, payload) VALUES ('elsewhere', 't1:1', 'message', '{}')`,
@@ -540,15 +540,7 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
       const a = new Inbox(db, 'replica-a', LEASE_MS);
       const b = new Inbox(db, 'replica-b', LEASE_MS);
       await Promise.all([holder.connect(), observer.connect()]);
-      const lockWaiters = async () =>
-        Number(
-          (
-            await observer.query<{ n: string }>(
-              `SELECT count(*) AS n FROM pg_stat_activity
-               WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-            )
-          ).rows[0]?.n,
-        );
+      const lockWaiters = () => lockWaitersSeenBy(observer);
       await holder.query('BEGIN');
       await holder.query(
         `INSERT INTO inbox (thread_key, dedupe_key, kind, payload) VALUES ('elsewhere', 't1:1', 'message', '{}')`,
@@ -571,5 +563,57 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
       await Promise.all([holder.end().catch(() => {}), observer.end().catch(() => {})]);
       await db.close();
     }
+  });
+
+  describe('an answer recorded while another transaction holds its job', () => {
+    // The recording waits for the other transaction's row lock; what it then says about the job must be the
+    // job as that transaction left it, or the answer is posted by a process that may no longer post it.
+    async function recordWhileHeld(change: string) {
+      const database = await createTestDatabase();
+      databases.push(database);
+      const db = await openDatabase({ kind: 'postgres', databaseUrl: database.url, poolSize: 2 });
+      const holder = new pg.Client({ connectionString: database.url });
+      const observer = new pg.Client({ connectionString: database.url });
+      try {
+        await migrate(db);
+        await Promise.all([holder.connect(), observer.connect()]);
+        const a = new Inbox(db, 'replica-a', LEASE_MS);
+        await a.admit(message('t1', '1'), NO_LIMITS);
+        const [job] = (await a.claim(1)) as [ClaimedJob];
+        await a.markSent(job, 's-1');
+        await holder.query('BEGIN');
+        await holder.query(`UPDATE inbox SET ${change} WHERE id = $1`, [job.id]);
+        const recorded = a.storeReply(job, 'the answer', false).then(
+          () => 'may post',
+          (error: unknown) => error,
+        );
+        await waitFor(
+          async () => (await lockWaitersSeenBy(observer)) === 1,
+          'the answer waiting on the lock',
+        );
+        await holder.query('COMMIT');
+        const verdict = await recorded;
+        const [row] = await db.query<{ agent_reply: string | null }>('SELECT agent_reply FROM inbox');
+        return { verdict, kept: row?.agent_reply ?? null };
+      } finally {
+        await Promise.all([holder.end().catch(() => {}), observer.end().catch(() => {})]);
+        await db.close();
+      }
+    }
+
+    it('is not posted once its author stopped the job meanwhile', async () => {
+      expect(await recordWhileHeld('stop_requested = true')).toEqual({
+        verdict: new JobInterruptedError('stopped'),
+        kept: null,
+      });
+    });
+
+    it('is kept for the replica that took the job over meanwhile, and not posted by this one', async () => {
+      expect(
+        await recordWhileHeld(
+          `owner = 'replica-b', attempts = attempts + 1, lease_until = now() + interval '1 minute'`,
+        ),
+      ).toEqual({ verdict: new JobInterruptedError('lost'), kept: 'the answer' });
+    });
   });
 });
