@@ -113,21 +113,29 @@ export class InboxJobProgress implements JobProgress {
   /**
    * Records what is to be posted. Unlike other progress this lands even if another owner took the job over
    * meanwhile (this process may have been slow, or cut off from the store, not dead): the answer is kept for
-   * whoever posts it, and a job put back to wait for it runs at once. Then, in the same statement, it asks
-   * what assertWanted asks, and interrupts unless this owner may post it. With `hold`, it is retried through
-   * a store outage for that long (the answer exists only in this process until it lands).
+   * whoever posts it, and a job put back to wait for it runs at once. It answers what assertWanted asks from
+   * the row it wrote (or, not written, read afresh), and interrupts unless this owner may post it. With
+   * `hold`, it is retried through a store outage for that long (the answer exists only in this process until
+   * it lands).
    */
   async storeReply(job: ClaimedJob, reply: string, isNotice: boolean, hold?: Hold): Promise<void> {
-    const store = () =>
-      // The SELECT reads the row as it was before the UPDATE, which changes none of the columns it reads.
-      this.db.query<WantedRow & { answer_lost: boolean }>(
-        `WITH stored AS (
-           UPDATE inbox SET agent_reply = $2, reply_is_notice = $3, run_after = least(run_after, now())
-           WHERE id = $1 AND ${OPEN} AND agent_reply IS NULL AND NOT stop_requested AND NOT answer_lost
-           RETURNING 1)
-         SELECT owner, state, stop_requested, answer_lost FROM inbox WHERE id = $1`,
+    type StoredRow = WantedRow & { answer_lost: boolean };
+    const store = async () => {
+      // The row as the UPDATE left it: one that waited for a stop's or a takeover's lock sees their outcome.
+      const stored = await this.db.query<StoredRow>(
+        `UPDATE inbox SET agent_reply = $2, reply_is_notice = $3, run_after = least(run_after, now())
+         WHERE id = $1 AND ${OPEN} AND agent_reply IS NULL AND NOT stop_requested AND NOT answer_lost
+         RETURNING owner, state, stop_requested, answer_lost`,
         [job.id, reply, isNotice],
       );
+      if (stored.length > 0) return stored;
+      // Not stored (stopped, given up, or already stored by an earlier try): why, asked afresh, since a
+      // statement's own reads see the row as it was when the statement began, before any lock it waited for.
+      return this.db.query<StoredRow>(
+        'SELECT owner, state, stop_requested, answer_lost FROM inbox WHERE id = $1',
+        [job.id],
+      );
+    };
     const rows = await this.persist(store, hold);
     // The next owner already told the thread this answer was lost.
     if (rows[0]?.answer_lost) throw new JobInterruptedError('lost');
