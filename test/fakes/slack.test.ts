@@ -1292,6 +1292,28 @@ describe('FakeSlack method contracts', () => {
     });
   });
 
+  it('refuse posts where an admin restricted posting: a read-only channel, a locked thread', async () => {
+    slack = await startFake();
+    const root = slack.seedMessage('C1', { user: 'U0ALICE', text: 'hi' });
+    const outcome = async (method: string, args: Record<string, unknown>) =>
+      (await answer(method, { text: 'x', ...args })).error ?? 'ok';
+    slack.lockThread('C1', root);
+    expect(await outcome('chat.postMessage', { channel: 'C1', thread_ts: root })).toBe(
+      'restricted_action_thread_locked',
+    );
+    expect(await outcome('chat.postEphemeral', { channel: 'C1', user: 'U0ALICE', thread_ts: root })).toBe(
+      'restricted_action',
+    );
+    // The channel itself still takes posts.
+    expect(await outcome('chat.postMessage', { channel: 'C1' })).toBe('ok');
+    expect(await outcome('chat.postEphemeral', { channel: 'C1', user: 'U0ALICE' })).toBe('ok');
+    slack.makeReadOnly('C1');
+    expect(await outcome('chat.postMessage', { channel: 'C1' })).toBe('restricted_action_read_only_channel');
+    expect(await outcome('chat.postEphemeral', { channel: 'C1', user: 'U0ALICE' })).toBe('restricted_action');
+    slack.makeReadOnly('C1', false);
+    expect(await outcome('chat.postMessage', { channel: 'C1' })).toBe('ok');
+  });
+
   it('refuse values outside the limits the reference states', async () => {
     slack = await startFake();
     const root = slack.seedMessage('C1', { user: 'U0ALICE', text: 'hi' });

@@ -538,6 +538,10 @@ export class FakeSlack {
   private readonly users: Map<string, FakeSlackUser>;
   private readonly channelConfig: Map<string, FakeSlackChannel>;
   private readonly archived = new Set<string>();
+  /** Channels only some members may post in (see makeReadOnly). */
+  private readonly readOnlyChannels = new Set<string>();
+  /** `channel:thread_ts` of threads an admin locked (see lockThread). */
+  private readonly lockedThreads = new Set<string>();
   /** Conversations an event told of (ingestEvent), besides the configured ones and those with messages. */
   private readonly seenChannels = new Set<string>();
   /**
@@ -903,6 +907,26 @@ export class FakeSlack {
   delayArrival(method: string, ms: number | undefined): void {
     if (ms === undefined) this.arrivalDelay.delete(method);
     else this.arrivalDelay.set(method, ms);
+  }
+
+  /**
+   * An admin lets only some members post in a channel (an announcement channel): chat.postMessage answers
+   * `restricted_action_read_only_channel` ("Cannot post any message into a read-only channel", slack-api-ref
+   * chat.postMessage.json). Slack does not say whether an app's ephemeral message is refused there too; the
+   * stricter reading is taken: chat.postEphemeral answers `restricted_action` (which it documents).
+   */
+  makeReadOnly(channel: string, readOnly = true): void {
+    if (readOnly) this.readOnlyChannels.add(channel);
+    else this.readOnlyChannels.delete(channel);
+  }
+
+  /**
+   * An admin locks a thread: replies to it are refused with `restricted_action_thread_locked` ("Cannot post
+   * replies to a thread that has been locked by admins", slack-api-ref chat.postMessage.json). Slack does not
+   * say whether an ephemeral message in it is refused too; the stricter reading is taken (`restricted_action`).
+   */
+  lockThread(channel: string, threadTs: string): void {
+    this.lockedThreads.add(`${channel}:${threadTs}`);
   }
 
   archiveChannel(channel: string, archived = true): void {
@@ -1888,6 +1912,19 @@ export class FakeSlack {
     return channel;
   }
 
+  /** Why a post (an ephemeral one: `ephemeral`) here is refused for good: a read-only channel, a locked thread. */
+  private postingRefusal(
+    channel: string,
+    threadTs: string | undefined,
+    ephemeral: boolean,
+  ): ApiBody | undefined {
+    if (this.readOnlyChannels.has(channel))
+      return fail(ephemeral ? 'restricted_action' : 'restricted_action_read_only_channel');
+    if (threadTs !== undefined && this.lockedThreads.has(`${channel}:${threadTs}`))
+      return fail(ephemeral ? 'restricted_action' : 'restricted_action_thread_locked');
+    return undefined;
+  }
+
   private checkContent(method: string, args: Args): ApiBody | undefined {
     const blocks = args.blocks;
     if (blocks !== undefined && (!Array.isArray(blocks) || blocks.length > MAX_BLOCKS)) {
@@ -2111,6 +2148,8 @@ export class FakeSlack {
     h.set('chat.postMessage', (args) => {
       const channel = this.writableChannel(args);
       if (typeof channel !== 'string') return channel;
+      const refused = this.postingRefusal(channel, str(args, 'thread_ts'), false);
+      if (refused) return refused;
       const invalid = this.checkContent('chat.postMessage', args);
       if (invalid) return invalid;
       if (withoutContent(args)) return fail('no_text');
@@ -2157,6 +2196,8 @@ export class FakeSlack {
       if (typeof channel !== 'string') return channel;
       const user = str(args, 'user');
       if (!user || !this.isMember(channel, user)) return fail('user_not_in_channel');
+      const refused = this.postingRefusal(channel, str(args, 'thread_ts'), true);
+      if (refused) return refused;
       const invalid = this.checkContent('chat.postEphemeral', args);
       if (invalid) return invalid;
       if (withoutContent(args)) return fail('no_text');
