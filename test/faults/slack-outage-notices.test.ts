@@ -163,6 +163,87 @@ describe.runIf(runPostgres)('Slack refusing the answer', { concurrent: true }, (
   );
 
   itWithFakes(
+    'tells the author privately, beside a thread an admin locked while the agent answered, why no answer came',
+    async ({ fakes }) => {
+      const { threadTexts, answerPosts, ask, finished } = outageViews(fakes);
+      const bot = await fakes.startBot(ENV);
+      const release = fakes.agent.holdAnswerTo('locked meanwhile');
+      const root = await ask(bot.eventsUrl, 'locked meanwhile');
+      await waitFor(() => fakes.prompts().includes('locked meanwhile'), 'the prompt at the agent');
+      fakes.slack.lockThread(CHANNEL, root);
+      release();
+
+      await finished(root);
+      // Not in the locked thread, where nothing may be posted: in the channel, where Alice sees it.
+      const note = await fakes.slack.waitForVisibleEphemeral(
+        'U0ALICE',
+        { channel: CHANNEL },
+        (m) => /thread is locked/.test(m.text ?? ''),
+        10_000,
+      );
+      expect(note.threadTs).toBeUndefined();
+      expect(threadTexts(root)).toEqual(['<@U0BOT> locked meanwhile']);
+      // Not retried: Slack refuses replies to a locked thread for good.
+      expect(answerPosts(root)).toHaveLength(1);
+    },
+  );
+
+  itWithFakes(
+    'tells the author privately, with a reference, when Slack refuses the answer itself, and does not retry it',
+    async ({ fakes }) => {
+      const { threadTexts, answerPosts, ask, finished } = outageViews(fakes);
+      const bot = await fakes.startBot(ENV);
+      // A refusal of the post's content (chat.postMessage documents `invalid_arguments`): the bot's own fault.
+      fakes.slack.failFor(
+        'chat.postMessage',
+        { type: 'error', error: 'invalid_arguments' },
+        60_000,
+        isAnswerPost,
+      );
+      const root = await ask(bot.eventsUrl, 'refused as it is');
+
+      await finished(root);
+      const note = await fakes.slack.waitForVisibleEphemeral('U0ALICE', {}, () => true, 10_000);
+      const ref = /\(ref ([A-Z0-9-]+)\)/.exec(note.text ?? '')?.[1];
+      expect(note.text).toMatch(/^:warning: Slack refused the answer to your message/);
+      expect(threadTexts(root)).toEqual(['<@U0BOT> refused as it is']);
+      expect(answerPosts(root)).toHaveLength(1);
+      // The reference finds the one log line (above debug) that says why, without the answer's words.
+      const lines = bot.logs.lines.filter(
+        (line) => !line.startsWith('{"level":20') && ref !== undefined && line.includes(ref),
+      );
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain('invalid_arguments');
+      expect(lines[0]).not.toContain('echo[');
+    },
+  );
+
+  itWithFakes(
+    'stops at once in a channel made read-only while the agent answered, saying why in its log',
+    async ({ fakes }) => {
+      const { threadTexts, answerPosts, ask, finished } = outageViews(fakes);
+      const bot = await fakes.startBot(ENV);
+      const release = fakes.agent.holdAnswerTo('read-only meanwhile');
+      const root = await ask(bot.eventsUrl, 'read-only meanwhile');
+      await waitFor(() => fakes.prompts().includes('read-only meanwhile'), 'the prompt at the agent');
+      fakes.slack.makeReadOnly(CHANNEL);
+      release();
+
+      await finished(root);
+      expect(threadTexts(root)).toEqual(['<@U0BOT> read-only meanwhile']);
+      expect(answerPosts(root)).toHaveLength(1);
+      // The note is tried; whether Slack shows an app's private note in a read-only channel it does not say,
+      // and the fake refuses it (the stricter reading), so the log is where an admin finds why.
+      await fakes.slack.waitForCall('chat.postEphemeral', (c) => c.args.user === 'U0ALICE', 10_000);
+      expect(fakes.slack.visibleEphemerals('U0ALICE')).toEqual([]);
+      const why = bot.logs.lines.filter(
+        (line) => !line.startsWith('{"level":20') && line.includes('restricted_action_read_only_channel'),
+      );
+      expect(why, why.join('\n')).toHaveLength(1);
+    },
+  );
+
+  itWithFakes(
     'a stop while the answer waits for Slack drops it: once Slack takes posts again, it is not posted',
     async ({ fakes }) => {
       const { threadTexts, answerPosts, askRefused, finished } = outageViews(fakes);
