@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { isAgentServiceError } from '../agent/errors.js';
+import type { PermanentRefusal } from '../slack-out/failures.js';
 import type { StoppedWork } from './job-progress.js';
 
 /** The sentences people read from the bot: plain words, never raw error text, stack traces or secrets. */
@@ -159,8 +160,37 @@ export function slackRefusedNotice(referenceId: string): string {
   return `:warning: Slack did not take the answer to this message for too long, so I stopped trying to post it. Please ask again. (ref ${referenceId})`;
 }
 
-export const MESSAGE_LIMIT_NOTE =
+const MESSAGE_LIMIT_NOTE =
   ':warning: Slack did not let me post the answer to your message: this workspace has reached the message limit of its Slack plan. An admin can check the workspace plan; please ask again once messages can be posted.';
+
+/** Why Slack will never take the answer here, in words for its author (see permanentRefusalOf). */
+const REFUSAL_WORDS: Readonly<
+  Record<Exclude<PermanentRefusal, 'message-limit' | 'unreachable' | 'content'>, string>
+> = {
+  'read-only': 'only some members can post in this channel. Ask me in another channel, or in a DM with me.',
+  'thread-locked': 'this thread is locked. Ask me again in a new thread.',
+  'no-threads':
+    'this channel does not allow replies in threads. Ask me in another channel, or in a DM with me.',
+  restricted: 'a setting of this workspace does not let me post here. Ask me in a DM with me.',
+};
+
+/**
+ * The private note for the author of a message whose answer Slack will never take, or undefined when no note
+ * can reach them. A refusal of the answer itself (its length or layout) is the bot's own fault, told with a
+ * reference to its log line.
+ */
+export function answerRefusedNote(refusal: PermanentRefusal, referenceId: string): string | undefined {
+  switch (refusal) {
+    case 'message-limit':
+      return MESSAGE_LIMIT_NOTE;
+    case 'unreachable':
+      return undefined;
+    case 'content':
+      return `:warning: Slack refused the answer to your message, so I could not post it. Please ask again, or tell whoever runs me. (ref ${referenceId})`;
+    default:
+      return `:warning: Slack did not let me post the answer to your message here: ${REFUSAL_WORDS[refusal]}`;
+  }
+}
 
 export function threadResetText(count: number): string {
   if (count === 0)

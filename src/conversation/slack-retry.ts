@@ -1,12 +1,12 @@
 import type { Logger } from '../observability/logger.js';
-import type { SlackPostError } from '../slack-out/failures.js';
+import { permanentRefusalOf, type SlackPostError } from '../slack-out/failures.js';
 import type { ReplyTarget } from '../slack-out/reply-target.js';
 import { retryDelayMs } from '../util/backoff.js';
 import type { JobContext } from './job-context.js';
 import { GAVE_UP_PART } from './job-posts.js';
 import type { ClaimedJob, JobOutcome } from './job-progress.js';
 import type { InboundMessage } from './jobs.js';
-import { MESSAGE_LIMIT_NOTE, newReferenceId, slackRefusedNotice } from './notices.js';
+import { answerRefusedNote, newReferenceId, slackRefusedNotice } from './notices.js';
 
 const SLACK_BACKOFF_MAX_MS = 60_000;
 
@@ -46,19 +46,26 @@ export class SlackRefusals {
     logger: Logger,
   ): Promise<JobOutcome> {
     const { options } = this.context;
-    if (error.code === 'message_limit_exceeded') {
-      // A free workspace's message limit (chat.postMessage documents it): no retry helps before it resets.
-      logger.error(
-        { code: error.code },
-        "Slack refused the answer: the workspace has reached its plan's message limit; the answer is dropped",
-      );
-      const author = (job.payload as Partial<InboundMessage>).userId;
-      await this.context.assertWanted(job);
-      if (author) await options.replies.ephemeral(target, author, MESSAGE_LIMIT_NOTE);
-      return { kind: 'done' };
-    }
     if (!error.transient) {
-      logger.error({ err: error, code: error.code }, 'Slack will not take the answer to this message');
+      // No retry helps (a free workspace's message limit until it resets, a read-only channel, an answer Slack
+      // will not take as it is): its author is told privately why, where a note can reach them.
+      const referenceId = newReferenceId();
+      const refusal = permanentRefusalOf(error.code);
+      logger.error(
+        { err: error, code: error.code, ref: referenceId },
+        refusal === 'message-limit'
+          ? "Slack refused the answer: the workspace has reached its plan's message limit; the answer is dropped"
+          : 'Slack will not take the answer to this message; the answer is dropped',
+      );
+      const note = answerRefusedNote(refusal, referenceId);
+      const author = (job.payload as Partial<InboundMessage>).userId;
+      if (note && author) {
+        await this.context.assertWanted(job);
+        // Where the thread is what refuses posts, the note goes to the channel, where its author sees it.
+        const noteTarget =
+          refusal === 'thread-locked' || refusal === 'no-threads' ? { channel: target.channel } : target;
+        await options.replies.ephemeral(noteTarget, author, note);
+      }
       return { kind: 'done' };
     }
     const failingFor = slackFailingForMs(job);

@@ -73,6 +73,51 @@ export function slackFailureKind(error: unknown): SlackFailureKind {
   }
 }
 
+/** What a refusal that no retry changes is about: who can be told why, and where. */
+export type PermanentRefusal =
+  | 'message-limit'
+  | 'read-only'
+  | 'thread-locked'
+  | 'no-threads'
+  | 'restricted'
+  | 'unreachable'
+  | 'content';
+
+/** chat.postMessage's documented refusals (slack-api-ref chat.postMessage.json) that are about the place. */
+const PLACE_REFUSALS: Readonly<Record<string, PermanentRefusal>> = {
+  message_limit_exceeded: 'message-limit',
+  restricted_action_read_only_channel: 'read-only',
+  restricted_action_thread_locked: 'thread-locked',
+  restricted_action_non_threadable_channel: 'no-threads',
+  restricted_action: 'restricted',
+};
+
+/**
+ * Refusals after which nothing reaches anyone in the conversation: the channel is gone or the bot is not in
+ * it, or the bot's token no longer works there.
+ */
+const UNREACHABLE_REFUSALS: ReadonlySet<string> = new Set([
+  'is_archived',
+  'channel_not_found',
+  'not_in_channel',
+  'not_authed',
+  'invalid_auth',
+  'account_inactive',
+  'token_revoked',
+  'token_expired',
+  'no_permission',
+  'missing_scope',
+  'ekm_access_denied',
+  'org_login_required',
+  'team_added_to_org',
+]);
+
+/** Classifies a refusal no retry changes; any not about the place or the token is about the post itself. */
+export function permanentRefusalOf(code: string): PermanentRefusal {
+  if (UNREACHABLE_REFUSALS.has(code)) return 'unreachable';
+  return PLACE_REFUSALS[code] ?? 'content';
+}
+
 /**
  * A post that failed. `transient`: Slack may take it later (`uncertain`: it may even have taken this one, so
  * look before posting again). Otherwise Slack will never take it (an archived channel, a revoked token).
