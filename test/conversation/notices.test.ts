@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AgentServiceError } from '../../src/agent/errors.js';
 import {
   answerDroppedNotice,
+  answerRefusedNote,
   failureKindOf,
   failureNotice,
   newReferenceId,
@@ -9,6 +10,7 @@ import {
   stoppedNotice,
   threadResetText,
 } from '../../src/conversation/notices.js';
+import { permanentRefusalOf } from '../../src/slack-out/failures.js';
 
 const failure = (details: ConstructorParameters<typeof AgentServiceError>[0]) =>
   new AgentServiceError(details);
@@ -73,5 +75,26 @@ describe('notices', () => {
   it('say whether a reset found a conversation', () => {
     expect(threadResetText(0)).toMatch(/no conversation/);
     expect(threadResetText(2)).toMatch(/^:broom: Conversation reset/);
+  });
+
+  it('say privately why Slack will never take an answer, unless no note can reach its author', () => {
+    const noteFor = (code: string) => answerRefusedNote(permanentRefusalOf(code), 'ABCD1234');
+    expect(noteFor('restricted_action_thread_locked')).toMatch(
+      /thread is locked\. Ask me again in a new thread/,
+    );
+    expect(noteFor('restricted_action_read_only_channel')).toMatch(
+      /only some members can post in this channel/,
+    );
+    expect(noteFor('message_limit_exceeded')).toMatch(/message limit of its Slack plan/);
+    // Refusals of the post itself are the bot's fault: a reference to its log line.
+    expect(noteFor('invalid_arguments')).toMatch(/Slack refused the answer.*\(ref ABCD1234\)$/);
+    for (const code of [
+      'is_archived',
+      'channel_not_found',
+      'not_in_channel',
+      'token_revoked',
+      'invalid_auth',
+    ])
+      expect(noteFor(code), code).toBeUndefined();
   });
 });
