@@ -440,6 +440,30 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
   afterAll(async () => {
     await Promise.all(databases.map((database) => database.drop()));
   });
+
+  /**
+   * A fresh migrated database for `work`, with two connections of its own besides the store's pool: one to hold
+   * locks, one to watch who waits for them (pg_stat_activity is read once per transaction, so the holder's own
+   * would not see the waiters change).
+   */
+  async function withLockingClients<T>(
+    work: (clients: { db: Database; holder: pg.Client; observer: pg.Client }) => Promise<T>,
+  ): Promise<T> {
+    const database = await createTestDatabase();
+    databases.push(database);
+    const db = await openDatabase({ kind: 'postgres', databaseUrl: database.url, poolSize: 4 });
+    const holder = new pg.Client({ connectionString: database.url });
+    const observer = new pg.Client({ connectionString: database.url });
+    try {
+      await migrate(db);
+      await Promise.all([holder.connect(), observer.connect()]);
+      return await work({ db, holder, observer });
+    } finally {
+      await Promise.all([holder.end().catch(() => {}), observer.end().catch(() => {})]);
+      await db.close();
+    }
+  }
+
   inboxContract('inbox on PostgreSQL', postgresStorePerSuite);
 
   it("finds each thread's turn with one look at the thread, in a flood the planner's statistics have not seen", async () => {
@@ -488,17 +512,9 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
     // message numbered first may become visible last. Here the first message's recording is held after it
     // took its number: another transaction holds an uncommitted row with its key (as a concurrent delivery
     // of the same message would), while a second message of the same thread is recorded by another replica.
-    const database = await createTestDatabase();
-    databases.push(database);
-    const db = await openDatabase({ kind: 'postgres', databaseUrl: database.url, poolSize: 4 });
-    const holder = new pg.Client({ connectionString: database.url });
-    // pg_stat_activity is read once per transaction: the holder's own would not see the waiters change.
-    const observer = new pg.Client({ connectionString: database.url });
-    try {
-      await migrate(db);
+    await withLockingClients(async ({ db, holder, observer }) => {
       const a = new Inbox(db, 'replica-a', LEASE_MS);
       const b = new Inbox(db, 'replica-b', LEASE_MS);
-      await Promise.all([holder.connect(), observer.connect()]);
       const lockWaiters = () => lockWaitersSeenBy(observer);
       await holder.query('BEGIN');
       await holder.query(
@@ -522,24 +538,14 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
       const [turn] = await a.claim(10);
       expect(turn?.dedupeKey).toBe('t1:1');
       expect(await b.claim(10)).toEqual([]);
-    } finally {
-      await Promise.all([holder.end().catch(() => {}), observer.end().catch(() => {})]);
-      await db.close();
-    }
+    });
   });
   it('puts back a later message claimed as it was recorded while an earlier one of its thread was being recorded', async () => {
     // The same race as above, with both messages recorded by processes that have room: the second statement's
     // snapshot is taken before the first message commits, so it records its message claimed as well.
-    const database = await createTestDatabase();
-    databases.push(database);
-    const db = await openDatabase({ kind: 'postgres', databaseUrl: database.url, poolSize: 4 });
-    const holder = new pg.Client({ connectionString: database.url });
-    const observer = new pg.Client({ connectionString: database.url });
-    try {
-      await migrate(db);
+    await withLockingClients(async ({ db, holder, observer }) => {
       const a = new Inbox(db, 'replica-a', LEASE_MS);
       const b = new Inbox(db, 'replica-b', LEASE_MS);
-      await Promise.all([holder.connect(), observer.connect()]);
       const lockWaiters = () => lockWaitersSeenBy(observer);
       await holder.query('BEGIN');
       await holder.query(
@@ -559,24 +565,14 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
       expect(await b.claim(10)).toEqual([]);
       await a.finish(earlier as ClaimedJob);
       expect((await b.claim(10)).map((job) => job.dedupeKey)).toEqual(['t1:2']);
-    } finally {
-      await Promise.all([holder.end().catch(() => {}), observer.end().catch(() => {})]);
-      await db.close();
-    }
+    });
   });
 
   describe('an answer recorded while another transaction holds its job', () => {
     // The recording waits for the other transaction's row lock; what it then says about the job must be the
     // job as that transaction left it, or the answer is posted by a process that may no longer post it.
-    async function recordWhileHeld(change: string) {
-      const database = await createTestDatabase();
-      databases.push(database);
-      const db = await openDatabase({ kind: 'postgres', databaseUrl: database.url, poolSize: 2 });
-      const holder = new pg.Client({ connectionString: database.url });
-      const observer = new pg.Client({ connectionString: database.url });
-      try {
-        await migrate(db);
-        await Promise.all([holder.connect(), observer.connect()]);
+    function recordWhileHeld(change: string) {
+      return withLockingClients(async ({ db, holder, observer }) => {
         const a = new Inbox(db, 'replica-a', LEASE_MS);
         await a.admit(message('t1', '1'), NO_LIMITS);
         const [job] = (await a.claim(1)) as [ClaimedJob];
@@ -595,10 +591,7 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
         const verdict = await recorded;
         const [row] = await db.query<{ agent_reply: string | null }>('SELECT agent_reply FROM inbox');
         return { verdict, kept: row?.agent_reply ?? null };
-      } finally {
-        await Promise.all([holder.end().catch(() => {}), observer.end().catch(() => {})]);
-        await db.close();
-      }
+      });
     }
 
     it('is not posted once its author stopped the job meanwhile', async () => {
