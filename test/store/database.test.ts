@@ -116,8 +116,10 @@ describe.runIf(runPostgres)('PostgreSQL handle through PgBouncer in transaction 
     try {
       const started = Date.now();
       const waiting = store().transaction((query) => query('SELECT pg_advisory_xact_lock(4242)'));
+      // The server's own message (the client's 6 s bound says "Query read timeout"): it, not the client, ended it.
       await expect(waiting).rejects.toThrow(/statement timeout/);
-      expect(Date.now() - started).toBeLessThan(5_900);
+      // Its 5 s, with room for a loaded machine (6.0 s seen in CI with every core busy).
+      expect(Date.now() - started).toBeLessThan(7_000);
     } finally {
       await admin?.query('ROLLBACK');
     }
