@@ -83,14 +83,14 @@ export type PermanentRefusal =
   | 'unreachable'
   | 'content';
 
-/** chat.postMessage's documented refusals (slack-api-ref chat.postMessage.json) that are about the place. */
-const PLACE_REFUSALS: Readonly<Record<string, PermanentRefusal>> = {
-  message_limit_exceeded: 'message-limit',
-  restricted_action_read_only_channel: 'read-only',
-  restricted_action_thread_locked: 'thread-locked',
-  restricted_action_non_threadable_channel: 'no-threads',
-  restricted_action: 'restricted',
-};
+/** chat.postMessage's documented refusals (slack-api-ref chat.postMessage.json) that say what stands in the way. */
+const REFUSAL_REASONS: ReadonlyMap<string, PermanentRefusal> = new Map([
+  ['message_limit_exceeded', 'message-limit'],
+  ['restricted_action_read_only_channel', 'read-only'],
+  ['restricted_action_thread_locked', 'thread-locked'],
+  ['restricted_action_non_threadable_channel', 'no-threads'],
+  ['restricted_action', 'restricted'],
+]);
 
 /**
  * Refusals after which nothing reaches anyone in the conversation: the channel is gone or the bot is not in
@@ -115,7 +115,7 @@ const UNREACHABLE_REFUSALS: ReadonlySet<string> = new Set([
 /** Classifies a refusal no retry changes; any not about the place or the token is about the post itself. */
 export function permanentRefusalOf(code: string): PermanentRefusal {
   if (UNREACHABLE_REFUSALS.has(code)) return 'unreachable';
-  return PLACE_REFUSALS[code] ?? 'content';
+  return REFUSAL_REASONS.get(code) ?? 'content';
 }
 
 /**
