@@ -54,9 +54,9 @@ export default defineConfig({
     // ports and Slack ts handed out, which stay unique) and every test restores the timers it fakes.
     isolate: false,
     // Most of a file's time is spent waiting on servers, timers and PostgreSQL, not on a CPU, so more files run
-    // at a time than there are cores. Not more: on a day this machine runs slow, 8 at a time took as long and
-    // pushed the fault tests past their time bounds in every run (the figures are in the commit that set it).
-    maxWorkers: 6,
+    // at a time than there are cores. Not more: on a day this machine runs slow, 6 or 8 at a time took as long
+    // and pushed fault tests past their time bounds (the figures are in the commits that set it).
+    maxWorkers: 4,
     sequence: { sequencer: SlowFilesFirst },
     projects: [
       { extends: true, test: { name: 'shared', include: ['test/**/*.test.ts'], exclude: [...OWN_PROCESS] } },
