@@ -1314,6 +1314,21 @@ describe('FakeSlack method contracts', () => {
     expect(await outcome('chat.postMessage', { channel: 'C1' })).toBe('ok');
   });
 
+  it('refuse every post and change of a message once the workspace reaches its message limit', async () => {
+    slack = await startFake();
+    const posted = await answer('chat.postMessage', { channel: 'C1', text: 'before' });
+    slack.reachMessageLimit();
+    const calls: [string, Record<string, unknown>][] = [
+      ['chat.postMessage', { channel: 'C1', text: 'x' }],
+      ['chat.postEphemeral', { channel: 'C1', user: 'U0ALICE', text: 'x' }],
+      ['chat.update', { channel: 'C1', ts: posted.ts, text: 'x' }],
+    ];
+    for (const [method, args] of calls)
+      expect((await answer(method, args)).error, method).toBe('message_limit_exceeded');
+    slack.reachMessageLimit(false);
+    expect((await answer('chat.postMessage', { channel: 'C1', text: 'after' })).ok).toBe(true);
+  });
+
   it('refuse values outside the limits the reference states', async () => {
     slack = await startFake();
     const root = slack.seedMessage('C1', { user: 'U0ALICE', text: 'hi' });

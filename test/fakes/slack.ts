@@ -538,6 +538,8 @@ export class FakeSlack {
   private readonly users: Map<string, FakeSlackUser>;
   private readonly channelConfig: Map<string, FakeSlackChannel>;
   private readonly archived = new Set<string>();
+  /** The workspace's message limit is reached (see reachMessageLimit). */
+  private messageLimitReached = false;
   /** Channels only some members may post in (see makeReadOnly). */
   private readonly readOnlyChannels = new Set<string>();
   /** `channel:thread_ts` of threads an admin locked (see lockThread). */
@@ -907,6 +909,15 @@ export class FakeSlack {
   delayArrival(method: string, ms: number | undefined): void {
     if (ms === undefined) this.arrivalDelay.delete(method);
     else this.arrivalDelay.set(method, ms);
+  }
+
+  /**
+   * The workspace reaches its plan's message limit. Every method that posts or changes a message documents
+   * `message_limit_exceeded` (slack-api-ref: chat.postMessage, chat.postEphemeral, chat.update), so all three
+   * refuse until it is lifted: a note about the limit is refused as well.
+   */
+  reachMessageLimit(reached = true): void {
+    this.messageLimitReached = reached;
   }
 
   /**
@@ -1912,12 +1923,13 @@ export class FakeSlack {
     return channel;
   }
 
-  /** Why a post (an ephemeral one: `ephemeral`) here is refused for good: a read-only channel, a locked thread. */
+  /** Why a post (an ephemeral one: `ephemeral`) is refused: the message limit, a read-only channel, a locked thread. */
   private postingRefusal(
     channel: string,
     threadTs: string | undefined,
     ephemeral: boolean,
   ): ApiBody | undefined {
+    if (this.messageLimitReached) return fail('message_limit_exceeded');
     if (this.readOnlyChannels.has(channel))
       return fail(ephemeral ? 'restricted_action' : 'restricted_action_read_only_channel');
     if (threadTs !== undefined && this.lockedThreads.has(`${channel}:${threadTs}`))
@@ -2167,6 +2179,7 @@ export class FakeSlack {
     h.set('chat.update', (args) => {
       const channel = this.writableChannel(args, 'is_inactive');
       if (typeof channel !== 'string') return channel;
+      if (this.messageLimitReached) return fail('message_limit_exceeded');
       const ts = str(args, 'ts');
       const stored = ts ? this.messageAskedAbout('chat.update', channel, ts) : undefined;
       if (!ts || !stored) return fail('message_not_found');
