@@ -72,16 +72,10 @@ describe.runIf(runPostgres)('Slack refusing the answer', { concurrent: true }, (
   itWithFakes(
     "says in one error line, without the answer's words, that the workspace's message limit is reached, and does not retry",
     async ({ fakes }) => {
-      const { threadTexts, answerPosts, ask, finished } = outageViews(fakes);
+      const { threadTexts, answerPosts, askWhile } = outageViews(fakes);
       const bot = await fakes.startBot(ENV);
-      const release = fakes.agent.holdAnswerTo('over the limit');
-      const root = await ask(bot.eventsUrl, 'over the limit');
-      await waitFor(() => fakes.prompts().includes('over the limit'), 'the prompt at the agent');
       // Free workspaces have a message limit; once it is reached every post is refused, the note about it too.
-      fakes.slack.reachMessageLimit();
-      release();
-
-      await finished(root);
+      const root = await askWhile(bot.eventsUrl, 'over the limit', () => fakes.slack.reachMessageLimit());
       expect(threadTexts(root)).toEqual(['<@U0BOT> over the limit']);
       // Not retried: Slack would refuse it again until the limit resets.
       expect(answerPosts(root)).toHaveLength(1);
@@ -163,15 +157,11 @@ describe.runIf(runPostgres)('Slack refusing the answer', { concurrent: true }, (
   itWithFakes(
     'tells the author privately, beside a thread an admin locked while the agent answered, why no answer came',
     async ({ fakes }) => {
-      const { threadTexts, answerPosts, ask, finished } = outageViews(fakes);
+      const { threadTexts, answerPosts, askWhile } = outageViews(fakes);
       const bot = await fakes.startBot(ENV);
-      const release = fakes.agent.holdAnswerTo('locked meanwhile');
-      const root = await ask(bot.eventsUrl, 'locked meanwhile');
-      await waitFor(() => fakes.prompts().includes('locked meanwhile'), 'the prompt at the agent');
-      fakes.slack.lockThread(CHANNEL, root);
-      release();
-
-      await finished(root);
+      const root = await askWhile(bot.eventsUrl, 'locked meanwhile', (thread) =>
+        fakes.slack.lockThread(CHANNEL, thread),
+      );
       // Not in the locked thread, where nothing may be posted: in the channel, where Alice sees it.
       const note = await fakes.slack.waitForVisibleEphemeral(
         'U0ALICE',
@@ -219,15 +209,11 @@ describe.runIf(runPostgres)('Slack refusing the answer', { concurrent: true }, (
   itWithFakes(
     'stops at once in a channel made read-only while the agent answered, saying why in its log',
     async ({ fakes }) => {
-      const { threadTexts, answerPosts, ask, finished } = outageViews(fakes);
+      const { threadTexts, answerPosts, askWhile } = outageViews(fakes);
       const bot = await fakes.startBot(ENV);
-      const release = fakes.agent.holdAnswerTo('read-only meanwhile');
-      const root = await ask(bot.eventsUrl, 'read-only meanwhile');
-      await waitFor(() => fakes.prompts().includes('read-only meanwhile'), 'the prompt at the agent');
-      fakes.slack.makeReadOnly(CHANNEL);
-      release();
-
-      await finished(root);
+      const root = await askWhile(bot.eventsUrl, 'read-only meanwhile', () =>
+        fakes.slack.makeReadOnly(CHANNEL),
+      );
       expect(threadTexts(root)).toEqual(['<@U0BOT> read-only meanwhile']);
       expect(answerPosts(root)).toHaveLength(1);
       // The note is tried; whether Slack shows an app's private note in a read-only channel it does not say,

@@ -38,6 +38,19 @@ export function outageViews(fakes: PerTestFakes) {
         .filter((c) => c.args.thread_ts === root && isAnswerPost(c.args)),
     /** A new thread the user opens by mentioning the bot. */
     ask: (eventsUrl: string, text: string) => fakes.ask(eventsUrl, CHANNEL, text),
+    /**
+     * A new thread whose answer is held at the agent while `meanwhile` changes Slack (an admin's setting, a
+     * limit reached); returned once its job has ended.
+     */
+    askWhile: async (eventsUrl: string, text: string, meanwhile: (root: string) => void) => {
+      const release = fakes.agent.holdAnswerTo(text);
+      const root = await fakes.ask(eventsUrl, CHANNEL, text);
+      await waitFor(() => fakes.prompts().includes(text), 'the prompt at the agent');
+      meanwhile(root);
+      release();
+      await fakes.slack.waitForCall('reactions.remove', (c) => c.args.timestamp === root, 30_000);
+      return root;
+    },
     /** The job ended: its working reaction was taken off the message. */
     finished: (root: string) =>
       fakes.slack.waitForCall('reactions.remove', (c) => c.args.timestamp === root, 30_000),
