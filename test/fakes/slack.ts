@@ -553,8 +553,9 @@ export class FakeSlack {
    */
   private readonly deletedChannels = new Set<string>();
   /**
-   * Calls about a conversation or a message the fake was never told of, which Slack refuses as not found: stop() fails while any exist, since a test most likely delivered an event past the
-   * fake (a forgotten `via`), unless unknown ones are allowed (allowUnknownTargets).
+   * Calls about a conversation or a message the fake was never told of, which Slack refuses as not found:
+   * stop() fails while any exist, since a test most likely delivered an event past the fake (a forgotten
+   * `via`), unless unknown ones are allowed (allowUnknownTargets).
    */
   readonly unknownTargets: string[] = [];
   private unknownTargetsAllowed = false;

@@ -18,6 +18,9 @@ export function outageViews(fakes: PerTestFakes) {
   /** Slack refuses the answers' posts (HTTP 503: not taken in) from now on; other posts go through. */
   const refuseAnswers = () =>
     fakes.slack.failFor('chat.postMessage', { type: 'http', status: 503 }, 60_000, isAnswerPost);
+  /** The job ended: its working reaction was taken off the message. */
+  const finished = (root: string) =>
+    fakes.slack.waitForCall('reactions.remove', (c) => c.args.timestamp === root, 30_000);
   return {
     refuseAnswers,
     /** A new thread whose answer Slack refuses: returned once the job is put back to wait for Slack. */
@@ -48,12 +51,10 @@ export function outageViews(fakes: PerTestFakes) {
       await waitFor(() => fakes.prompts().includes(text), 'the prompt at the agent');
       meanwhile(root);
       release();
-      await fakes.slack.waitForCall('reactions.remove', (c) => c.args.timestamp === root, 30_000);
+      await finished(root);
       return root;
     },
-    /** The job ended: its working reaction was taken off the message. */
-    finished: (root: string) =>
-      fakes.slack.waitForCall('reactions.remove', (c) => c.args.timestamp === root, 30_000),
+    finished,
   };
 }
 
