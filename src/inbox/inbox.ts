@@ -50,9 +50,6 @@ export class Inbox implements JobProgress {
   ): Promise<{ outcome: AdmitOutcome; queued: boolean; claimed?: ClaimedJob }> {
     return this.queue.admit(job, limits, claim);
   }
-  yieldTurn(job: ClaimedJob): Promise<boolean> {
-    return this.queue.yieldTurn(job);
-  }
   hasThread(threadKey: string): Promise<boolean> {
     return this.queue.hasThread(threadKey);
   }

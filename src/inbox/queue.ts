@@ -44,17 +44,17 @@ export function heartbeatEveryMs(leaseMs: number): number {
  * are taken on insert but seen on commit, so without it a job numbered first could become visible after a
  * later one had been claimed as the thread's oldest, and both would run at once. The lock is taken before
  * the row (and its id) exists, as the row is made from `turn`, and held until the statement commits.
- * The counts read the statement's snapshot, taken before the lock: under a concurrent message of the same
- * thread they may miss it (so `queued` may say false), never the dedupe, which ON CONFLICT decides.
- * With $9, a job its thread has nothing open before (as far as the snapshot tells) is recorded already
- * claimed by owner $10 for $11 seconds: the claim costs no statement, and no commit, of its own. What the
- * snapshot missed is caught by `yieldTurn`, which such a job asks before it does anything. A lease (here
- * and in `claim`) runs from when it is granted (clock_timestamp), not from when the statement began
- * (now()): a statement that waited on a lock would otherwise grant one already lapsed.
+ * `open` counts the thread's open jobs once the lock is held, through thread_open_jobs_now (store/schema.ts),
+ * which reads them afresh: the statement's own snapshot is taken before the lock, and would miss a job of the
+ * thread whose recording committed while this one waited for it. So the count is exact, and with $9 a job
+ * its thread has nothing open before is recorded already claimed by owner $10 for $11 seconds: the claim
+ * costs no statement, and no commit, of its own. The other counts (the user's rate) read the snapshot.
+ * A lease (here and in `claim`) runs from when it is granted (clock_timestamp), not from when the statement
+ * began (now()): a statement that waited on a lock would otherwise grant one already lapsed.
  */
 const ADMIT = `
   WITH turn AS MATERIALIZED (SELECT pg_advisory_xact_lock(hashtext('inbox:' || $1))),
-  open AS (SELECT count(*) AS n FROM inbox WHERE thread_key = $1 AND ${OPEN}),
+  open AS (SELECT thread_open_jobs_now($1) AS n FROM turn),
   recent AS (
     SELECT count(*) AS n FROM user_requests
     WHERE $7::int > 0 AND user_id = $5 AND at > now() - ${USER_LIMIT_WINDOW}),
@@ -107,7 +107,7 @@ export class JobQueue {
    * Records a message if its thread and its sender are within limits, in one statement under the thread's
    * lock (this runs before Slack is acknowledged). `queued` says the job waits behind other work of its thread.
    * With `claim` (this process has room for it), a job that is its thread's turn is recorded claimed by this
-   * process and comes back as `claimed`, to be run at once (after `yieldTurn`).
+   * process and comes back as `claimed`, to be run at once.
    */
   async admit(
     job: NewJob,
@@ -149,22 +149,6 @@ export class JobQueue {
     if (limits.userPerMinute === 0 || Number(row?.recent ?? 0) < limits.userPerMinute)
       return { outcome: 'duplicate', queued };
     return { outcome: 'rate-limited', queued };
-  }
-
-  /**
-   * Asked first by a job claimed as it was recorded: the statement that recorded it may have missed an older
-   * open job of its thread recorded a moment before (see ADMIT). Then it is put back, unclaimed, to wait its
-   * turn, and this says true. In the usual case nothing changes and nothing is written (so nothing is flushed).
-   */
-  async yieldTurn(job: ClaimedJob): Promise<boolean> {
-    const rows = await this.db.query(
-      `UPDATE inbox SET state = 'pending', owner = NULL, lease_until = NULL, attempts = attempts - 1
-       WHERE id = $1 AND owner = $2 AND state = 'running'
-         AND ${oldestOpenJobOf('inbox')} < inbox.id
-       RETURNING 1`,
-      [job.id, this.owner],
-    );
-    return rows.length > 0;
   }
 
   /** Whether the bot has ever had work in this thread (a follow-up there is for it). */

@@ -31,10 +31,7 @@ export class Worker {
 
   constructor(
     /** Only the queue's side of the inbox: what the job does meanwhile is the runner's. */
-    private readonly inbox: Pick<
-      JobQueue,
-      'claim' | 'heartbeat' | 'defer' | 'finish' | 'release' | 'yieldTurn'
-    >,
+    private readonly inbox: Pick<JobQueue, 'claim' | 'heartbeat' | 'defer' | 'finish' | 'release'>,
     private readonly runJob: JobRunner,
     private readonly logger: Logger,
     private readonly options: WorkerOptions,
@@ -71,7 +68,7 @@ export class Worker {
     if (claimed && this.stopped) {
       // Stopping meanwhile: handed back for any replica (or the next start) to take at once.
       void this.inbox.release([claimed.id]).catch(() => {});
-    } else if (claimed) this.launch(claimed, true);
+    } else if (claimed) this.launch(claimed);
     return result;
   }
 
@@ -111,13 +108,12 @@ export class Worker {
     }
   }
 
-  /** `recordedClaimed`: claimed as it was recorded, so its turn is confirmed first (see JobQueue.yieldTurn). */
-  private launch(job: ClaimedJob, recordedClaimed = false): void {
+  private launch(job: ClaimedJob): void {
     // Once per process: a job recorded claimed after its lease lapsed (its statement waited on a lock) may also
     // come back from a claim pass sent before it started here. The owner is the process, so a second run would
     // pass every check of the first and send its prompt again.
     if (this.running.has(job.id)) return;
-    const run = this.runToEnd(job, recordedClaimed).then((threadHasMore) => {
+    const run = this.runToEnd(job).then((threadHasMore) => {
       const wasFull = this.running.size >= this.options.concurrency;
       this.running.delete(job.id);
       // The thread's next message, or anything that waited for room, goes on at once; the poll finds the rest.
@@ -127,11 +123,9 @@ export class Worker {
   }
 
   /** Runs a job and records how it ended; says whether its thread has a next message to run now. */
-  private async runToEnd(job: ClaimedJob, recordedClaimed: boolean): Promise<boolean> {
+  private async runToEnd(job: ClaimedJob): Promise<boolean> {
     let outcome: JobOutcome;
     try {
-      // Not its turn after all: it waits, unclaimed, for the older job, whose end kicks a claim pass.
-      if (recordedClaimed && (await this.inbox.yieldTurn(job))) return false;
       outcome = await this.runJob(job);
     } catch (error) {
       this.logger.warn(

@@ -181,6 +181,13 @@ const MIGRATIONS: readonly (readonly MigrationStep[])[] = [
     // not close a workspace of the org that has installed the app on its own since.
     'CREATE TABLE IF NOT EXISTS workspace_installs (scope TEXT PRIMARY KEY, installed_at TIMESTAMPTZ NOT NULL)',
   ],
+  [
+    // A thread's open jobs as they are when asked, not as the asking statement's snapshot saw them: a VOLATILE
+    // function takes a fresh snapshot for each query it runs (PostgreSQL's manual, "Function Volatility
+    // Categories"). The inbox's ADMIT asks it once it holds the thread's lock (see inbox/queue.ts).
+    `CREATE OR REPLACE FUNCTION thread_open_jobs_now(thread TEXT) RETURNS BIGINT LANGUAGE sql VOLATILE
+       AS $$ SELECT count(*) FROM inbox WHERE thread_key = $1 AND state IN ('pending', 'running') $$`,
+  ],
 ];
 
 /**

@@ -99,22 +99,8 @@ function inboxContract(name: string, storePerSuite: () => { readonly db: Databas
       expect(second.claimed).toBeUndefined();
       // Not asked (no room): recorded for a claim pass.
       expect((await a.admit(message('t2', '1'), NO_LIMITS, false)).claimed).toBeUndefined();
-      expect(await a.yieldTurn(first.claimed as ClaimedJob)).toBe(false);
       expect(await a.finish(first.claimed as ClaimedJob)).toEqual({ threadHasMore: true });
       expect((await b.claim(10)).map((job) => job.dedupeKey)).toEqual(['t1:2', 't2:1']);
-    });
-
-    it('puts a job claimed as it was recorded back in line behind an older job of its thread', async () => {
-      const { db, a, b } = await fresh();
-      const older = (await a.admit(message('t9', '1'), NO_LIMITS, true)).claimed as ClaimedJob;
-      const newer = (await a.admit(message('t1', '1'), NO_LIMITS, true)).claimed as ClaimedJob;
-      // As if the statement that recorded `newer` had missed `older`, recorded in its thread a moment before.
-      await db.query(`UPDATE inbox SET thread_key = 't1' WHERE id = $1`, [older.id]);
-      expect(await a.yieldTurn(newer)).toBe(true);
-      expect(await b.claim(10)).toEqual([]);
-      expect(await a.finish({ ...older, threadKey: 't1' })).toEqual({ threadHasMore: true });
-      // Its turn now, as a first attempt: nothing of it ran.
-      expect(await b.claim(10)).toMatchObject([{ id: newer.id, attempts: 1 }]);
     });
 
     it("takes back work whose lease lapsed, its own process's too, but never a job it is running", async () => {
@@ -496,9 +482,9 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
       expect(claimed.map((job) => job.dedupeKey)).toEqual(
         Array.from({ length: 50 }, (_, i) => `T1:C1:${i + 1}:message`),
       );
-      const [first] = claimed;
-      if (!first) throw new Error('nothing claimed');
-      expect(await a.yieldTurn(first)).toBe(false);
+      // A later message of a thread under way: the thread's open jobs, counted afresh, say it waits.
+      const later = await a.admit(message('T1:C1:1', 'later'), NO_LIMITS, true);
+      expect(later).toEqual({ outcome: 'inserted', queued: true });
       // A look at each open job's thread: a few entries per job. Walking every older open job for each one
       // read about half a million here.
       expect((await entriesRead()) - before).toBeLessThan(open * 5);
@@ -540,9 +526,10 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
       expect(await b.claim(10)).toEqual([]);
     });
   });
-  it('puts back a later message claimed as it was recorded while an earlier one of its thread was being recorded', async () => {
+  it('records a later message waiting, not claimed, while an earlier one of its thread is being recorded', async () => {
     // The same race as above, with both messages recorded by processes that have room: the second statement's
-    // snapshot is taken before the first message commits, so it records its message claimed as well.
+    // snapshot is taken before the first message commits. It must still see the first message once it has the
+    // thread's turn, or both would start at once.
     await withLockingClients(async ({ db, holder, observer }) => {
       const a = new Inbox(db, 'replica-a', LEASE_MS);
       const b = new Inbox(db, 'replica-b', LEASE_MS);
@@ -556,14 +543,12 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
       const second = b.admit(message('t1', '2'), NO_LIMITS, true);
       await waitFor(async () => (await lockWaiters()) === 2, 'the second message waiting for its turn');
       await holder.query('ROLLBACK');
-      const [earlier, later] = [(await first).claimed, (await second).claimed];
-      expect(earlier?.dedupeKey).toBe('t1:1');
-      // Its statement could not see the earlier message: recorded claimed, it gives its turn back.
-      expect(later?.dedupeKey).toBe('t1:2');
-      expect(await b.yieldTurn(later as ClaimedJob)).toBe(true);
-      expect(await a.yieldTurn(earlier as ClaimedJob)).toBe(false);
+      const [earlier, later] = [await first, await second];
+      expect(earlier.claimed?.dedupeKey).toBe('t1:1');
+      expect(later).toMatchObject({ outcome: 'inserted', queued: true });
+      expect(later.claimed).toBeUndefined();
       expect(await b.claim(10)).toEqual([]);
-      await a.finish(earlier as ClaimedJob);
+      await a.finish(earlier.claimed as ClaimedJob);
       expect((await b.claim(10)).map((job) => job.dedupeKey)).toEqual(['t1:2']);
     });
   });
