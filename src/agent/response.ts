@@ -9,7 +9,17 @@ export interface HttpResponse {
   headers: Record<string, unknown>;
 }
 
-const SESSION_GONE = /session.*(not\s*found|does\s*not\s*exist|no\s*longer|invalid|unknown|expired)/i;
+/**
+ * The service's words for a session it does not have, the word after or before: "session [id] not found",
+ * "… does not exist", "… has expired", "session_id is invalid", "no such session", "invalid session_id". An id
+ * is quoted or has a digit in it, so "the session if expired" is not one. Every repetition is bounded.
+ */
+const SESSION_GONE_WORDS = [
+  /\bsession(?:[ _-]?id)?\s{0,3}(?:(?:["'`][^"'`\s]{1,64}["'`]|[\w-]{0,32}\d[\w-]{0,32}):?\s{1,3})?(?:(?:is|was|has|has been)\s{1,3})?(?:not\s{1,3}found|does\s{0,3}n[o']t\s{1,3}exist|no\s{1,3}longer\s{1,3}exists|expired|invalid|unknown)\b/i,
+  /\b(?:no(?:\s{1,3}such)?|invalid|unknown|expired)\s{1,3}session(?:[ _-]?id)?\b/i,
+];
+/** The service's words about a missing session are short; a longer message is not read past this. */
+const SESSION_GONE_READ_CHARS = 500;
 /** Failed before a connection existed, so nothing can have reached the service. */
 const NOT_DELIVERED_CODES = new Set([
   'ECONNREFUSED',
@@ -65,13 +75,16 @@ export function interpretResponse(
 }
 
 /**
- * A 404 means the session is gone only when it carries the service's JSON failure body and does not name the
- * agent instead; an HTML 404 (a wrong base URL) must not start endless session re-creation.
+ * Whether the service refused a session it does not have, so the prompt never ran (and is sent once more, in a
+ * new session) or the deletion has nothing left to do. Only a refusal says so: a server error may come after
+ * the prompt ran, whatever its words. A 404 or 410 counts when it carries the service's JSON failure body and
+ * does not name the agent instead; an HTML 404 (a wrong base URL) must not start endless session re-creation.
  */
 function sessionGone(status: number, body: unknown): boolean {
-  const message = isObject(body) && typeof body.message === 'string' ? body.message : '';
-  if (SESSION_GONE.test(message)) return true;
-  return status === 404 && isObject(body) && !/agent/i.test(message);
+  if (status >= 500 || !isObject(body)) return false;
+  const message = typeof body.message === 'string' ? body.message.slice(0, SESSION_GONE_READ_CHARS) : '';
+  if (SESSION_GONE_WORDS.some((words) => words.test(message))) return true;
+  return (status === 404 || status === 410) && !/agent/i.test(message);
 }
 
 export function isObject(value: unknown): value is JsonObject {

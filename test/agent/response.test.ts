@@ -43,6 +43,42 @@ describe('interpretResponse', () => {
     expect(kind(503, {})).toBe('unavailable');
   });
 
+  it('reads a lost session only from a refusal that says so: a server error may come after the prompt ran', () => {
+    const kind = (status: number, message: string, operation: 'sendMessage' | 'deleteSession' = 'sendMessage') =>
+      failureOf(() => interpretResponse(operation, response(status, { status: false, message }), redact)).kind;
+    // Taken for a lost session, the prompt would be sent again in a new one (and a deletion taken as done).
+    for (const status of [500, 200]) {
+      expect(kind(status, 'session store returned an invalid response')).not.toBe('session_not_found');
+      expect(kind(status, 'could not close the session if expired', 'deleteSession')).not.toBe(
+        'session_not_found',
+      );
+    }
+    expect(kind(500, 'Session not found')).toBe('rejected');
+    expect(kind(404, 'Record not found')).toBe('session_not_found');
+    expect(kind(410, 'Gone')).toBe('session_not_found');
+    // The service's own words for a session it does not have, before or after the word.
+    for (const message of [
+      'Session not found',
+      'Session 3f2a-77 does not exist',
+      'session_id is invalid',
+      'Session has expired',
+      'Invalid session_id',
+      'No such session: 3f2a-77',
+      'No session found',
+    ]) {
+      expect(kind(400, message), message).toBe('session_not_found');
+      expect(kind(200, message), message).toBe('session_not_found');
+    }
+  });
+
+  it('reads a huge failure message at once', { timeout: 2_000 }, () => {
+    // A megabyte of the service's words, as much as a reply may carry: matched in full, this took minutes.
+    const message = 'session '.repeat(131_072);
+    expect(
+      failureOf(() => interpretResponse('sendMessage', response(400, { status: false, message }), redact)).kind,
+    ).toBe('rejected');
+  });
+
   it("honours Retry-After and keeps the API key out of the service's words", () => {
     const error = failureOf(() =>
       interpretResponse(
