@@ -31,11 +31,11 @@ export type FailureKind =
 export function failureKindOf(error: unknown): FailureKind {
   if (!isAgentServiceError(error)) return 'internal';
   if (error.kind === 'unauthorized' || error.kind === 'not_found') return 'misconfigured';
-  if (error.kind === 'unavailable' && (error.notDelivered || error.httpStatus !== undefined))
-    return 'unavailable';
+  if (error.kind === 'unavailable' && (error.notDelivered || saidUnavailable(error))) return 'unavailable';
   // Only the prompt's own call can fail after the prompt left; anything before it is the conversation's start.
   if (error.operation !== 'sendMessage') return 'no_conversation';
   switch (error.kind) {
+    // A gateway that gave up on the service (502, 504), or a connection that broke.
     case 'unavailable':
       return 'cut_off';
     // A session still missing after one replacement is reported like any refusal.
@@ -46,6 +46,14 @@ export function failureKindOf(error: unknown): FailureKind {
     default:
       return error.kind;
   }
+}
+
+/**
+ * The service itself said it cannot take requests now (429, 503): nothing was run. A call that never reached it
+ * (`notDelivered`) is told apart by the caller; a gateway's 502 or 504 may come after the prompt went through.
+ */
+function saidUnavailable(error: { httpStatus?: number }): boolean {
+  return error.httpStatus === 429 || error.httpStatus === 503;
 }
 
 /** One readable sentence per failure kind, with the reference that is also in the log line. */
@@ -62,8 +70,9 @@ export function failureNotice(kind: FailureKind, referenceId: string): string {
     rejected:
       'The agent service refused this request. Please try rephrasing, or ask an admin to check the agent.',
     failed:
-      'The agent service failed while handling your message, so I have no answer. Please try again in a moment; if it keeps failing, ask an admin to check the agent.',
-    bad_response: 'The agent service sent a reply I could not read. Please try again.',
+      'The agent service failed while handling your message, so I have no answer. It may have received it and acted on it; ask again if you still need the answer, and if it keeps failing, ask an admin to check the agent.',
+    bad_response:
+      'The agent service sent a reply I could not read, so I have no answer. It received your message and may have acted on it; ask again if you still need the answer.',
     misconfigured:
       'I am not set up correctly: the agent service does not accept my credentials or does not know my agent. An admin must fix my configuration; trying again will not help until then.',
     internal: 'Something went wrong on my side while handling this message. Please try again.',

@@ -28,6 +28,16 @@ describe('failureKindOf', () => {
     expect(failureKindOf(failure({ kind: 'timeout', operation: 'createSession' }))).toBe('no_conversation');
     // After it left, the agent may have acted on it.
     expect(failureKindOf(failure({ kind: 'unavailable', operation: 'sendMessage' }))).toBe('cut_off');
+    // A gateway that gave up on the service (502, 504) after the prompt went through it.
+    for (const httpStatus of [502, 504])
+      expect(failureKindOf(failure({ kind: 'unavailable', operation: 'sendMessage', httpStatus }))).toBe(
+        'cut_off',
+      );
+    // The service says it did not take it (429, 503).
+    for (const httpStatus of [429, 503])
+      expect(failureKindOf(failure({ kind: 'unavailable', operation: 'sendMessage', httpStatus }))).toBe(
+        'unavailable',
+      );
     expect(failureKindOf(failure({ kind: 'timeout', operation: 'sendMessage' }))).toBe('timeout');
     expect(failureKindOf(failure({ kind: 'rejected', operation: 'sendMessage', httpStatus: 500 }))).toBe(
       'failed',

@@ -191,82 +191,113 @@ describe('working indicator delay', () => {
   });
 });
 
+type FailureCase = [string, (agent: AgentServiceEmulator) => Promise<void> | void, RegExp];
+
+/**
+ * Each failure's sentence to the author, a group of cases to a bot of its own: each case clears an indicator
+ * or two, and Slack takes 20 reactions.remove a minute (Tier 2), beyond which a case waits for Slack.
+ */
+function failureSentences(title: string, cases: FailureCase[]): void {
+  describe(title, () => {
+    const stack = useStack({ AGENT_TIMEOUT_MS: '1000' });
+
+    it.each(cases)(
+      '%s: one readable sentence with a reference, indicator cleared, next message works',
+      async (_kind, inject, sentence) => {
+        const { slack, bot } = stack;
+        const agent = stack.agent;
+        const root = nextTs();
+        await mention(bot, { channel: CHANNEL, text: '<@U0BOT> warm up', ts: root });
+        await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+        await inject(agent);
+        const failingTs = nextTs();
+        await mention(bot, {
+          channel: CHANNEL,
+          text: '<@U0BOT> this one fails',
+          ts: failingTs,
+          threadTs: root,
+        });
+        await slack.waitForCall(
+          'reactions.add',
+          (c) => c.args.timestamp === failingTs && c.args.name === 'eyes',
+        );
+        const notice = await slack.waitForCall(
+          'chat.postMessage',
+          (c) => c.args.thread_ts === root && textOf(c).startsWith(':warning:'),
+          5_000,
+        );
+        expect(textOf(notice)).toMatch(sentence);
+        expect(textOf(notice)).toMatch(/\(ref [0-9A-F]{8}\)$/);
+        expect(textOf(notice)).not.toMatch(/Error|at \w+ \(|status code|test-agent-key/);
+        await waitFor(
+          () => slack.reactionsOn(CHANNEL, failingTs).length === 0,
+          'indicator of the failed message cleared',
+        );
+        await mention(bot, { channel: CHANNEL, text: '<@U0BOT> and after?', threadTs: root });
+        await slack.waitForCall(
+          'chat.postMessage',
+          (c) => c.args.thread_ts === root && textOf(c).endsWith('and after?'),
+          5_000,
+        );
+      },
+    );
+  });
+}
+
+failureSentences('failures the agent did not run', [
+  [
+    'unavailable',
+    (agent) => agent.injectFailure('sendMessage', { type: 'http', status: 503 }),
+    /agent service is unavailable/,
+  ],
+  [
+    'rejected',
+    (agent) => agent.injectFailure('sendMessage', { type: 'status-false', message: 'quota exceeded' }),
+    /refused this request/,
+  ],
+]);
+
+failureSentences('failures after the prompt left: the agent may have run it', [
+  [
+    'timed out',
+    (agent) => agent.injectFailure('sendMessage', { type: 'hang' }),
+    /took too long to answer.* It may have received your message/,
+  ],
+  [
+    'cut off',
+    (agent) => agent.injectFailure('sendMessage', { type: 'reset' }),
+    /connection to the agent service broke after your message was sent/,
+  ],
+  [
+    'failed',
+    (agent) => agent.injectFailure('sendMessage', { type: 'http', status: 500 }),
+    /agent service failed while handling your message, .* It may have received it and acted on it/,
+  ],
+  [
+    // Not a lost session (which would send the prompt again in a new one): a server error may come after it ran.
+    'failed with words about the session',
+    (agent) =>
+      agent.injectFailure('sendMessage', {
+        type: 'http',
+        status: 500,
+        body: { status: false, message: 'session store returned an invalid response' },
+      }),
+    /agent service failed while handling your message/,
+  ],
+  [
+    'gateway timeout',
+    (agent) => agent.injectFailure('sendMessage', { type: 'http', status: 504, rawBody: '<h1>504</h1>' }),
+    /broke after your message was sent, .* may have received it and acted on it/,
+  ],
+  [
+    'bad response',
+    (agent) => agent.injectFailure('sendMessage', { type: 'malformed' }),
+    /reply I could not read, .* It received your message and may have acted on it/,
+  ],
+]);
+
 describe('failures', () => {
   const stack = useStack({ AGENT_TIMEOUT_MS: '1000' });
-
-  const cases: [string, (agent: AgentServiceEmulator) => Promise<void> | void, RegExp][] = [
-    [
-      'unavailable',
-      (agent) => agent.injectFailure('sendMessage', { type: 'http', status: 503 }),
-      /agent service is unavailable/,
-    ],
-    [
-      'timed out',
-      (agent) => agent.injectFailure('sendMessage', { type: 'hang' }),
-      /took too long to answer.* It may have received your message/,
-    ],
-    [
-      'cut off',
-      (agent) => agent.injectFailure('sendMessage', { type: 'reset' }),
-      /connection to the agent service broke after your message was sent/,
-    ],
-    [
-      'failed',
-      (agent) => agent.injectFailure('sendMessage', { type: 'http', status: 500 }),
-      /agent service failed while handling your message/,
-    ],
-    [
-      'rejected',
-      (agent) => agent.injectFailure('sendMessage', { type: 'status-false', message: 'quota exceeded' }),
-      /refused this request/,
-    ],
-    [
-      'bad response',
-      (agent) => agent.injectFailure('sendMessage', { type: 'malformed' }),
-      /reply I could not read/,
-    ],
-  ];
-
-  it.each(cases)(
-    '%s: one readable sentence with a reference, indicator cleared, next message works',
-    async (_kind, inject, sentence) => {
-      const { slack, bot } = stack;
-      const agent = stack.agent;
-      const root = nextTs();
-      await mention(bot, { channel: CHANNEL, text: '<@U0BOT> warm up', ts: root });
-      await slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
-      await inject(agent);
-      const failingTs = nextTs();
-      await mention(bot, {
-        channel: CHANNEL,
-        text: '<@U0BOT> this one fails',
-        ts: failingTs,
-        threadTs: root,
-      });
-      await slack.waitForCall(
-        'reactions.add',
-        (c) => c.args.timestamp === failingTs && c.args.name === 'eyes',
-      );
-      const notice = await slack.waitForCall(
-        'chat.postMessage',
-        (c) => c.args.thread_ts === root && textOf(c).startsWith(':warning:'),
-        5_000,
-      );
-      expect(textOf(notice)).toMatch(sentence);
-      expect(textOf(notice)).toMatch(/\(ref [0-9A-F]{8}\)$/);
-      expect(textOf(notice)).not.toMatch(/Error|at \w+ \(|status code|test-agent-key/);
-      await waitFor(
-        () => slack.reactionsOn(CHANNEL, failingTs).length === 0,
-        'indicator of the failed message cleared',
-      );
-      await mention(bot, { channel: CHANNEL, text: '<@U0BOT> and after?', threadTs: root });
-      await slack.waitForCall(
-        'chat.postMessage',
-        (c) => c.args.thread_ts === root && textOf(c).endsWith('and after?'),
-        5_000,
-      );
-    },
-  );
 
   it('starts the conversation again when creating it failed once, and sends the prompt once', async () => {
     const { slack, agent, bot } = stack;

@@ -173,7 +173,7 @@ function conversationSuite(
         await mention(bot, { channel: CHANNEL, text: '<@U0BOT> break please', ts: rootTs });
         const notice = await slack.waitForCall('chat.postMessage', replyIn(rootTs));
         expect(textOf(notice)).toMatch(
-          /^:warning: The agent service sent a reply I could not read\. .*\(ref [0-9A-F]{8}\)$/,
+          /^:warning: The agent service sent a reply I could not read, so I have no answer\. .*\(ref [0-9A-F]{8}\)$/,
         );
         const ref = /\(ref ([0-9A-F]{8})\)/.exec(textOf(notice))?.[1];
         // The operator's line for that reference names the job and its thread.
