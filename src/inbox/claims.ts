@@ -1,4 +1,5 @@
 import type { Database, SqlQuery } from '../store/database.js';
+import { MESSAGE_MEMORY_DAYS } from './retention.js';
 
 /**
  * What a claim is for: acting once on a control word, telling an author once that an edit is not re-sent or
@@ -32,7 +33,7 @@ export class MessageClaims {
   }
 
   /** Forgets claims older than Slack's retry and edit horizon. */
-  async prune(olderThanDays = 7, batch = 5_000): Promise<number> {
+  async prune(olderThanDays = MESSAGE_MEMORY_DAYS, batch = 5_000): Promise<number> {
     // In batches, as the inbox's: a backlog deleted at once would outlast the statement timeout.
     let pruned = 0;
     for (;;) {

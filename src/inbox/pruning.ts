@@ -1,4 +1,5 @@
 import type { Database } from '../store/database.js';
+import { MESSAGE_MEMORY_DAYS } from './retention.js';
 import type { UserLimit } from './user-limit.js';
 
 /** Finished jobs forgotten per statement: each one well inside the statement timeout. */
@@ -15,7 +16,7 @@ export class InboxPruning {
    * Forgets finished jobs older than Slack's retry and edit horizon (their keys dedupe until then), and
    * request counts older than the per-user limit's minute.
    */
-  async prune(olderThanDays = 7, batch = PRUNE_BATCH): Promise<number> {
+  async prune(olderThanDays = MESSAGE_MEMORY_DAYS, batch = PRUNE_BATCH): Promise<number> {
     // In batches: a backlog (a first clean-up after weeks) deleted in one statement outlasts the statement
     // timeout, and would then fail every hour.
     let pruned = 0;

@@ -44,8 +44,13 @@ describe('interpretResponse', () => {
   });
 
   it('reads a lost session only from a refusal that says so: a server error may come after the prompt ran', () => {
-    const kind = (status: number, message: string, operation: 'sendMessage' | 'deleteSession' = 'sendMessage') =>
-      failureOf(() => interpretResponse(operation, response(status, { status: false, message }), redact)).kind;
+    const kind = (
+      status: number,
+      message: string,
+      operation: 'sendMessage' | 'deleteSession' = 'sendMessage',
+    ) =>
+      failureOf(() => interpretResponse(operation, response(status, { status: false, message }), redact))
+        .kind;
     // Taken for a lost session, the prompt would be sent again in a new one (and a deletion taken as done).
     for (const status of [500, 200]) {
       expect(kind(status, 'session store returned an invalid response')).not.toBe('session_not_found');
@@ -75,7 +80,8 @@ describe('interpretResponse', () => {
     // A megabyte of the service's words, as much as a reply may carry: matched in full, this took minutes.
     const message = 'session '.repeat(131_072);
     expect(
-      failureOf(() => interpretResponse('sendMessage', response(400, { status: false, message }), redact)).kind,
+      failureOf(() => interpretResponse('sendMessage', response(400, { status: false, message }), redact))
+        .kind,
     ).toBe('rejected');
   });
 

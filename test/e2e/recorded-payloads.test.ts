@@ -214,6 +214,29 @@ describe('recorded Slack payloads, through the bot', () => {
     expect(postsIn(slack, CHANNEL, root)).toHaveLength(1);
   });
 
+  it('never runs an edited mention of a message older than the inbox remembers: it may have been answered', async () => {
+    const { agent } = suite;
+    // Edited eight days on: the inbox forgets a message a week after it was answered, so nothing says whether
+    // this one was; run again, a command in it would run twice.
+    const old = `${Math.floor(Date.now() / 1000) - 8 * 86_400}.000100`;
+    const body = eventBody(recorded('app_mention.edited.slack-go-1256'), { '1706785424.099119': old });
+    Object.assign(innerEvent(body), {
+      user: ALICE,
+      team: DEFAULT_TEAM_ID,
+      channel: CHANNEL,
+      text: '<@U0BOT> deploy to production, edited',
+      client_msg_id: old,
+      edited: { user: ALICE, ts: nextTs() },
+    });
+    expect((await deliver(suite, { ...body, team_id: DEFAULT_TEAM_ID })).status).toBe(200);
+    // A fresh mention answered after it: the old one, had it been taken, would have been sent by then.
+    const root = nextTs();
+    await mention(suite.bot, { channel: CHANNEL, user: ALICE, text: '<@U0BOT> and now?', ts: root });
+    await suite.slack.waitForCall('chat.postMessage', (c) => c.args.thread_ts === root);
+    await sleep(300);
+    expect(promptsSent(agent).filter((p) => p?.includes('production'))).toEqual([]);
+  });
+
   it('cancels a prompt deleted while it waits (both recorded shapes), and tells its author privately', async () => {
     const { slack, agent } = suite;
     // The first message is answered once both deletions are in, however slow the machine.

@@ -4,6 +4,7 @@ import { type InboundMessage, indicatorOf, jobKey } from '../../../conversation/
 import { resetNotAllowedText } from '../../../conversation/notices.js';
 import type { MessageClaims, MessageRef } from '../../../inbox/claims.js';
 import type { Inbox } from '../../../inbox/inbox.js';
+import { mayBeForgotten } from '../../../inbox/retention.js';
 import type { Worker } from '../../../inbox/worker.js';
 import { botUserIdHere } from '../../../installations/workspace-scope.js';
 import type { Logger } from '../../../observability/logger.js';
@@ -64,6 +65,11 @@ export function register(events: EventRouter, deps: MessageDeps): void {
     );
     if (!message) {
       events.ignore(event.type, 'not-from-a-person');
+      return;
+    }
+    // An edit sends a mention again, at any age: one the inbox may have forgotten may have been answered.
+    if ('edited' in event && event.edited && mayBeForgotten(message.ts)) {
+      events.ignore(event.type, 'edit-of-a-forgotten-message');
       return;
     }
     const conversation = conversationIn(deps, message, enterpriseOf(envelope));
