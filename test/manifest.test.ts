@@ -98,6 +98,10 @@ describe.each([
       expect(manifest.oauth_config.scopes.bot).toContain('assistant:write');
       expect(manifest.features.agent_view?.agent_description?.length ?? 0).toBeGreaterThan(0);
       expect(manifest.features.agent_view?.agent_description?.length ?? 0).toBeLessThanOrEqual(300);
+      // Every agent-view conversation is a thread, where Slack runs no app's slash command
+      // (docs.slack.dev/interactivity/implementing-slash-commands): the way to start over is the word.
+      expect(manifest.features.agent_view?.agent_description).not.toMatch(/\/agent/);
+      expect(manifest.features.agent_view?.agent_description).toMatch(/say reset/);
       // Slack shows these until the bot sets its own: the same ones, so nothing changes under the user's eyes.
       expect(manifest.features.agent_view?.suggested_prompts).toEqual(defaults.agentView.suggestedPrompts);
     },
