@@ -12,6 +12,9 @@ const MAX_UNSIGNED_BODY_BYTES = 1024;
 const TIMESTAMP_HEADER = /^\d{1,12}$/;
 const SIGNATURE_HEADER = /^v0=[0-9a-f]{64}$/;
 
+/** A request Bolt has not acknowledged by then is answered 503, before Slack's 3 s run out. */
+export const UNACKNOWLEDGED_AFTER_MS = 2_500;
+
 /**
  * Bolt's HTTPReceiver with the guards it lacks on POST /slack/events. Before Bolt sees a request: a declared
  * body over the limit is refused unread (413); so is a request without Slack's signature headers, with
@@ -28,7 +31,7 @@ export class GuardedHTTPReceiver extends HTTPReceiver {
       ...options,
       bodyLimit: MAX_REQUEST_BODY_BYTES,
       // Not acknowledged in time (the store is slow): 503 before Slack's 3 s, so Slack retries.
-      unhandledRequestTimeoutMillis: 2_500,
+      unhandledRequestTimeoutMillis: UNACKNOWLEDGED_AFTER_MS,
       unhandledRequestHandler: ({ response }) => {
         log.warn(
           'a Slack request was not acknowledged within 2.5 s; answered 503 so Slack delivers it again',

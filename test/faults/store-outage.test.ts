@@ -1,8 +1,14 @@
 import pg from 'pg';
 import { describe, expect, it, type TestContext } from 'vitest';
 import { shouldRunPostgresTests } from '../helpers/postgres.js';
-import { appMentionEvent, messageEvent, nextTs } from '../helpers/slack-events.js';
-import { deliver } from '../helpers/stack.js';
+import {
+  appMentionEvent,
+  messageEvent,
+  messageShortcutPayload,
+  nextTs,
+  postSignedInteraction,
+} from '../helpers/slack-events.js';
+import { deliver, SIGNING_SECRET } from '../helpers/stack.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { botPostsIn, type FaultStack, mentionIn, readiness, startFaultStack } from './support.js';
 
@@ -313,5 +319,43 @@ describe.runIf(runPostgres)('PostgreSQL busy, not gone', () => {
         .map((request) => request.prompt)
         .sort(),
     ).toEqual(mentions.map((_, i) => `while busy ${i}`));
+  }, 30_000);
+});
+
+describe.runIf(runPostgres)('PostgreSQL silent while a reset shortcut comes in', () => {
+  it("acknowledges the shortcut within Slack's 3 s (Slack never sends it again), then resets and says so once the store answers", async ({
+    onTestFinished,
+  }) => {
+    const stack = await startStack(onTestFinished, ENV);
+    const { slack } = stack;
+    const root = mentionIn(stack, CHANNEL, 'reset me while the store is silent');
+    expect((await root.deliver()).status).toBe(200);
+    await waitFor(() => botPostsIn(slack, CHANNEL, root.ts).length > 0, 'the first answer');
+    stack.proxy.blackhole();
+    const responseId = `reset-${root.ts}`;
+    const started = Date.now();
+    const shortcut = await postSignedInteraction(
+      stack.bot.eventsUrl,
+      SIGNING_SECRET,
+      messageShortcutPayload({
+        callbackId: 'reset_conversation',
+        channel: CHANNEL,
+        user: 'U0ALICE',
+        messageTs: root.ts,
+        threadTs: root.ts,
+        responseUrl: slack.responseUrl(responseId),
+      }),
+    );
+    expect(shortcut.status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(3_000);
+    await sleep(1_000);
+    stack.proxy.restore();
+    const confirmed = () =>
+      slack.callsOf('response_url').filter((call) => call.args.responseId === responseId);
+    await waitFor(() => confirmed().length > 0, 'the reset confirmed privately', 15_000);
+    expect(confirmed().map((call) => call.args.text)).toEqual([
+      ':broom: Conversation reset. The next message starts a fresh conversation with the agent.',
+    ]);
+    expect(stack.bot.logs.text).not.toContain('could not record a conversation reset');
   }, 30_000);
 });

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { App } from '@slack/bolt';
 import { RESET_FAILED_TEXT, resetNotAllowedText } from '../../../conversation/notices.js';
 import type { Logger } from '../../../observability/logger.js';
@@ -5,10 +6,13 @@ import type { Tracing } from '../../../observability/tracing.js';
 import { agentViewIn, conversationOf, conversationOfThread } from '../../../sessions/conversation-of.js';
 import type { AgentFeatures } from '../../../slack-out/agent-features.js';
 import type { SlackWrites } from '../../../slack-out/writes.js';
+import { UNACKNOWLEDGED_AFTER_MS } from '../../http-receiver.js';
 import type { ThreadResets } from '../../resets.js';
 import { type RequestRefusalDeps, requestRefusal } from './refusal.js';
 
 export const RESET_SHORTCUT_CALLBACK_ID = 'reset_conversation';
+/** How long the shortcut waits for its reset to be recorded before it acknowledges anyway. */
+const ACKNOWLEDGE_WITHIN_MS = UNACKNOWLEDGED_AFTER_MS - 500;
 
 export interface ResetShortcutDeps extends RequestRefusalDeps {
   resets: Pick<ThreadResets, 'request'>;
@@ -32,6 +36,12 @@ export function register(app: App, deps: ResetShortcutDeps): void {
     const enterpriseId = shortcut.enterprise?.id ?? undefined;
     const userId = shortcut.user.id;
     const answer = (text: string) => deps.replies.respond(shortcut.response_url, text);
+    let acknowledged = false;
+    const acknowledge = async () => {
+      if (acknowledged) return;
+      acknowledged = true;
+      await ack();
+    };
     try {
       const refused = await requestRefusal(deps, {
         teamId,
@@ -40,7 +50,7 @@ export function register(app: App, deps: ResetShortcutDeps): void {
         userId,
       });
       if (refused) {
-        await ack();
+        await acknowledge();
         await answer(refused);
         return;
       }
@@ -54,8 +64,9 @@ export function register(app: App, deps: ResetShortcutDeps): void {
               { teamId, channelId, threadTs: message.thread_ts, ...(enterpriseId ? { enterpriseId } : {}) },
               agentView,
             );
-      // Recorded before the acknowledgement, like events: a crash right after it still resets the thread.
-      const decided = await deps.resets.request(
+      // Recorded before the acknowledgement, like events, so a crash right after it still resets the thread;
+      // but Slack never sends a shortcut again, so a slow store does not keep it waiting past its 3 s.
+      const recording = deps.resets.request(
         {
           thread: conversation.thread,
           replyThreadTs: conversation.replyThreadTs,
@@ -66,11 +77,16 @@ export function register(app: App, deps: ResetShortcutDeps): void {
         shortcut.action_ts,
         userId,
       );
-      await ack();
+      await Promise.race([
+        recording.catch(() => {}),
+        sleep(ACKNOWLEDGE_WITHIN_MS, undefined, { ref: false }),
+      ]);
+      await acknowledge();
+      const decided = await recording;
       if (decided.outcome === 'not-allowed') await answer(resetNotAllowedText(decided.starter));
     } catch (error) {
       deps.logger.error({ err: error }, 'could not record a conversation reset');
-      await ack();
+      await acknowledge();
       await answer(RESET_FAILED_TEXT);
     }
   });
