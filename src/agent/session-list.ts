@@ -7,6 +7,24 @@ export interface AgentSessionRecord {
   createdAt?: string;
 }
 
+/** Below this a number since the epoch is seconds (in milliseconds it would be early 1973). */
+const EPOCH_SECONDS_BELOW = 1e11;
+
+/**
+ * When a listed session was created, in milliseconds since the epoch, whatever form the service gives (the
+ * API does not show it): an ISO date, or seconds or milliseconds since the epoch. undefined: unreadable.
+ */
+export function createdAtMs(record: AgentSessionRecord): number | undefined {
+  const value = record.createdAt?.trim();
+  if (!value) return undefined;
+  if (/^\d{1,15}(\.\d{1,9})?$/.test(value)) {
+    const number = Number(value);
+    return number < EPOCH_SECONDS_BELOW ? number * 1000 : number;
+  }
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
 /** Keys under which a service may wrap its list of sessions. */
 const LIST_WRAPPER_KEYS = ['items', 'sessions', 'data', 'results', 'records'] as const;
 

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { AgentClient, AgentSessionRecord } from '../agent/client.js';
+import { createdAtMs } from '../agent/session-list.js';
 import { parseDuration } from '../config/index.js';
 import type { SessionStore, ThreadSession } from '../sessions/store.js';
 
@@ -100,8 +101,9 @@ export async function runSessionsCommand(
   const now = (deps.now ?? (() => new Date()))().getTime();
   const orphans = rows.filter((row) => {
     if (row.mapping || refused.has(row.agentId)) return false;
-    const created = row.record.createdAt ? Date.parse(row.record.createdAt) : Number.NaN;
-    return Number.isNaN(created) || now - created >= options.minAgeMs;
+    // A creation time the service does not give, or that cannot be read, cannot keep a session.
+    const created = createdAtMs(row.record);
+    return created === undefined || now - created >= options.minAgeMs;
   });
   for (const refusal of refusals) write(`warning: ${refusal}`);
   if (orphans.length === 0) {

@@ -113,6 +113,15 @@ describe('npm run sessions (orphan prune)', () => {
     expect(agent.sessionsOf('agent-main')).toHaveLength(2);
   });
 
+  it('keeps young sessions whose creation time the service gives in seconds since the epoch', async () => {
+    agent.setCreatedAtFormat('epoch-seconds');
+    agent.addSession('agent-main');
+    await mapped(agent.addSession('agent-main'), '1.1');
+    expect(await run('prune', 1, 10 * 60_000)).toBe(0);
+    expect(output).toEqual(['No orphaned sessions to prune.']);
+    expect(agent.sessionsOf('agent-main')).toHaveLength(2);
+  });
+
   it('refuses to prune an agent this store maps nothing of: a wrong store or an agent shared with others', async () => {
     agent.addSession('agent-main');
     agent.addSession('agent-main');

@@ -21,6 +21,7 @@ export type InjectedFailure =
 
 /** 'wrapped' answers `data: { items: [...] }`; 'single' answers one record (page size 1 when paging). */
 export type ListShape = 'array' | 'single' | 'wrapped';
+export type CreatedAtFormat = 'iso' | 'epoch-seconds';
 
 export interface RecordedRequest {
   id: number;
@@ -144,6 +145,7 @@ export class AgentServiceEmulator {
   private latencyMs: number;
   private latency: Partial<Record<AgentOperation, number>>;
   private listShape: ListShape;
+  private createdAtFormat: CreatedAtFormat = 'iso';
   private pageSize: number | undefined;
   private inFlightBySession = new Map<string, number>();
   private maxBySession = new Map<string, number>();
@@ -267,6 +269,14 @@ export class AgentServiceEmulator {
     this.pageSize = pageSize;
   }
 
+  /**
+   * How a listed session's `created_at` is written: the API does not show its format, so a service may well
+   * give seconds since the epoch (a number) instead of an ISO date.
+   */
+  setCreatedAtFormat(format: CreatedAtFormat): void {
+    this.createdAtFormat = format;
+  }
+
   injectFailure(operation: AgentOperation, failure: InjectedFailure, times = 1): void {
     const queue = this.failures.get(operation) ?? [];
     queue.push({ failure, remaining: times });
@@ -294,6 +304,7 @@ export class AgentServiceEmulator {
     this.latency = { ...this.options.latency };
     this.listShape = this.options.listShape ?? 'array';
     this.pageSize = this.options.pageSize;
+    this.createdAtFormat = 'iso';
     this.inFlightBySession = new Map();
     this.maxBySession = new Map();
     this.inFlight = 0;
@@ -534,7 +545,7 @@ export class AgentServiceEmulator {
     const records = this.sessionsOf(agentId).map((s) => ({
       uuid: s.uuid,
       session_name: s.sessionName,
-      created_at: s.createdAt,
+      created_at: this.createdAtFormat === 'iso' ? s.createdAt : Math.floor(Date.parse(s.createdAt) / 1000),
     }));
     const paging = this.pageSize !== undefined;
     const size = this.listShape === 'single' ? 1 : (this.pageSize ?? Math.max(1, records.length));
