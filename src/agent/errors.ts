@@ -9,7 +9,9 @@ export type AgentErrorKind =
   /** 401 or 403: the API key is wrong or not allowed for this agent (a misconfiguration). */
   | 'unauthorized'
   /** 404 that is not a lost session: a wrong AGENT_BASE_URL or AGENT_ID (a misconfiguration). */
-  | 'not_found';
+  | 'not_found'
+  /** 3xx: AGENT_BASE_URL is not the service's own address (say http:// for https://), a misconfiguration. */
+  | 'redirected';
 
 export interface AgentServiceErrorDetails {
   kind: AgentErrorKind;
@@ -31,6 +33,7 @@ const KIND_TEXT: Record<AgentErrorKind, string> = {
   bad_response: 'unexpected response',
   unauthorized: 'API key refused',
   not_found: 'not found (check AGENT_BASE_URL and AGENT_ID)',
+  redirected: 'redirected elsewhere (set AGENT_BASE_URL to the address it redirects to)',
 };
 
 const MAX_QUOTED_CHARS = 200;

@@ -18,6 +18,7 @@ const SESSION_GONE_WORDS = [
   /\bsession(?:[ _-]?id)?\s{0,3}(?:(?:["'`][^"'`\s]{1,64}["'`]|[\w-]{0,32}\d[\w-]{0,32}):?\s{1,3})?(?:(?:is|was|has|has been)\s{1,3})?(?:not\s{1,3}found|does\s{0,3}n[o']t\s{1,3}exist|no\s{1,3}longer\s{1,3}exists|expired|invalid|unknown)\b/i,
   /\b(?:no(?:\s{1,3}such)?|invalid|unknown|expired)\s{1,3}session(?:[ _-]?id)?\b/i,
 ];
+const NO_SESSIONS_WORDS = /^\W{0,3}no\s{1,3}sessions?\b/i;
 /** The service's words about a missing session are short; a longer message is not read past this. */
 const SESSION_GONE_READ_CHARS = 500;
 /** Failed before a connection existed, so nothing can have reached the service. */
@@ -50,6 +51,9 @@ export function interpretResponse(
   }
   const ok2xx = status >= 200 && status < 300;
   if (ok2xx && isObject(body) && body.status !== false) return body;
+  if (operation === 'listSessions' && (ok2xx || status === 404) && saysNoSessions(body)) {
+    return { status: true, data: [] };
+  }
 
   const serviceMessage =
     isObject(body) && typeof body.message === 'string' ? redact(body.message) : undefined;
@@ -59,6 +63,8 @@ export function interpretResponse(
       status === 429 || status === 503 ? parseRetryAfter(response.headers['retry-after']) : undefined;
     throw new AgentServiceError({ ...base, kind: 'unavailable', retryAfterMs });
   }
+  // Not followed (client.ts): AGENT_BASE_URL is not the service's own address.
+  if (status >= 300 && status < 400) throw new AgentServiceError({ ...base, kind: 'redirected' });
   if (ok2xx && !isObject(body)) {
     throw new AgentServiceError({
       ...base,
@@ -85,6 +91,12 @@ function sessionGone(status: number, body: unknown): boolean {
   const message = typeof body.message === 'string' ? body.message.slice(0, SESSION_GONE_READ_CHARS) : '';
   if (SESSION_GONE_WORDS.some((words) => words.test(message))) return true;
   return (status === 404 || status === 410) && !/agent/i.test(message);
+}
+
+/** A list with nothing in it, said as a failure: "No sessions found", "no sessions yet" (often with a 404). */
+function saysNoSessions(body: unknown): boolean {
+  const message = isObject(body) && typeof body.message === 'string' ? body.message : '';
+  return NO_SESSIONS_WORDS.test(message.slice(0, SESSION_GONE_READ_CHARS));
 }
 
 export function isObject(value: unknown): value is JsonObject {

@@ -29,6 +29,11 @@ export async function checkAgentService(
           `AGENT_API_KEY was refused by the agent service (HTTP ${error.httpStatus ?? '401/403'} for agent "${agentId}"); set the agent service's API key`,
         );
       }
+      if (error.kind === 'redirected') {
+        throw new StartupError(
+          `the agent service redirects its requests elsewhere (HTTP ${error.httpStatus} for agent "${agentId}"): set AGENT_BASE_URL to the address it redirects to`,
+        );
+      }
       if (error.kind === 'not_found') {
         const hint = /\/v\d+$/.test(new URL(config.baseUrl).pathname)
           ? `check ${variable} ("${agentId}") and AGENT_BASE_URL`

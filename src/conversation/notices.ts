@@ -30,7 +30,8 @@ export type FailureKind =
 
 export function failureKindOf(error: unknown): FailureKind {
   if (!isAgentServiceError(error)) return 'internal';
-  if (error.kind === 'unauthorized' || error.kind === 'not_found') return 'misconfigured';
+  if (error.kind === 'unauthorized' || error.kind === 'not_found' || error.kind === 'redirected')
+    return 'misconfigured';
   if (error.kind === 'unavailable' && (error.notDelivered || saidUnavailable(error))) return 'unavailable';
   // Only the prompt's own call can fail after the prompt left; anything before it is the conversation's start.
   if (error.operation !== 'sendMessage') return 'no_conversation';

@@ -399,7 +399,7 @@ describe('failure mapping', () => {
     });
     try {
       const error = await failure(client({ baseUrl: `${redirecting.url}/v1` }).createSession(AGENT));
-      expect(error).toMatchObject({ kind: 'rejected', httpStatus: 307 });
+      expect(error).toMatchObject({ kind: 'redirected', httpStatus: 307 });
       expect(redirecting.hits).toBe(1);
       expect(elsewhere.hits).toBe(0);
     } finally {

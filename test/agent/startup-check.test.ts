@@ -96,6 +96,29 @@ describe('the start-up check of the agent service', () => {
     );
   });
 
+  it('names AGENT_BASE_URL when the service redirects elsewhere (an http:// address for an https:// service)', async () => {
+    agent.injectFailure('listSessions', {
+      type: 'http',
+      status: 301,
+      rawBody: '',
+      headers: { location: 'https://elsewhere.example/v1/session/agent-main' },
+    });
+    await expect(check().done).rejects.toThrow(
+      'the agent service redirects its requests elsewhere (HTTP 301 for agent "agent-main"): set AGENT_BASE_URL to the address it redirects to',
+    );
+  });
+
+  it('reads a list that says there are no sessions (with a 404) as empty, and lets start-up go on', async () => {
+    agent.injectFailure('listSessions', {
+      type: 'http',
+      status: 404,
+      body: { status: false, message: 'No sessions found' },
+    });
+    const { done, logs } = check();
+    await expect(done).resolves.toBeUndefined();
+    expect(logs()).toEqual([]);
+  });
+
   it('logs a failing service and lets start-up go on', async () => {
     agent.injectFailure(
       'listSessions',

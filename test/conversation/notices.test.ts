@@ -21,6 +21,9 @@ describe('failureKindOf', () => {
     expect(failureKindOf(failure({ kind: 'unauthorized', operation: 'sendMessage', httpStatus: 401 }))).toBe(
       'misconfigured',
     );
+    expect(failureKindOf(failure({ kind: 'redirected', operation: 'createSession', httpStatus: 301 }))).toBe(
+      'misconfigured',
+    );
     expect(
       failureKindOf(failure({ kind: 'unavailable', operation: 'sendMessage', notDelivered: true })),
     ).toBe('unavailable');
