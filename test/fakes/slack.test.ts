@@ -104,6 +104,20 @@ describe('FakeSlack', () => {
     });
   });
 
+  it("describes a conversation only with its kind's read scope: the manifest's names channels, not DMs", async () => {
+    await slack.stop();
+    slack = await startFake({ channels: { G0MINE: { type: 'group' }, G0GROUPDM: { type: 'mpim' } } });
+    const client = webClient();
+    await expect(client.conversations.info({ channel: 'C1' })).resolves.toMatchObject({ ok: true });
+    await expect(client.conversations.info({ channel: 'G0MINE' })).resolves.toMatchObject({ ok: true });
+    await expect(client.conversations.info({ channel: 'G0GROUPDM' })).rejects.toMatchObject({
+      data: { error: 'missing_scope', needed: 'mpim:read' },
+    });
+    await expect(client.conversations.info({ channel: 'D0ALICE' })).rejects.toMatchObject({
+      data: { error: 'missing_scope', needed: 'im:read' },
+    });
+  });
+
   it('takes no write into a private channel the bot is not in: it does not exist for the bot', async () => {
     await slack.stop();
     slack = await startFake({

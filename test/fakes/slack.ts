@@ -2011,10 +2011,19 @@ export class FakeSlack {
    */
   private unreadable(id: string): ApiBody | undefined {
     if (this.hiddenFromBot(id)) return fail('channel_not_found');
+    return this.missingScopeFor(id, 'history');
+  }
+
+  /**
+   * The scope a method needs for this kind of conversation (`channels:`, `groups:`, `im:` or `mpim:`, then
+   * `history` or `read`), when the token lacks it: slack-api-ref lists all four for conversations.history,
+   * .replies and .info, and Slack answers `missing_scope` for a conversation whose own is not granted.
+   */
+  private missingScopeFor(id: string, access: 'history' | 'read'): ApiBody | undefined {
     const type =
       this.channelConfig.get(id)?.type ??
       (id.startsWith('D') ? 'im' : id.startsWith('G') ? 'group' : 'channel');
-    const needed = `${{ channel: 'channels', group: 'groups', im: 'im', mpim: 'mpim' }[type]}:history`;
+    const needed = `${{ channel: 'channels', group: 'groups', im: 'im', mpim: 'mpim' }[type]}:${access}`;
     if (this.scopes.includes(needed)) return undefined;
     return { ...fail('missing_scope'), needed, provided: this.scopes.join(',') };
   }
@@ -2342,6 +2351,8 @@ export class FakeSlack {
     h.set('conversations.info', (args) => {
       const id = str(args, 'channel');
       if (!id || this.hiddenFromBot(id)) return fail('channel_not_found');
+      const unreadable = this.missingScopeFor(id, 'read');
+      if (unreadable) return unreadable;
       return { ok: true, channel: this.channelObject(id) };
     });
 
