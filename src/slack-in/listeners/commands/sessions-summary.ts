@@ -1,10 +1,13 @@
 import type { AgentClient } from '../../../agent/client.js';
+import { createdAtMs } from '../../../agent/session-list.js';
 import type { Logger } from '../../../observability/logger.js';
 import { isSlackThread } from '../../../sessions/conversation-of.js';
 import type { SessionWithActivity } from '../../../sessions/store.js';
 
 /** Pages of the agent's session list read for `/agent sessions` (creation times): a bounded look-up. */
 const SESSION_LIST_PAGES = 3;
+/** Conversations listed at most: a line is about 250 characters, and Slack takes 40,000 in a message. */
+const MAX_LISTED = 50;
 
 export interface SessionsSummaryDeps {
   agent: Pick<AgentClient, 'listSessions'>;
@@ -19,13 +22,21 @@ export async function sessionsSummary(
   mine: SessionWithActivity[],
 ): Promise<string> {
   if (mine.length === 0) return 'You have no conversations with the agent here yet.';
-  const createdOnService = await serviceCreationTimes(deps, mine);
-  const lines = mine.map((session) => {
+  const listed = [...mine]
+    .sort((a, b) => Date.parse(b.lastActiveAt) - Date.parse(a.lastActiveAt))
+    .slice(0, MAX_LISTED);
+  const createdOnService = await serviceCreationTimes(deps, listed);
+  const lines = listed.map((session) => {
     const started = createdOnService.get(session.sessionId) ?? session.createdAt;
     return `• ${threadLabel(deps.workspaceUrl, session)}: started ${slackDate(started)}, last active ${slackDate(session.lastActiveAt)}`;
   });
   const count = mine.length === 1 ? '1 conversation' : `${mine.length} conversations`;
-  return [`You have ${count} with the agent here:`, ...lines].join('\n');
+  if (listed.length === mine.length) return [`You have ${count} with the agent here:`, ...lines].join('\n');
+  return [
+    `You have ${count} with the agent here; the ${listed.length} most recently active:`,
+    ...lines,
+    `…and ${mine.length - listed.length} less recently active.`,
+  ].join('\n');
 }
 
 /** Creation times as the service reports them (List Sessions, a few pages at most), where its ids match ours. */
@@ -37,7 +48,8 @@ async function serviceCreationTimes(
   for (const agentId of new Set(sessions.map((session) => session.agentId))) {
     try {
       for (const record of await deps.agent.listSessions(agentId, SESSION_LIST_PAGES)) {
-        if (record.createdAt) times.set(record.uuid, record.createdAt);
+        const created = createdAtMs(record);
+        if (created !== undefined) times.set(record.uuid, new Date(created).toISOString());
       }
     } catch (error) {
       deps.logger.warn({ err: error, agentId }, 'could not list sessions; showing recorded times');

@@ -93,6 +93,24 @@ describe('sessionsSummary', () => {
     ]);
   });
 
+  it("lists the most recently active conversations within Slack's 40,000 characters, and counts the rest", async () => {
+    // A heavy user of the Messages tab: every top-level message there is a conversation, kept 30 days.
+    const many = Array.from({ length: 300 }, (_, i) =>
+      session({
+        threadTs: `${1_700_000_000 + i}.000100`,
+        lastActiveAt: new Date(Date.UTC(2024, 0, 1) + i * 60_000).toISOString(),
+      }),
+    );
+    const text = await sessionsSummary(deps(), many);
+    expect(text.length).toBeLessThan(40_000);
+    const lines = text.split('\n');
+    expect(lines[0]).toBe('You have 300 conversations with the agent here; the 50 most recently active:');
+    expect(lines.filter((line) => line.startsWith('• '))).toHaveLength(50);
+    expect(text).toContain('p1700000299000100');
+    expect(text).not.toContain('p1700000249000100');
+    expect(lines.at(-1)).toBe('…and 250 less recently active.');
+  });
+
   it('shows the recorded times, and logs why, when the service cannot list its sessions', async () => {
     agent.injectFailure('listSessions', { type: 'http', status: 500 });
     const text = await sessionsSummary(deps(), [session()]);
