@@ -48,7 +48,15 @@ export class ResetJob {
       // it may be missing after a crash right here, never doubled).
       if (recordedNow) {
         await this.context.assertWanted(job);
-        await replies.respond(request.responseUrl, text);
+        // A reset that waited behind a long answer may outlive its response_url: then a private note here.
+        const answered = await replies.respond(request.responseUrl, text);
+        if (!answered && job.userId !== undefined) {
+          await replies.ephemeral(
+            { channel: request.thread.channelId, threadTs: request.replyThreadTs },
+            job.userId,
+            text,
+          );
+        }
       }
       return { kind: 'done' };
     }

@@ -151,18 +151,20 @@ export class SlackWrites {
   }
 
   /**
-   * Answers a slash command, shortcut or button privately through its response_url (valid for 30 minutes).
-   * Best effort: a failure is logged, never thrown.
+   * Answers a slash command, shortcut or button privately through its response_url (five answers within 30
+   * minutes). Best effort: a failure is logged, never thrown; says whether Slack took the answer.
    */
-  async respond(responseUrl: string, text: string): Promise<void> {
+  async respond(responseUrl: string, text: string): Promise<boolean> {
     try {
       await this.responseUrls.post(responseUrl, {
         response_type: 'ephemeral',
         replace_original: false,
         text,
       });
+      return true;
     } catch (error) {
       this.logger.warn({ err: error }, 'could not answer through response_url');
+      return false;
     }
   }
 

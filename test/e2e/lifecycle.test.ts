@@ -197,6 +197,39 @@ function lifecycleSuite(
     );
 
     cases.onOneStore(
+      'confirms a shortcut reset privately in the thread when its response_url has expired meanwhile',
+      async () => {
+        const { root, session } = await startThread('C0LATE', 'U0ALICE');
+        // The reset waits behind an answer that outlasts the shortcut's response_url (30 minutes in Slack).
+        const answer = agent.holdAnswerTo('a long one');
+        await mention(bot, { channel: 'C0LATE', text: '<@U0BOT> a long one', threadTs: root });
+        await waitFor(() => agent.requestsFor('sendMessage').some((r) => r.prompt === 'a long one'), 'sent');
+        const responseId = `late-${root}`;
+        const acked = await postSignedInteraction(
+          bot.eventsUrl,
+          SIGNING_SECRET,
+          messageShortcutPayload({
+            callbackId: 'reset_conversation',
+            channel: 'C0LATE',
+            user: 'U0ALICE',
+            messageTs: root,
+            threadTs: root,
+            responseUrl: slack.responseUrl(responseId),
+          }),
+        );
+        expect(acked.status).toBe(200);
+        slack.expireResponseUrl(responseId);
+        answer();
+        const note = await slack.waitForCall(
+          'chat.postEphemeral',
+          (c) => c.args.channel === 'C0LATE' && textOf(c).includes('Conversation reset'),
+        );
+        expect(note.args).toMatchObject({ user: 'U0ALICE', thread_ts: root });
+        await waitFor(() => !liveSessions(agent).includes(session), 'session deleted on the service');
+      },
+    );
+
+    cases.onOneStore(
       '/agent reset in a channel resets only the threads the caller started there',
       async () => {
         const aliceOne = await startThread('C0CHAN', 'U0ALICE');

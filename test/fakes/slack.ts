@@ -297,10 +297,11 @@ export interface AgentSessionState {
 /**
  * Answers one response_url takes: up to five, within 30 minutes of the interaction
  * (https://docs.slack.dev/interactivity/handling-user-interaction#message_responses, and for slash commands
- * https://docs.slack.dev/interactivity/implementing-slash-commands). The 30 minutes are not emulated: no
- * test runs that long.
+ * https://docs.slack.dev/interactivity/implementing-slash-commands). A test moves past the 30 minutes with
+ * `expireResponseUrl`.
  */
 const RESPONSE_URL_USES = 5;
+const RESPONSE_URL_LIFETIME_MS = 30 * 60_000;
 
 /** Where an interaction happened, so that posts to its response_url land where Slack would put them. */
 export interface ResponseUrlContext {
@@ -577,6 +578,8 @@ export class FakeSlack {
   private readonly responseContexts = new Map<string, ResponseUrlContext>();
   /** How many answers each response_url has taken (RESPONSE_URL_USES). */
   private readonly responseUses = new Map<string, number>();
+  /** When each response_url was made: it takes answers for RESPONSE_URL_LIFETIME_MS. */
+  private readonly responseUrlsMadeAt = new Map<string, number>();
   private agentSessionStoppedSubscribed: boolean;
   private readonly agentView: boolean;
   private readonly agentSessionTitleAnswered: boolean;
@@ -1355,9 +1358,11 @@ export class FakeSlack {
     args.responseId = responseId;
     const uses = (this.responseUses.get(responseId) ?? 0) + 1;
     this.responseUses.set(responseId, uses);
-    if (uses > RESPONSE_URL_USES) {
-      // Slack documents the limit, not the answer past it: refused, and nothing shown, is the strict reading.
-      const body = 'used_url';
+    const expired =
+      Date.now() - (this.responseUrlsMadeAt.get(responseId) ?? Date.now()) > RESPONSE_URL_LIFETIME_MS;
+    if (uses > RESPONSE_URL_USES || expired) {
+      // Slack documents the limits, not the answer past them: refused, and nothing shown, is the strict reading.
+      const body = expired ? 'expired_url' : 'used_url';
       this.record(
         { method: 'response_url', args, at: Date.now(), tokenKind: 'none' },
         { status: 404, headers: { 'content-type': 'text/plain' }, body },
@@ -1381,7 +1386,13 @@ export class FakeSlack {
    */
   responseUrl(id: string, context?: ResponseUrlContext): string {
     if (context) this.responseContexts.set(id, context);
+    if (!this.responseUrlsMadeAt.has(id)) this.responseUrlsMadeAt.set(id, Date.now());
     return `http://127.0.0.1:${this.port}/response/${encodeURIComponent(id)}`;
+  }
+
+  /** As if the interaction that made this response_url were over 30 minutes old: it takes no more answers. */
+  expireResponseUrl(id: string): void {
+    this.responseUrlsMadeAt.set(id, Date.now() - RESPONSE_URL_LIFETIME_MS - 1);
   }
 
   /** https://docs.slack.dev/interactivity/handling-user-interaction#message_responses */
