@@ -48,7 +48,9 @@ export function heartbeatEveryMs(leaseMs: number): number {
  * which reads them afresh: the statement's own snapshot is taken before the lock, and would miss a job of the
  * thread whose recording committed while this one waited for it. So the count is exact, and with $9 a job
  * its thread has nothing open before is recorded already claimed by owner $10 for $11 seconds: the claim
- * costs no statement, and no commit, of its own. The other counts (the user's rate) read the snapshot.
+ * costs no statement, and no commit, of its own. The other counts (the user's rate) read the snapshot. Where
+ * the database's default isolation is stricter than READ COMMITTED, nothing is read afresh: no job is recorded
+ * claimed there, and claim passes take them.
  * A lease (here and in `claim`) runs from when it is granted (clock_timestamp), not from when the statement
  * began (now()): a statement that waited on a lock would otherwise grant one already lapsed.
  */
@@ -65,7 +67,8 @@ const ADMIT = `
         WHERE i.scope = 'team:' || split_part($1, ':', 1) AND i.installed_at > r.requested_at))
       AND NOT (r.done_at IS NOT NULL AND EXISTS (SELECT 1 FROM workspace_installs i
         WHERE i.scope = r.scope AND i.installed_at > r.requested_at))) AS yes),
-  take AS (SELECT $9::boolean AND (SELECT n FROM open) = 0 AS yes),
+  take AS (SELECT $9::boolean AND (SELECT n FROM open) = 0
+    AND current_setting('transaction_isolation') = 'read committed' AS yes),
   job AS (
     INSERT INTO inbox (thread_key, dedupe_key, kind, payload, user_id, queued, enterprise_id, state, owner,
                        lease_until, attempts)

@@ -432,19 +432,26 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
    * locks, one to watch who waits for them (pg_stat_activity is read once per transaction, so the holder's own
    * would not see the waiters change).
    */
+  /** `isolation`: the database's default transaction isolation for the bot's connections (reset after). */
   async function withLockingClients<T>(
     work: (clients: { db: Database; holder: pg.Client; observer: pg.Client }) => Promise<T>,
+    isolation?: 'repeatable read',
   ): Promise<T> {
     const database = await createTestDatabase();
     databases.push(database);
-    const db = await openDatabase({ kind: 'postgres', databaseUrl: database.url, poolSize: 4 });
+    const name = new URL(database.url).pathname.slice(1);
     const holder = new pg.Client({ connectionString: database.url });
     const observer = new pg.Client({ connectionString: database.url });
+    await Promise.all([holder.connect(), observer.connect()]);
+    if (isolation)
+      await observer.query(`ALTER DATABASE ${name} SET default_transaction_isolation = '${isolation}'`);
+    const db = await openDatabase({ kind: 'postgres', databaseUrl: database.url, poolSize: 4 });
     try {
       await migrate(db);
-      await Promise.all([holder.connect(), observer.connect()]);
       return await work({ db, holder, observer });
     } finally {
+      // The database may be reused by another test.
+      if (isolation) await observer.query(`ALTER DATABASE ${name} RESET default_transaction_isolation`);
       await Promise.all([holder.end().catch(() => {}), observer.end().catch(() => {})]);
       await db.close();
     }
@@ -526,24 +533,38 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
       expect(await b.claim(10)).toEqual([]);
     });
   });
+  type Admitted = Awaited<ReturnType<Inbox['admit']>>;
+
+  /**
+   * Both messages of a thread recorded by processes that have room, the first held mid-recording (another
+   * transaction holds a row with its key) while the second waits for the thread's lock: the second statement's
+   * snapshot is taken before the first message commits.
+   */
+  async function recordBothWhileTheFirstIsHeld(clients: {
+    db: Database;
+    holder: pg.Client;
+    observer: pg.Client;
+  }): Promise<{ a: Inbox; b: Inbox; earlier: Admitted; later: Admitted }> {
+    const { db, holder, observer } = clients;
+    const a = new Inbox(db, 'replica-a', LEASE_MS);
+    const b = new Inbox(db, 'replica-b', LEASE_MS);
+    const lockWaiters = () => lockWaitersSeenBy(observer);
+    await holder.query('BEGIN');
+    await holder.query(
+      `INSERT INTO inbox (thread_key, dedupe_key, kind, payload) VALUES ('elsewhere', 't1:1', 'message', '{}')`,
+    );
+    const first = a.admit(message('t1', '1'), NO_LIMITS, true);
+    await waitFor(async () => (await lockWaiters()) === 1, 'the first message held mid-recording');
+    const second = b.admit(message('t1', '2'), NO_LIMITS, true);
+    await waitFor(async () => (await lockWaiters()) === 2, 'the second message waiting for its turn');
+    await holder.query('ROLLBACK');
+    return { a, b, earlier: await first, later: await second };
+  }
+
   it('records a later message waiting, not claimed, while an earlier one of its thread is being recorded', async () => {
-    // The same race as above, with both messages recorded by processes that have room: the second statement's
-    // snapshot is taken before the first message commits. It must still see the first message once it has the
-    // thread's turn, or both would start at once.
-    await withLockingClients(async ({ db, holder, observer }) => {
-      const a = new Inbox(db, 'replica-a', LEASE_MS);
-      const b = new Inbox(db, 'replica-b', LEASE_MS);
-      const lockWaiters = () => lockWaitersSeenBy(observer);
-      await holder.query('BEGIN');
-      await holder.query(
-        `INSERT INTO inbox (thread_key, dedupe_key, kind, payload) VALUES ('elsewhere', 't1:1', 'message', '{}')`,
-      );
-      const first = a.admit(message('t1', '1'), NO_LIMITS, true);
-      await waitFor(async () => (await lockWaiters()) === 1, 'the first message held mid-recording');
-      const second = b.admit(message('t1', '2'), NO_LIMITS, true);
-      await waitFor(async () => (await lockWaiters()) === 2, 'the second message waiting for its turn');
-      await holder.query('ROLLBACK');
-      const [earlier, later] = [await first, await second];
+    // It must still see the first message once it has the thread's turn, or both would start at once.
+    await withLockingClients(async (clients) => {
+      const { a, b, earlier, later } = await recordBothWhileTheFirstIsHeld(clients);
       expect(earlier.claimed?.dedupeKey).toBe('t1:1');
       expect(later).toMatchObject({ outcome: 'inserted', queued: true });
       expect(later.claimed).toBeUndefined();
@@ -551,6 +572,19 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
       await a.finish(earlier.claimed as ClaimedJob);
       expect((await b.claim(10)).map((job) => job.dedupeKey)).toEqual(['t1:2']);
     });
+  });
+
+  it('claims nothing as it records it where the database reads everything as of a transaction start', async () => {
+    // A database whose default isolation its administrator set to REPEATABLE READ: nothing in the statement
+    // can be read afresh, so the thread's open jobs cannot be counted as they are. Claim passes take them.
+    await withLockingClients(async (clients) => {
+      const { b, earlier, later } = await recordBothWhileTheFirstIsHeld(clients);
+      expect([earlier.outcome, later.outcome]).toEqual(['inserted', 'inserted']);
+      expect([earlier.claimed, later.claimed]).toEqual([undefined, undefined]);
+      const [turn] = await b.claim(10);
+      expect(turn?.dedupeKey).toBe('t1:1');
+      expect(await b.claim(10, [turn?.id ?? 0])).toEqual([]);
+    }, 'repeatable read');
   });
 
   describe('an answer recorded while another transaction holds its job', () => {
