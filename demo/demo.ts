@@ -7,7 +7,7 @@ import { type Bot, createBot } from '../src/app.js';
 import { loadConfig, secretsOf } from '../src/config/index.js';
 import { createLogger } from '../src/observability/logger.js';
 import { AGENT_VIEW_SCOPES, REQUIRED_BOT_SCOPES } from '../src/slack-in/requirements.js';
-import { embeddedStoreOwner, openDatabase } from '../src/store/database.js';
+import { dataDirHolder, openDatabase } from '../src/store/database.js';
 import { migrate, SCHEMA_VERSION } from '../src/store/schema.js';
 import { AgentServiceEmulator } from '../test/fakes/agent-service.js';
 import { FakeSlack } from '../test/fakes/slack.js';
@@ -233,10 +233,10 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
  */
 async function freshStoreDir(dataDir: string): Promise<string> {
   const storeDir = path.resolve(dataDir, 'store');
-  const owner = await embeddedStoreOwner(storeDir);
-  if (owner !== undefined && owner !== process.pid)
+  const holder = await dataDirHolder(storeDir);
+  if (holder !== undefined && holder.pid !== process.pid)
     throw new Error(
-      `${dataDir} is in use by another demo (process ${owner}); stop it or pick another --data-dir`,
+      `${dataDir} is in use by another demo (process ${holder.pid}); stop it or pick another --data-dir`,
     );
   await rm(storeDir, { recursive: true, force: true });
   await cp(await emptyStore(dataDir), storeDir, { recursive: true });

@@ -5,7 +5,7 @@ import { PreparedStatements } from './prepared-statements.js';
 import type { Database, SqlQuery } from './sql.js';
 import { asStoreError, StoreError } from './store-error.js';
 
-export { embeddedStoreOwner } from './embedded.js';
+export { dataDirHolder } from './data-dir-lock.js';
 export type { Database, SqlQuery } from './sql.js';
 export { StoreError };
 

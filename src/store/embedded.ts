@@ -1,5 +1,5 @@
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import path from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import { lockDataDir } from './data-dir-lock.js';
 import { describeFailure, diskProblemOf } from './disk-errors.js';
 import type { Database, SqlQuery } from './sql.js';
 import { asStoreError, messageOf, StoreError } from './store-error.js';
@@ -71,50 +71,4 @@ export async function openEmbedded(dataDir: string): Promise<Database> {
     },
     writeProblem: () => writeProblem,
   };
-}
-
-/**
- * PGlite is one process's database: two processes on one DATA_DIR would corrupt it. A lock file with the
- * owner's pid keeps a second bot (or `npm run sessions`) out; a lock left by a dead process is taken over.
- */
-async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
-  const lockPath = path.join(dataDir, 'store.lock');
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      await writeFile(lockPath, String(process.pid), { flag: 'wx' });
-      return () => rm(lockPath, { force: true });
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'EACCES' || code === 'EROFS' || code === 'EPERM') {
-        throw new StoreError(
-          `DATA_DIR ${dataDir} is not writable by this process (uid ${process.getuid?.() ?? '?'}); make it writable (e.g. chown the volume), or set DATABASE_URL`,
-        );
-      }
-      if (code !== 'EEXIST')
-        throw new StoreError(`cannot lock the embedded store in ${dataDir}: ${messageOf(error)}`);
-      const owner = await embeddedStoreOwner(dataDir);
-      if (owner !== undefined) {
-        throw new StoreError(
-          `the embedded store in ${dataDir} is in use by process ${owner}${owner === process.pid ? ' (this one)' : ''}; stop it first, or use DATABASE_URL to share a store`,
-        );
-      }
-      await rm(lockPath, { force: true });
-    }
-  }
-  throw new StoreError(`cannot lock the embedded store in ${dataDir}`);
-}
-
-/** The live process holding the embedded store in `dataDir`, if any (its lock names it). */
-export async function embeddedStoreOwner(dataDir: string): Promise<number | undefined> {
-  const owner = Number((await readFile(path.join(dataDir, 'store.lock'), 'utf8').catch(() => '')).trim());
-  return Number.isInteger(owner) && owner > 0 && isAlive(owner) ? owner : undefined;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
