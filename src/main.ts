@@ -21,6 +21,16 @@ async function main(): Promise<void> {
     pretty: config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY === true),
   });
 
+  // A stop asked for while starting is carried out once started (a second one ends the process at once): as
+  // process 1 of a container, Node would ignore the signal without a handler, and Docker kill it later.
+  let stopAsked: NodeJS.Signals | undefined;
+  const duringStartUp = (signal: NodeJS.Signals) => {
+    if (stopAsked) process.exit(1);
+    stopAsked = signal;
+    logger.info({ signal }, 'stopping once start-up ends');
+  };
+  process.on('SIGTERM', duringStartUp);
+  process.on('SIGINT', duringStartUp);
   let bot: Bot;
   try {
     // Loaded once the configuration is known to be good: a bad one is reported in a tenth of the time.
@@ -52,8 +62,11 @@ async function main(): Promise<void> {
       },
     );
   };
+  process.off('SIGTERM', duringStartUp);
+  process.off('SIGINT', duringStartUp);
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
+  if (stopAsked) shutdown(stopAsked);
   // One bad event must never take the bot down; log it and keep serving.
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection'));
 }

@@ -138,6 +138,25 @@ describe('start-up with the real services', () => {
     }
   });
 
+  it('stops as asked during start-up once it has started, and exits 0', async () => {
+    // As process 1 of a container, Node ignores a signal it has no handler for: `docker stop` would wait out
+    // its timeout, then kill the bot.
+    const env = await environment();
+    agent.setLatency(1_500, 'listSessions');
+    try {
+      const checks = agent.requestsFor('listSessions').length;
+      const run = runBot(env);
+      running.push(run);
+      await waitFor(() => agent.requestsFor('listSessions').length > checks, 'start-up under way');
+      run.child.kill('SIGTERM');
+      expect(await run.exited).toMatchObject({ code: 0 });
+      expect(run.output()).toContain('stopping once start-up ends');
+      expect(run.output()).toContain('"msg":"stopped"');
+    } finally {
+      agent.setLatency(0, 'listSessions');
+    }
+  });
+
   it('stops with one line naming AGENT_API_KEY when the agent service refuses the key', async () => {
     const run = runBot(await environment({ AGENT_API_KEY: 'not-the-key' }));
     running.push(run);
