@@ -3,13 +3,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION } from '../../src/store/schema.js';
 import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type SlackApiCall } from '../fakes/slack.js';
-import { type RunningPgBouncer, startPgBouncer } from '../helpers/pgbouncer.js';
+import { pgBouncerAvailable, type RunningPgBouncer, startPgBouncer } from '../helpers/pgbouncer.js';
 import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '../helpers/postgres.js';
 import { nextTs } from '../helpers/slack-events.js';
 import { mention, type RunningBot, startBot } from '../helpers/stack.js';
 import { waitFor } from '../helpers/wait.js';
 
 const runPostgres = await shouldRunPostgresTests();
+const runPgBouncer = await pgBouncerAvailable();
 
 const CHANNEL = 'C0POOLED';
 const textOf = (call: SlackApiCall) => String(call.args.text);
@@ -22,7 +23,7 @@ const ECHO = /^echo\[(?<session>[^#\]]+)#(?<turn>\d+)\]: (?<prompt>.*)$/;
  * may rely on the state of a session (start-up parameters, SET, session advisory locks, named prepared
  * statements, LISTEN, temporary tables).
  */
-describe.runIf(runPostgres)('through PgBouncer in transaction pooling mode', () => {
+describe.runIf(runPostgres && runPgBouncer)('through PgBouncer in transaction pooling mode', () => {
   let bouncer: RunningPgBouncer | undefined;
   let database: TestDatabase | undefined;
   let direct: pg.Client | undefined;

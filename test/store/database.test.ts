@@ -7,10 +7,11 @@ import { type Database, openDatabase, StoreError } from '../../src/store/databas
 import { describeFailure } from '../../src/store/disk-errors.js';
 import { migrate } from '../../src/store/schema.js';
 import { freshDataDir, type TempDataDir } from '../helpers/embedded-store.js';
-import { type RunningPgBouncer, startPgBouncer } from '../helpers/pgbouncer.js';
+import { pgBouncerAvailable, type RunningPgBouncer, startPgBouncer } from '../helpers/pgbouncer.js';
 import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '../helpers/postgres.js';
 
 const runPostgres = await shouldRunPostgresTests();
+const runPgBouncer = await pgBouncerAvailable();
 
 describe.runIf(runPostgres)('PostgreSQL handle', () => {
   const databases: TestDatabase[] = [];
@@ -77,95 +78,98 @@ describe.runIf(runPostgres)('PostgreSQL handle', () => {
   });
 });
 
-describe.runIf(runPostgres)('PostgreSQL handle through PgBouncer in transaction pooling mode', () => {
-  let bouncer: RunningPgBouncer | undefined;
-  let database: TestDatabase | undefined;
-  let db: Database | undefined;
-  let admin: pg.Client | undefined;
-  beforeAll(async () => {
-    bouncer = await startPgBouncer({ defaultPoolSize: 2 });
-    database = await createTestDatabase();
-    admin = new pg.Client({ connectionString: database.url });
-    await admin.connect();
-    db = await openDatabase({ kind: 'postgres', databaseUrl: bouncer.urlFor(database.url), poolSize: 4 });
-  });
-  afterAll(async () => {
-    await db?.close();
-    await admin?.end();
-    await bouncer?.stop();
-    await database?.drop();
-  });
-  const store = () => {
-    if (!db) throw new Error('no store');
-    return db;
-  };
-
-  it('bounds each transaction on the server: a statement stuck on a lock is ended, a transaction left idle would be', async () => {
-    const bounds = await store().transaction(async (query) => ({
-      statement: await query<{ statement_timeout: string }>('SHOW statement_timeout'),
-      idle: await query<{ idle_in_transaction_session_timeout: string }>(
-        'SHOW idle_in_transaction_session_timeout',
-      ),
-    }));
-    expect(bounds.statement).toEqual([{ statement_timeout: '5s' }]);
-    expect(bounds.idle).toEqual([{ idle_in_transaction_session_timeout: '30s' }]);
-
-    // Another client holds the lock: the server, not only the client, gives up on the waiting statement.
-    await admin?.query('BEGIN');
-    await admin?.query('SELECT pg_advisory_xact_lock(4242)');
-    try {
-      const started = Date.now();
-      const waiting = store().transaction((query) => query('SELECT pg_advisory_xact_lock(4242)'));
-      // The server's own message (the client's 6 s bound says "Query read timeout"): it, not the client, ended it.
-      await expect(waiting).rejects.toThrow(/statement timeout/);
-      // Its 5 s, with room for a loaded machine (6.0 s seen in CI with every core busy).
-      expect(Date.now() - started).toBeLessThan(7_000);
-    } finally {
-      await admin?.query('ROLLBACK');
-    }
-  }, 15_000);
-
-  it('answers every statement while clients share the server connections, which keep no prepared statement', async () => {
-    // Another store on the same PgBouncer: each statement may land on a server connection the other used.
-    const other = await openDatabase({
-      kind: 'postgres',
-      databaseUrl: bouncer?.urlFor(database?.url ?? '') ?? '',
-      poolSize: 4,
+describe.runIf(runPostgres && runPgBouncer)(
+  'PostgreSQL handle through PgBouncer in transaction pooling mode',
+  () => {
+    let bouncer: RunningPgBouncer | undefined;
+    let database: TestDatabase | undefined;
+    let db: Database | undefined;
+    let admin: pg.Client | undefined;
+    beforeAll(async () => {
+      bouncer = await startPgBouncer({ defaultPoolSize: 2 });
+      database = await createTestDatabase();
+      admin = new pg.Client({ connectionString: database.url });
+      await admin.connect();
+      db = await openDatabase({ kind: 'postgres', databaseUrl: bouncer.urlFor(database.url), poolSize: 4 });
     });
-    try {
-      const statements = ['SELECT $1::int AS n', 'SELECT $1::int * 2 AS n', 'SELECT $1::int * 3 AS n'];
-      const results = await Promise.all(
-        Array.from({ length: 60 }, (_, i) => {
-          const on = i % 2 === 0 ? store() : other;
-          return on.query<{ n: number }>(statements[i % 3] ?? '', [i]);
-        }),
-      );
-      expect(results.map((rows) => rows[0]?.n)).toEqual(
-        Array.from({ length: 60 }, (_, i) => i * ((i % 3) + 1)),
-      );
-    } finally {
-      await other.close();
-    }
-  });
+    afterAll(async () => {
+      await db?.close();
+      await admin?.end();
+      await bouncer?.stop();
+      await database?.drop();
+    });
+    const store = () => {
+      if (!db) throw new Error('no store');
+      return db;
+    };
 
-  it('leaves no bound behind on the shared server connections once a transaction ends', async () => {
-    // Another client of PgBouncer gets the server connections this store's transactions used.
-    await Promise.all(Array.from({ length: 4 }, () => store().transaction((query) => query('SELECT 1'))));
-    const other = new pg.Client({ connectionString: bouncer?.urlFor(database?.url ?? '') });
-    await other.connect();
-    try {
-      // One statement at a time: a pg client runs one anyway, and queueing them is deprecated.
-      const shown: (string | undefined)[] = [];
-      for (let i = 0; i < 4; i++) {
-        const result = await other.query<{ statement_timeout: string }>('SHOW statement_timeout');
-        shown.push(result.rows[0]?.statement_timeout);
+    it('bounds each transaction on the server: a statement stuck on a lock is ended, a transaction left idle would be', async () => {
+      const bounds = await store().transaction(async (query) => ({
+        statement: await query<{ statement_timeout: string }>('SHOW statement_timeout'),
+        idle: await query<{ idle_in_transaction_session_timeout: string }>(
+          'SHOW idle_in_transaction_session_timeout',
+        ),
+      }));
+      expect(bounds.statement).toEqual([{ statement_timeout: '5s' }]);
+      expect(bounds.idle).toEqual([{ idle_in_transaction_session_timeout: '30s' }]);
+
+      // Another client holds the lock: the server, not only the client, gives up on the waiting statement.
+      await admin?.query('BEGIN');
+      await admin?.query('SELECT pg_advisory_xact_lock(4242)');
+      try {
+        const started = Date.now();
+        const waiting = store().transaction((query) => query('SELECT pg_advisory_xact_lock(4242)'));
+        // The server's own message (the client's 6 s bound says "Query read timeout"): it, not the client, ended it.
+        await expect(waiting).rejects.toThrow(/statement timeout/);
+        // Its 5 s, with room for a loaded machine (6.0 s seen in CI with every core busy).
+        expect(Date.now() - started).toBeLessThan(7_000);
+      } finally {
+        await admin?.query('ROLLBACK');
       }
-      expect(shown).toEqual(['0', '0', '0', '0']);
-    } finally {
-      await other.end();
-    }
-  });
-});
+    }, 15_000);
+
+    it('answers every statement while clients share the server connections, which keep no prepared statement', async () => {
+      // Another store on the same PgBouncer: each statement may land on a server connection the other used.
+      const other = await openDatabase({
+        kind: 'postgres',
+        databaseUrl: bouncer?.urlFor(database?.url ?? '') ?? '',
+        poolSize: 4,
+      });
+      try {
+        const statements = ['SELECT $1::int AS n', 'SELECT $1::int * 2 AS n', 'SELECT $1::int * 3 AS n'];
+        const results = await Promise.all(
+          Array.from({ length: 60 }, (_, i) => {
+            const on = i % 2 === 0 ? store() : other;
+            return on.query<{ n: number }>(statements[i % 3] ?? '', [i]);
+          }),
+        );
+        expect(results.map((rows) => rows[0]?.n)).toEqual(
+          Array.from({ length: 60 }, (_, i) => i * ((i % 3) + 1)),
+        );
+      } finally {
+        await other.close();
+      }
+    });
+
+    it('leaves no bound behind on the shared server connections once a transaction ends', async () => {
+      // Another client of PgBouncer gets the server connections this store's transactions used.
+      await Promise.all(Array.from({ length: 4 }, () => store().transaction((query) => query('SELECT 1'))));
+      const other = new pg.Client({ connectionString: bouncer?.urlFor(database?.url ?? '') });
+      await other.connect();
+      try {
+        // One statement at a time: a pg client runs one anyway, and queueing them is deprecated.
+        const shown: (string | undefined)[] = [];
+        for (let i = 0; i < 4; i++) {
+          const result = await other.query<{ statement_timeout: string }>('SHOW statement_timeout');
+          shown.push(result.rows[0]?.statement_timeout);
+        }
+        expect(shown).toEqual(['0', '0', '0', '0']);
+      } finally {
+        await other.end();
+      }
+    });
+  },
+);
 
 /**
  * One embedded store, timed as the bot's is, for the tests below that neither close nor reopen it (opening
