@@ -23,7 +23,7 @@ describe('the lock on an embedded store directory', () => {
   };
   /** A live process of this host that is not this one. */
   const otherProcess = () => {
-    const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30_000)'], { stdio: 'ignore' });
+    const child = spawn('sleep', ['30'], { stdio: 'ignore' });
     children.push(child);
     return child.pid ?? 0;
   };
@@ -53,7 +53,7 @@ describe('the lock on an embedded store directory', () => {
   });
 
   it('takes over the lock of a process of this host that is gone, and respects one that lives', async () => {
-    const child = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' });
+    const child = spawn('true', [], { stdio: 'ignore' });
     await once(child, 'exit');
     await leaveLock({ pid: child.pid, host: hostname() });
     await lock();
