@@ -70,6 +70,8 @@ export interface Offered {
   deliveries: number;
   /** Deliveries answered with no 2xx (or a broken connection); each is delivered again, as Slack does. */
   unacknowledged: number;
+  /** Tokens of the events one delivery of which was acknowledged: the process took them on. */
+  acknowledged: Set<string>;
 }
 
 /** Slack delivers an unacknowledged event again up to 3 times (at once, after 1 and 5 minutes: here sooner). */
@@ -94,6 +96,7 @@ export async function offer(
     firstAck: new Map(),
     deliveries: 0,
     unacknowledged: 0,
+    acknowledged: new Set(),
   };
   const inflight: Promise<void>[] = [];
   const send = (event: PreparedEvent, retryNum?: number): Promise<void> => {
@@ -103,7 +106,10 @@ export async function offer(
       const acknowledged = status >= 200 && status < 300;
       if (retryNum === undefined)
         result.firstAck.set(event.token, acknowledged ? ackMs : Number.POSITIVE_INFINITY);
-      if (acknowledged) return;
+      if (acknowledged) {
+        result.acknowledged.add(event.token);
+        return;
+      }
       result.unacknowledged++;
       const attempt = (retryNum ?? 0) + 1;
       if (attempt <= REDELIVERIES) return sleep(REDELIVERY_DELAY_MS).then(() => send(event, attempt));

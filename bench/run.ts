@@ -174,6 +174,8 @@ interface Row {
   /** Reply posted minus event sent, slowest message; Infinity if one was lost. */
   slowestAnswerMs: number;
   lost: number;
+  /** Of the lost, those one delivery of which was acknowledged: the rest Slack would have given up on. */
+  lostAcknowledged: number;
   /** Replies beyond the first for one message. */
   duplicated: number;
   /** Highest resident memory since the process started (VmHWM), at the end of the scenario. */
@@ -478,7 +480,11 @@ async function measure(subject: Subject, scenario: Scenario): Promise<Row> {
   };
   harnessDelay.reset();
   const started = performance.now();
-  const { sentAt, acks, firstAck, deliveries, unacknowledged } = await subject.run(scenario, 'C', roots);
+  const { sentAt, acks, firstAck, deliveries, unacknowledged, acknowledged } = await subject.run(
+    scenario,
+    'C',
+    roots,
+  );
   const seconds = (performance.now() - started) / 1000;
 
   const added: number[] = [];
@@ -486,11 +492,13 @@ async function measure(subject: Subject, scenario: Scenario): Promise<Row> {
   const beforeAgent: number[] = [];
   const afterAgent: number[] = [];
   let lost = 0;
+  let lostAcknowledged = 0;
   let duplicated = 0;
   for (const [token, at] of sentAt) {
     const first = subject.replies.get(token)?.[0];
     if (first === undefined) {
       lost++;
+      if (acknowledged.has(token)) lostAcknowledged++;
       continue;
     }
     duplicated += (subject.replies.get(token)?.length ?? 1) - 1;
@@ -525,6 +533,7 @@ async function measure(subject: Subject, scenario: Scenario): Promise<Row> {
     afterAgentP99: percentile(afterAgent, 99),
     slowestAnswerMs: lost > 0 ? Number.POSITIVE_INFINITY : Math.max(...answered),
     lost,
+    lostAcknowledged,
     duplicated,
     peakRssMb: after.peakRssMb,
     rssMb: after.rssMb,
@@ -664,6 +673,7 @@ const COLUMNS: [header: string, cell: (row: Row) => string][] = [
   ['added p99 ms', (row) => fmt(row.addedP99)],
   ['slowest answer ms', (row) => fmt(row.slowestAnswerMs, 0)],
   ['lost', (row) => String(row.lost)],
+  ['of them acked', (row) => String(row.lostAcknowledged)],
   ['dup', (row) => String(row.duplicated)],
   ['unacked', (row) => String(row.unacknowledged)],
   ['peak RSS MB', (row) => fmt(row.peakRssMb, 0)],
