@@ -1,16 +1,17 @@
 import pg from 'pg';
 import { describe, expect, it, type TestContext } from 'vitest';
 import { shouldRunPostgresTests } from '../helpers/postgres.js';
-import {
-  appMentionEvent,
-  messageEvent,
-  messageShortcutPayload,
-  nextTs,
-  postSignedInteraction,
-} from '../helpers/slack-events.js';
-import { deliver, SIGNING_SECRET } from '../helpers/stack.js';
+import { appMentionEvent, messageEvent, nextTs } from '../helpers/slack-events.js';
+import { deliver } from '../helpers/stack.js';
 import { sleep, waitFor } from '../helpers/wait.js';
-import { botPostsIn, type FaultStack, mentionIn, readiness, startFaultStack } from './support.js';
+import {
+  botPostsIn,
+  type FaultStack,
+  mentionIn,
+  readiness,
+  resetByShortcut,
+  startFaultStack,
+} from './support.js';
 
 const runPostgres = await shouldRunPostgresTests();
 
@@ -334,18 +335,7 @@ describe.runIf(runPostgres)('PostgreSQL silent while a reset shortcut comes in',
     stack.proxy.blackhole();
     const responseId = `reset-${root.ts}`;
     const started = Date.now();
-    const shortcut = await postSignedInteraction(
-      stack.bot.eventsUrl,
-      SIGNING_SECRET,
-      messageShortcutPayload({
-        callbackId: 'reset_conversation',
-        channel: CHANNEL,
-        user: 'U0ALICE',
-        messageTs: root.ts,
-        threadTs: root.ts,
-        responseUrl: slack.responseUrl(responseId),
-      }),
-    );
+    const shortcut = await resetByShortcut(stack, CHANNEL, root.ts, responseId);
     expect(shortcut.status).toBe(200);
     expect(Date.now() - started).toBeLessThan(3_000);
     await sleep(1_000);

@@ -1,11 +1,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { shouldRunPostgresTests } from '../helpers/postgres.js';
-import {
-  blockActionsPayload,
-  messageShortcutPayload,
-  postSignedInteraction,
-} from '../helpers/slack-events.js';
+import { blockActionsPayload, postSignedInteraction } from '../helpers/slack-events.js';
 import { SIGNING_SECRET } from '../helpers/stack.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import {
@@ -14,6 +10,7 @@ import {
   failWrites,
   itWithFakes,
   mentionIn,
+  resetByShortcut,
   startFaultStack,
 } from './support.js';
 
@@ -206,18 +203,7 @@ describe.runIf(runPostgres)('a store write that fails', { concurrent: true }, ()
       const reset = mentionIn(stack, CHANNEL, 'reset', { threadTs: byMention });
       expect((await reset.deliverUntilAcknowledged()).status).toBe(200);
       const responseId = `reset-${byShortcut}`;
-      const shortcut = await postSignedInteraction(
-        stack.bot.eventsUrl,
-        SIGNING_SECRET,
-        messageShortcutPayload({
-          callbackId: 'reset_conversation',
-          channel: CHANNEL,
-          user: 'U0ALICE',
-          messageTs: byShortcut,
-          threadTs: byShortcut,
-          responseUrl: slack.responseUrl(responseId),
-        }),
-      );
+      const shortcut = await resetByShortcut(stack, CHANNEL, byShortcut, responseId);
       expect(shortcut.status).toBe(200);
       await waitFor(
         () => stack.bot.logs.text.split('could not record how a job ended').length > 2,

@@ -5,7 +5,14 @@ import { FakeSlack, type SlackMessage } from '../fakes/slack.js';
 import { TcpProxy } from '../fakes/tcp-proxy.js';
 import { type BotProcess, spawnBot } from '../helpers/bot-process.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
-import { appMentionEvent, nextTs, postSignedEvent, type SignedPostResult } from '../helpers/slack-events.js';
+import {
+  appMentionEvent,
+  messageShortcutPayload,
+  nextTs,
+  postSignedEvent,
+  postSignedInteraction,
+  type SignedPostResult,
+} from '../helpers/slack-events.js';
 import { deliver, type RunningBot, SIGNING_SECRET, type StoreChoice, startBot } from '../helpers/stack.js';
 
 /** The real bot on its own PostgreSQL database, reached through a TcpProxy the test can break. */
@@ -89,6 +96,30 @@ export function mentionIn(
       return result;
     },
   };
+}
+
+/**
+ * U0ALICE uses the "Reset conversation" shortcut on the root of `root`'s thread in `channel`; its private
+ * answers go to the response_url named `responseId`. Resolves with the bot's acknowledgement.
+ */
+export function resetByShortcut(
+  stack: FaultStack,
+  channel: string,
+  root: string,
+  responseId: string,
+): Promise<SignedPostResult> {
+  return postSignedInteraction(
+    stack.bot.eventsUrl,
+    SIGNING_SECRET,
+    messageShortcutPayload({
+      callbackId: 'reset_conversation',
+      channel,
+      user: 'U0ALICE',
+      messageTs: root,
+      threadTs: root,
+      responseUrl: stack.slack.responseUrl(responseId),
+    }),
+  );
 }
 
 /** What the bot posted in a thread, as its readers see it. */

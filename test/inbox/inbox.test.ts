@@ -500,6 +500,17 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
     }
   });
 
+  /**
+   * Another transaction holds an uncommitted row with the key of t1's first message, as a concurrent delivery
+   * of it would: recording that message then waits for it, holding the thread's lock, until ROLLBACK.
+   */
+  async function holdFirstMessagesKey(holder: pg.Client): Promise<void> {
+    await holder.query('BEGIN');
+    await holder.query(
+      `INSERT INTO inbox (thread_key, dedupe_key, kind, payload) VALUES ('elsewhere', 't1:1', 'message', '{}')`,
+    );
+  }
+
   it("never hands out a thread's later message while an earlier one is still being recorded", async () => {
     // Sequence numbers are taken when a row is inserted, but rows become visible when they commit: a
     // message numbered first may become visible last. Here the first message's recording is held after it
@@ -509,10 +520,7 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
       const a = new Inbox(db, 'replica-a', LEASE_MS);
       const b = new Inbox(db, 'replica-b', LEASE_MS);
       const lockWaiters = () => lockWaitersSeenBy(observer);
-      await holder.query('BEGIN');
-      await holder.query(
-        `INSERT INTO inbox (thread_key, dedupe_key, kind, payload) VALUES ('elsewhere', 't1:1', 'message', '{}')`,
-      );
+      await holdFirstMessagesKey(holder);
       const first = a.admit(message('t1', '1'), NO_LIMITS);
       await waitFor(async () => (await lockWaiters()) === 1, 'the first message held mid-recording');
       let secondRecorded = false;
@@ -533,6 +541,7 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
       expect(await b.claim(10)).toEqual([]);
     });
   });
+
   type Admitted = Awaited<ReturnType<Inbox['admit']>>;
 
   /**
@@ -549,10 +558,7 @@ describe.runIf(runPostgres)('PostgreSQL', () => {
     const a = new Inbox(db, 'replica-a', LEASE_MS);
     const b = new Inbox(db, 'replica-b', LEASE_MS);
     const lockWaiters = () => lockWaitersSeenBy(observer);
-    await holder.query('BEGIN');
-    await holder.query(
-      `INSERT INTO inbox (thread_key, dedupe_key, kind, payload) VALUES ('elsewhere', 't1:1', 'message', '{}')`,
-    );
+    await holdFirstMessagesKey(holder);
     const first = a.admit(message('t1', '1'), NO_LIMITS, true);
     await waitFor(async () => (await lockWaiters()) === 1, 'the first message held mid-recording');
     const second = b.admit(message('t1', '2'), NO_LIMITS, true);
