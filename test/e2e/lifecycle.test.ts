@@ -5,6 +5,7 @@ import { botPerSuite } from '../helpers/bot-per-suite.js';
 import { shouldRunPostgresTests } from '../helpers/postgres.js';
 import {
   appMentionEvent,
+  channelLeftEvent,
   channelLifecycleEvent,
   messageEvent,
   messageShortcutPayload,
@@ -350,6 +351,27 @@ function lifecycleSuite(
           await waitFor(() => !liveSessions(agent).includes(thread.session), `${type} deletes the session`);
         }
         expect(liveAmong(...mine)).toEqual([kept.session]);
+      },
+    );
+
+    cases.onOneStore(
+      "deletes a channel's sessions when the bot is removed from it, whichever event Slack sends for that",
+      async () => {
+        // A private channel's archive or deletion reaches members only: once removed, the bot hears neither.
+        const someoneElse = await startThread('G0PEOPLE');
+        await deliver(bot, channelLeftEvent('member_left_channel', { channel: 'G0PEOPLE', user: 'U0BOB' }));
+        const cases = [
+          ['member_left_channel', 'G0KICKED'],
+          ['group_left', 'G0LEFT'],
+          ['channel_left', 'C0LEFT'],
+        ] as const;
+        for (const [type, channel] of cases) {
+          const thread = await startThread(channel);
+          expect((await deliver(bot, channelLeftEvent(type, { channel }))).status).toBe(200);
+          await waitFor(() => !liveSessions(agent).includes(thread.session), `${type} deletes the session`);
+        }
+        // Someone else leaving ends nothing.
+        expect(liveSessions(agent)).toContain(someoneElse.session);
       },
     );
 

@@ -399,6 +399,28 @@ export function channelLifecycleEvent(
 }
 
 /**
+ * Someone left a channel, or was removed from it: `member_left_channel` names who (its payload in
+ * docs.slack.dev/reference/events/member_left_channel); `channel_left` and `group_left` are sent to the one
+ * who left, and name only the channel (docs.slack.dev/reference/events/channel_left, group_left).
+ */
+export function channelLeftEvent(
+  type: 'member_left_channel' | 'channel_left' | 'group_left',
+  options: { channel: string; user?: string; teamId?: string },
+): SlackEventEnvelope<Record<string, string>> {
+  const event: Record<string, string> = { type, channel: options.channel, event_ts: nextTs() };
+  if (type === 'member_left_channel') {
+    Object.assign(event, {
+      user: options.user ?? DEFAULT_BOT_USER_ID,
+      channel_type: options.channel.startsWith('G') ? 'G' : 'C',
+      team: options.teamId ?? DEFAULT_TEAM_ID,
+    });
+  } else if (type === 'channel_left') {
+    event.actor_id = options.user ?? 'U0ADMIN';
+  }
+  return eventEnvelope(event, { teamId: options.teamId });
+}
+
+/**
  * Someone opened a tab of the app; `messages` is the app's DM, where the agent experience's conversations live.
  * Slack sends it to every app subscribed to it, classic ones (no features.agent_view) included.
  */

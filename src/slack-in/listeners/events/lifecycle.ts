@@ -1,4 +1,5 @@
 import type { Inbox } from '../../../inbox/inbox.js';
+import { botUserIdHere } from '../../../installations/workspace-scope.js';
 import type { WorkspaceRemovals } from '../../../inbox/removals.js';
 import type { Logger } from '../../../observability/logger.js';
 import { isSlackThread } from '../../../sessions/conversation-of.js';
@@ -14,9 +15,13 @@ export interface LifecycleDeps {
   agentFeatures: Pick<AgentFeatures, 'close'>;
   removals: Pick<WorkspaceRemovals, 'remove' | 'installed'>;
   logger: Pick<Logger, 'info'>;
+  botUserId: string;
 }
 
-/** Channels archived or deleted, and the app removed from a workspace: their conversations end. */
+/**
+ * Channels archived or deleted, the bot removed from a channel, and the app removed from a workspace: their
+ * conversations end.
+ */
 export function register(events: EventRouter, deps: LifecycleDeps): void {
   const channelGone = async ({ event, team_id: teamId }: EventEnvelope, after: AfterAck[]) => {
     const channelId = String(event.channel);
@@ -54,6 +59,18 @@ export function register(events: EventRouter, deps: LifecycleDeps): void {
   events.on('group_archive', channelGone);
   events.on('channel_deleted', channelGone);
   events.on('group_deleted', channelGone);
+  // The bot removed from a channel (or leaving it): nothing more can be said there, and a private channel's
+  // archive or deletion would no longer reach it (Slack sends those to members only). Which of these Slack
+  // sends the bot about itself, its docs leave open (channel_left "is sometimes withheld"): any of them.
+  events.on('channel_left', channelGone);
+  events.on('group_left', channelGone);
+  events.on('member_left_channel', async (envelope, after) => {
+    if (envelope.event.user !== botUserIdHere(deps.botUserId)) {
+      events.ignore(envelope.event.type, 'someone-else-left');
+      return;
+    }
+    await channelGone(envelope, after);
+  });
   events.on('app_uninstalled', (envelope) => workspaceGone(envelope, 'app_uninstalled'));
   // An org admin removed the org-wide app from some of the org's workspaces: for each, as its uninstall.
   events.on('team_access_revoked', async (envelope) => {
