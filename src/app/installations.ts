@@ -123,14 +123,18 @@ export async function receiveEvent(
   if (!installations) return work();
   const installation = installationOf(envelope);
   const enterpriseId = installation.enterpriseId;
-  const serving = await installations.store.find({
+  const aboutTheInstallation = INSTALLATION_EVENTS.has(envelope.event.type);
+  const lookup = installations.store.find({
     teamId: idOf(authorizationsOf(envelope)[0]?.team_id) ?? installation.teamId,
     enterpriseId,
     isEnterpriseInstall: installation.isEnterpriseInstall,
   });
+  // An uninstall revokes the tokens, refresh tokens included: a token that expired meanwhile (a workspace
+  // quiet for its lifetime) cannot be refreshed any more, and the removal must not wait on it.
+  const serving = aboutTheInstallation ? await lookup.catch(() => undefined) : await lookup;
   const botUserId = serving?.installation.bot?.userId;
   if (!serving || botUserId === undefined) {
-    if (INSTALLATION_EVENTS.has(envelope.event.type)) return work();
+    if (aboutTheInstallation) return work();
     logger.warn(
       { team: envelope.team_id, enterprise: enterpriseId, type: envelope.event.type },
       'an event from a workspace with no installation of the app; ignored',

@@ -409,6 +409,20 @@ describe.runIf(await shouldRunPostgresTests())('token rotation between two repli
         expect(replica.logs.text).not.toContain(secret);
     }
   });
+
+  it('records the uninstall of a workspace whose token expired meanwhile: its refresh is revoked with it', async () => {
+    // Quiet past the token's life: the next use would refresh it, which Slack refuses once the app is removed
+    // ("An app is not uninstalled until its final user and bot tokens are revoked", app_uninstalled).
+    await setTimeout(6_500);
+    const [replica] = replicas;
+    if (!replica) throw new Error('no replica');
+    const { appUninstalled } = slack.tenancy.uninstall({ teamId: 'T0TEAM' });
+    expect((await deliver(replica, appUninstalled)).status).toBe(200);
+    await waitFor(
+      () => replica.logs.text.includes('app removed; its waiting work and agent sessions are being dropped'),
+      'the removal recorded',
+    );
+  });
 });
 
 describe('OAuth in Socket Mode', () => {

@@ -1,6 +1,6 @@
 import type { Inbox } from '../../../inbox/inbox.js';
-import { botUserIdHere } from '../../../installations/workspace-scope.js';
 import type { WorkspaceRemovals } from '../../../inbox/removals.js';
+import { botUserIdHere } from '../../../installations/workspace-scope.js';
 import type { Logger } from '../../../observability/logger.js';
 import { isSlackThread } from '../../../sessions/conversation-of.js';
 import type { SessionManager } from '../../../sessions/manager.js';
