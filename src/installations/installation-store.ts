@@ -62,6 +62,8 @@ const CACHE_MAX = 10_000;
 export class InstallationStore implements BoltInstallationStore {
   private readonly cache: LRUCache<string, ServingInstallation>;
   private generation = 0;
+  /** Refreshes under way in this process, by installation. */
+  private readonly refreshing = new Map<InstallationKey, Promise<ServingInstallation | undefined>>();
   /** Workspaces already recorded as served by an org install, so each is written once per process. */
   private readonly servedNoted = new Set<string>();
 
@@ -168,10 +170,27 @@ export class InstallationStore implements BoltInstallationStore {
   }
 
   /**
-   * The installation with a new bot token, refreshed under its lock after reading it again (another replica may
-   * have refreshed or removed it meanwhile). A failed refresh leaves the current token in use while it lasts.
+   * The installation with a new bot token: one refresh at a time per installation in this process, which every
+   * lookup made meanwhile awaits. Each lookup taking the lock itself would hold a store connection while it
+   * waits, and with enough of them the refresh could not store the tokens Slack had just given it (Slack spends
+   * the old refresh token: the installation would be lost).
    */
-  private async refreshed(
+  private refreshed(
+    key: InstallationKey,
+    current: ServingInstallation,
+  ): Promise<ServingInstallation | undefined> {
+    const running = this.refreshing.get(key);
+    if (running) return running;
+    const refresh = this.refreshUnderLock(key, current).finally(() => this.refreshing.delete(key));
+    this.refreshing.set(key, refresh);
+    return refresh;
+  }
+
+  /**
+   * The installation refreshed under its lock after reading it again (another replica may have refreshed or
+   * removed it meanwhile). A failed refresh leaves the current token in use while it lasts.
+   */
+  private async refreshUnderLock(
     key: InstallationKey,
     current: ServingInstallation,
   ): Promise<ServingInstallation | undefined> {

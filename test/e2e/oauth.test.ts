@@ -425,6 +425,54 @@ describe.runIf(await shouldRunPostgresTests())('token rotation between two repli
   });
 });
 
+describe.runIf(await shouldRunPostgresTests())(
+  'token rotation on a replica with few store connections',
+  () => {
+    let slack: FakeSlack;
+    let agent: AgentServiceEmulator;
+    let database: TestDatabase;
+    let replica: RunningBot;
+
+    beforeAll(async () => {
+      const port = await freePort();
+      slack = await startSlack(port, { tokenRotation: { lifetimeSeconds: 6 } });
+      agent = await AgentServiceEmulator.start();
+      database = await createTestDatabase({ schema: 'current' });
+      const store = { kind: 'postgres', databaseUrl: database.url } as const;
+      replica = await startBot({
+        slack,
+        agent,
+        store,
+        port,
+        env: { ...oauthEnv(slack), DATABASE_POOL_SIZE: '2' },
+      });
+      expect(
+        (await installThroughSlack(`${replica.baseUrl}/slack/install`, slack, { teamId: 'T0TEAM' })).status,
+      ).toBe(200);
+    });
+    afterAll(async () => {
+      await replica?.stop();
+      await Promise.all([slack?.stop(), agent?.stop()]);
+      await database?.drop();
+    });
+
+    it('keeps the tokens of a refresh made while every store connection waits for it', async () => {
+      // Many lookups of the token at once, each of which would wait for the refresh's lock on a connection of
+      // its own: the refresh must still store what Slack gave it, for Slack has spent the old refresh token.
+      for (const round of [1, 2]) {
+        await setTimeout(3_500);
+        const mentions = Array.from({ length: 8 }, (_, n) =>
+          mentionIn(replica, slack, 'T0TEAM', 'C1', `<@U0BOT> round ${round} asks ${n}`),
+        );
+        for (const { sent } of mentions) expect((await sent).status).toBe(200);
+        for (const { ts } of mentions)
+          await slack.waitForCall('chat.postMessage', (call) => call.args.thread_ts === ts, 15_000);
+      }
+      expect(await metric(replica, 'slack_token_refreshes_total{outcome="failed"}')).toBeUndefined();
+    });
+  },
+);
+
 describe('OAuth in Socket Mode', () => {
   it('serves the install pages and the health endpoints on PORT, and answers over the WebSocket', async () => {
     const port = await freePort();
