@@ -8,7 +8,7 @@ import { AgentServiceEmulator } from '../fakes/agent-service.js';
 import { FakeSlack, type FakeSlackOptions } from '../fakes/slack.js';
 import { freePort } from '../helpers/free-port.js';
 import { installThroughSlack } from '../helpers/oauth-install.js';
-import { createTestDatabase, shouldRunPostgresTests, type TestDatabase } from '../helpers/postgres.js';
+import { createTestDatabase, shouldRunPostgresTests } from '../helpers/postgres.js';
 import { appMentionEvent, nextTs, postSignedForm, slashCommandFields } from '../helpers/slack-events.js';
 import {
   AGENT_ID,
@@ -357,34 +357,60 @@ describe('stored tokens and their keys', () => {
   });
 });
 
+/** Replicas of the distributed app on one PostgreSQL, installed in T0TEAM, whose tokens live 6 s. */
+interface RotatingReplicas {
+  slack: FakeSlack;
+  agent: AgentServiceEmulator;
+  replicas: RunningBot[];
+  stop(): Promise<void>;
+}
+
+/** One replica per entry of `extraEnv` (its variables beside the OAuth ones); the first serves the install. */
+async function startRotatingReplicas(extraEnv: Record<string, string>[]): Promise<RotatingReplicas> {
+  const port = await freePort();
+  // Tokens live 6 s, so they are refreshed (past half their life) within a test.
+  const slack = await startSlack(port, { tokenRotation: { lifetimeSeconds: 6 } });
+  const agent = await AgentServiceEmulator.start();
+  const database = await createTestDatabase({ schema: 'current' });
+  const store = { kind: 'postgres', databaseUrl: database.url } as const;
+  const replicas: RunningBot[] = [];
+  for (const [index, env] of extraEnv.entries())
+    replicas.push(
+      await startBot({
+        slack,
+        agent,
+        store,
+        ...(index === 0 ? { port } : {}),
+        env: { ...oauthEnv(slack), ...env },
+      }),
+    );
+  const [first] = replicas;
+  if (!first) throw new Error('no replica');
+  expect(
+    (await installThroughSlack(`${first.baseUrl}/slack/install`, slack, { teamId: 'T0TEAM' })).status,
+  ).toBe(200);
+  return {
+    slack,
+    agent,
+    replicas,
+    async stop() {
+      await Promise.all(replicas.map((replica) => replica.stop()));
+      await Promise.all([slack.stop(), agent.stop()]);
+      await database.drop();
+    },
+  };
+}
+
 describe.runIf(await shouldRunPostgresTests())('token rotation between two replicas', () => {
+  let rotating: RotatingReplicas | undefined;
   let slack: FakeSlack;
-  let agent: AgentServiceEmulator;
-  let database: TestDatabase;
   let replicas: RunningBot[] = [];
 
   beforeAll(async () => {
-    const port = await freePort();
-    // Tokens live 6 s, so they are refreshed (past half their life) within the test.
-    slack = await startSlack(port, { tokenRotation: { lifetimeSeconds: 6 } });
-    agent = await AgentServiceEmulator.start();
-    database = await createTestDatabase({ schema: 'current' });
-    const store = { kind: 'postgres', databaseUrl: database.url } as const;
-    replicas = [
-      await startBot({ slack, agent, store, port, env: oauthEnv(slack) }),
-      await startBot({ slack, agent, store, env: oauthEnv(slack) }),
-    ];
-    const [first] = replicas;
-    if (!first) throw new Error('no replica');
-    expect(
-      (await installThroughSlack(`${first.baseUrl}/slack/install`, slack, { teamId: 'T0TEAM' })).status,
-    ).toBe(200);
+    rotating = await startRotatingReplicas([{}, {}]);
+    ({ slack, replicas } = rotating);
   });
-  afterAll(async () => {
-    await Promise.all(replicas.map((replica) => replica.stop()));
-    await Promise.all([slack?.stop(), agent?.stop()]);
-    await database?.drop();
-  });
+  afterAll(() => rotating?.stop());
 
   it('spends each refresh token once while both replicas answer at the same moment', async () => {
     await setTimeout(3_500);
@@ -428,33 +454,16 @@ describe.runIf(await shouldRunPostgresTests())('token rotation between two repli
 describe.runIf(await shouldRunPostgresTests())(
   'token rotation on a replica with few store connections',
   () => {
+    let rotating: RotatingReplicas | undefined;
     let slack: FakeSlack;
-    let agent: AgentServiceEmulator;
-    let database: TestDatabase;
     let replica: RunningBot;
 
     beforeAll(async () => {
-      const port = await freePort();
-      slack = await startSlack(port, { tokenRotation: { lifetimeSeconds: 6 } });
-      agent = await AgentServiceEmulator.start();
-      database = await createTestDatabase({ schema: 'current' });
-      const store = { kind: 'postgres', databaseUrl: database.url } as const;
-      replica = await startBot({
-        slack,
-        agent,
-        store,
-        port,
-        env: { ...oauthEnv(slack), DATABASE_POOL_SIZE: '2' },
-      });
-      expect(
-        (await installThroughSlack(`${replica.baseUrl}/slack/install`, slack, { teamId: 'T0TEAM' })).status,
-      ).toBe(200);
+      rotating = await startRotatingReplicas([{ DATABASE_POOL_SIZE: '2' }]);
+      slack = rotating.slack;
+      replica = rotating.replicas[0] as RunningBot;
     });
-    afterAll(async () => {
-      await replica?.stop();
-      await Promise.all([slack?.stop(), agent?.stop()]);
-      await database?.drop();
-    });
+    afterAll(() => rotating?.stop());
 
     it('keeps the tokens of a refresh made while every store connection waits for it', async () => {
       // Many lookups of the token at once, each of which would wait for the refresh's lock on a connection of
