@@ -47,6 +47,9 @@ export interface InstallationStoreOptions {
 const CACHE_TTL_MS = 30_000;
 const CACHE_MAX = 10_000;
 
+/** After a failed refresh, how long lookups use the current token (while it lasts) before trying again. */
+const REFRESH_RETRY_PAUSE_MS = 60_000;
+
 /**
  * The installations of an app distributed through OAuth, on Keyv (the project's store), each keyed as Slack
  * documents it (installation-key.ts), every token sealed (sealed-installation.ts). Bolt's installer stores
@@ -62,6 +65,8 @@ const CACHE_MAX = 10_000;
 export class InstallationStore implements BoltInstallationStore {
   private readonly cache: LRUCache<string, ServingInstallation>;
   private generation = 0;
+  /** When a refresh last failed, by installation (see refreshPaused). */
+  private readonly refreshFailedAt = new Map<InstallationKey, number>();
   /** Refreshes under way in this process, by installation. */
   private readonly refreshing = new Map<InstallationKey, Promise<ServingInstallation | undefined>>();
   /** Workspaces already recorded as served by an org install, so each is written once per process. */
@@ -159,7 +164,7 @@ export class InstallationStore implements BoltInstallationStore {
 
   private async serving(key: InstallationKey): Promise<ServingInstallation | undefined> {
     const cached = this.cache.get(key);
-    if (cached && !needsRefresh(cached.botTokenLife)) return cached;
+    if (cached && (!needsRefresh(cached.botTokenLife) || this.refreshPaused(key, cached))) return cached;
     const generation = this.generation;
     const row = await this.options.keyv.get(key);
     if (!isLiveRow(row)) return undefined;
@@ -207,14 +212,29 @@ export class InstallationStore implements BoltInstallationStore {
           storedAt: row.storedAt,
         });
         this.options.onRefreshed?.(key);
+        this.refreshFailedAt.delete(key);
         return { key, installation, botTokenLife: life };
       });
     } catch (error) {
       const failure = error instanceof TokenRefreshError ? error : new TokenRefreshError(messageOf(error));
+      this.refreshFailedAt.set(key, Date.now());
       this.options.onRefreshFailed(key, failure);
       if (stillValid(current.botTokenLife)) return current;
       throw failure;
     }
+  }
+
+  /**
+   * A refresh failed a moment ago and the current token still works: it is used for now, rather than every
+   * lookup (every event and Slack call) trying again under the lock.
+   */
+  private refreshPaused(key: InstallationKey, current: ServingInstallation): boolean {
+    const failedAt = this.refreshFailedAt.get(key);
+    return (
+      failedAt !== undefined &&
+      Date.now() - failedAt < REFRESH_RETRY_PAUSE_MS &&
+      stillValid(current.botTokenLife)
+    );
   }
 
   private opened(key: InstallationKey, row: LiveRow): ServingInstallation {

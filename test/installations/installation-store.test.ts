@@ -8,6 +8,7 @@ import {
   sealedInstallations,
 } from '../../src/installations/installation-rows.js';
 import { InstallationStore } from '../../src/installations/installation-store.js';
+import { sealInstallation } from '../../src/installations/sealed-installation.js';
 import { TokenCipher } from '../../src/installations/token-cipher.js';
 import { TokenRefresher } from '../../src/installations/token-refresh.js';
 import { type Database, openDatabase } from '../../src/store/database.js';
@@ -125,6 +126,33 @@ forEachStore(runPostgres, (kind, prepare) => {
 
       await first.storeInstallation(installation({ teamId: 'T6', token: 'xoxb-again' }));
       expect((await first.find({ teamId: 'T6' }))?.installation.bot?.token).toBe('xoxb-again');
+    });
+
+    it('pauses after a refresh Slack did not take, using the current token meanwhile', async () => {
+      let failures = 0;
+      const store = new InstallationStore({
+        keyv: createSessionKeyv<InstallationRow>(db, INSTALLATIONS_NAMESPACE),
+        cipher,
+        lock: installationLock(db),
+        // Nothing listens there: every refresh fails.
+        refresher: new TokenRefresher({ clientId: '1.2', clientSecret: 'unused' }, 'http://127.0.0.1:9/api/'),
+        onRefreshFailed: () => {
+          failures++;
+        },
+      });
+      // A rotating token due for its refresh, and valid for another minute.
+      const now = Math.floor(Date.now() / 1000);
+      const rotating = installation({ teamId: 'T8', token: 'xoxb-due' });
+      if (rotating.bot) rotating.bot.refreshToken = 'xoxe-1-refresh';
+      await createSessionKeyv<InstallationRow>(db, INSTALLATIONS_NAMESPACE).set('team:T8', {
+        installation: sealInstallation(rotating, cipher),
+        botTokenLife: { issuedAt: now - 600, expiresAt: now + 60 },
+        storedAt: new Date().toISOString(),
+      });
+      for (let lookup = 0; lookup < 5; lookup++)
+        expect((await store.find({ teamId: 'T8' }))?.installation.bot?.token).toBe('xoxb-due');
+      // Each lookup trying again would take the lock, a connection and Slack's time for every event.
+      expect(failures).toBe(1);
     });
 
     it('never caches an installation removed while it was being looked up', async () => {
