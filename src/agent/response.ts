@@ -19,8 +19,8 @@ const SESSION_GONE_WORDS = [
   /\b(?:no(?:\s{1,3}such)?|invalid|unknown|expired)\s{1,3}session(?:[ _-]?id)?\b/i,
 ];
 const NO_SESSIONS_WORDS = /^\W{0,3}no\s{1,3}sessions?\b/i;
-/** The service's words about a missing session are short; a longer message is not read past this. */
-const SESSION_GONE_READ_CHARS = 500;
+/** What the service's words are matched against: its words about sessions are short, a longer message is cut. */
+const SERVICE_WORDS_READ_CHARS = 500;
 /** Failed before a connection existed, so nothing can have reached the service. */
 const NOT_DELIVERED_CODES = new Set([
   'ECONNREFUSED',
@@ -88,15 +88,21 @@ export function interpretResponse(
  */
 function sessionGone(status: number, body: unknown): boolean {
   if (status >= 500 || !isObject(body)) return false;
-  const message = typeof body.message === 'string' ? body.message.slice(0, SESSION_GONE_READ_CHARS) : '';
-  if (SESSION_GONE_WORDS.some((words) => words.test(message))) return true;
-  return (status === 404 || status === 410) && !/agent/i.test(message);
+  const words = serviceWordsOf(body);
+  if (SESSION_GONE_WORDS.some((pattern) => pattern.test(words))) return true;
+  return (status === 404 || status === 410) && !/agent/i.test(words);
 }
 
 /** A list with nothing in it, said as a failure: "No sessions found", "no sessions yet" (often with a 404). */
 function saysNoSessions(body: unknown): boolean {
-  const message = isObject(body) && typeof body.message === 'string' ? body.message : '';
-  return NO_SESSIONS_WORDS.test(message.slice(0, SESSION_GONE_READ_CHARS));
+  return NO_SESSIONS_WORDS.test(serviceWordsOf(body));
+}
+
+/** The start of the failure body's `message`, for matching ('' when there is none). */
+function serviceWordsOf(body: unknown): string {
+  return isObject(body) && typeof body.message === 'string'
+    ? body.message.slice(0, SERVICE_WORDS_READ_CHARS)
+    : '';
 }
 
 export function isObject(value: unknown): value is JsonObject {
