@@ -16,7 +16,7 @@ export interface RemovedWorkspace {
 
 /**
  * What told the bot: Slack's two events, an org admin removing the org-wide app from a workspace
- * (`team_access_revoked`), or a call answered `invalid_auth` / `account_inactive` / `token_revoked`.
+ * (`team_access_revoked`), or a call answered `account_inactive` / `token_revoked` (workspace-tokens.ts).
  */
 export type RemovalReason = 'app_uninstalled' | 'tokens_revoked' | 'team_access_revoked' | 'token_invalid';
 

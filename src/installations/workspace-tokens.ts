@@ -3,6 +3,8 @@ import type { InstallationRef } from './installation-key.js';
 import type { InstallationStore } from './installation-store.js';
 import { servedWorkspace } from './workspace-scope.js';
 
+const KEPT_WARNING_EVERY_MS = 60_000;
+
 /** A Slack call in OAuth mode for a workspace with no installation (removed, or never installed). */
 export class NoInstallationError extends Error {
   override readonly name = 'NoInstallationError';
@@ -12,14 +14,18 @@ export class NoInstallationError extends Error {
  * The bot token of the workspace being served (workspace-scope.ts), for every Slack call in OAuth mode, and
  * what a refused one means. When another replica has refreshed the token meanwhile, only the cache was stale:
  * the call goes again with the new one. When the refused token is still the stored one and Slack says
- * `invalid_auth`, `account_inactive` or `token_revoked`, the app was uninstalled or its tokens revoked: the
- * installation is gone and `onRemoved` cleans up after it.
+ * `account_inactive` or `token_revoked`, the app was uninstalled or its tokens revoked: the installation is
+ * gone and `onRemoved` cleans up after it. `invalid_auth` is not enough: Slack gives it as well to a request
+ * from an IP address the workspace does not allow, which its admins can change back, so the installation is
+ * kept (a real uninstall also comes as Slack's `app_uninstalled` and `tokens_revoked` events).
  */
 export class WorkspaceTokens {
+  private readonly keptWarnedAt = new Map<string, number>();
+
   constructor(
     private readonly installations: InstallationStore,
     private readonly onRemoved: (ref: InstallationRef) => Promise<void>,
-    private readonly logger: Pick<Logger, 'warn'>,
+    private readonly logger: Pick<Logger, 'warn' | 'error'>,
   ) {}
 
   async token(): Promise<string> {
@@ -53,14 +59,30 @@ export class WorkspaceTokens {
     const latest = await this.installations.find(here);
     const current = latest?.installation.bot?.token;
     if (current !== token) return current !== undefined;
-    // The stored token itself: an expired one is the refresh's to renew; any other answer means it is gone.
+    // The stored token itself: an expired one is the refresh's to renew.
     if (!latest || code === 'token_expired') return false;
     const { installation } = latest;
+    if (code === 'invalid_auth') {
+      this.warnKept(latest.key);
+      return false;
+    }
     await this.onRemoved({
       teamId: installation.team?.id,
       enterpriseId: installation.enterprise?.id,
       isEnterpriseInstall: installation.isEnterpriseInstall === true,
     });
     return false;
+  }
+
+  /** An error line per installation at most every KEPT_WARNING_EVERY_MS: each of its calls is refused. */
+  private warnKept(key: string): void {
+    const now = Date.now();
+    if (now - (this.keptWarnedAt.get(key) ?? Number.NEGATIVE_INFINITY) < KEPT_WARNING_EVERY_MS) return;
+    this.keptWarnedAt.set(key, now);
+    this.logger.error(
+      { installation: key },
+      'Slack refused the bot token of a workspace as invalid_auth: the token is invalid, or the workspace ' +
+        "restricts the app's tokens to IP addresses this bot does not call from; the installation is kept",
+    );
   }
 }

@@ -73,6 +73,8 @@ describe('many workspaces, installed with "Add to Slack"', () => {
         { teamId: 'T4', name: 'Org west', enterpriseId: 'E1' },
         { teamId: 'T5', name: 'Fifth' },
         { teamId: 'T6', name: 'Sixth' },
+        { teamId: 'T7', name: 'Seventh' },
+        { teamId: 'T8', name: 'Eighth' },
       ],
       orgs: [{ enterpriseId: 'E1', name: 'Org' }],
       channels: {
@@ -82,6 +84,8 @@ describe('many workspaces, installed with "Add to Slack"', () => {
         C4: { teamId: 'T4' },
         C5: { teamId: 'T5' },
         C6: { teamId: 'T6' },
+        C7: { teamId: 'T7' },
+        C8: { teamId: 'T8' },
       },
     });
     agent = await AgentServiceEmulator.start();
@@ -198,6 +202,69 @@ describe('many workspaces, installed with "Add to Slack"', () => {
     expect(agent.requestsFor('deleteSession').map((r) => r.sessionId)).not.toContain(
       sessionOf(String(before.args.text)),
     );
+  });
+
+  it("keeps a workspace whose calls Slack refuses as invalid_auth (its admins' IP allowlist): it answers there again once the address is allowed", async () => {
+    const mention = (text: string) => mentionIn(bot, slack, 'T7', 'C7', `<@U0BOTT7> ${text}`);
+    const postIn = (ts: string) =>
+      slack.waitForCall('chat.postMessage', (call) => call.args.thread_ts === ts, 15_000);
+    await installThroughSlack(`${bot.baseUrl}/slack/install`, slack, { teamId: 'T7' });
+    const linesBefore = bot.logs.lines.length;
+    const logsSince = () => bot.logs.lines.slice(linesBefore).join('\n');
+    const first = mention('before');
+    expect((await first.sent).status).toBe(200);
+    const before = await postIn(first.ts);
+
+    // invalid_auth is also Slack's answer to a request "from an IP address disallowed from making the request".
+    slack.tenancy.refuseAddress({ teamId: 'T7' });
+    const during = mention('while refused');
+    expect((await during.sent).status).toBe(200);
+    await postIn(during.ts);
+    await waitFor(
+      () => logsSince().includes('Slack refused the bot token of a workspace as invalid_auth'),
+      'the refusal logged',
+    );
+
+    slack.tenancy.allowAddress({ teamId: 'T7' });
+    const after = mention('allowed again');
+    expect((await after.sent).status).toBe(200);
+    expect(String((await postIn(after.ts)).args.text)).toMatch(/allowed again$/);
+    // Nothing was removed: no session of the workspace was deleted, and no removal was recorded.
+    expect(agent.requestsFor('deleteSession').map((r) => r.sessionId)).not.toContain(
+      sessionOf(String(before.args.text)),
+    );
+    expect(logsSince()).not.toContain('app removed');
+  });
+
+  it('removes a workspace whose token Slack answers token_revoked though its uninstall events never came', async () => {
+    const mention = (text: string) => mentionIn(bot, slack, 'T8', 'C8', `<@U0BOTT8> ${text}`);
+    await installThroughSlack(`${bot.baseUrl}/slack/install`, slack, { teamId: 'T8' });
+    const first = mention('before');
+    expect((await first.sent).status).toBe(200);
+    const before = await slack.waitForCall(
+      'chat.postMessage',
+      (call) => call.args.thread_ts === first.ts,
+      15_000,
+    );
+    const session = sessionOf(String(before.args.text));
+
+    // A message whose answer comes after the uninstall, and Slack's app_uninstalled and tokens_revoked never
+    // delivered (the bot was unreachable for their retries): the answer's post is what finds the token revoked.
+    const release = agent.holdAnswerTo('answered after the uninstall');
+    const later = mentionIn(bot, slack, 'T8', 'C8', '<@U0BOTT8> answered after the uninstall');
+    expect((await later.sent).status).toBe(200);
+    await waitFor(
+      () => agent.requestsFor('sendMessage').some((r) => r.prompt === 'answered after the uninstall'),
+      'the prompt sent',
+    );
+    slack.tenancy.uninstall({ teamId: 'T8' });
+    release();
+    await waitFor(
+      () => agent.requestsFor('deleteSession').some((r) => r.sessionId === session),
+      "the workspace's session deleted",
+      15_000,
+    );
+    await waitFor(async () => (await metric(bot, 'workspace_removals_pending')) === 0, 'removal done');
   });
 
   it('answers in two workspaces of an organisation from one org-wide install', async () => {

@@ -36,7 +36,8 @@ export interface FakeOrg {
  * What a calling token answers instead of working, once revoked: Slack's common errors read `token_revoked`
  * ("the app has been removed"), `account_inactive` ("deleted user or workspace when using a bot token") and
  * `invalid_auth` ("the provided token is invalid"). Slack does not say which a bot token gets after an
- * uninstall; the bot must take each as the workspace gone.
+ * uninstall. `invalid_auth` is also the answer to a disallowed IP address (refuseAddress), so the bot takes only
+ * the first two as the workspace gone, and learns of an uninstall answered `invalid_auth` from Slack's events.
  */
 export type RevokedAnswer = 'token_revoked' | 'account_inactive' | 'invalid_auth';
 
@@ -110,6 +111,8 @@ export class FakeSlackTenancy {
   private readonly current = new Map<string, FakeInstallation>();
   private readonly accessTokens = new Map<string, AccessToken>();
   private readonly refreshTokens = new Map<string, RefreshToken>();
+  /** Installations whose tokens are used from an address their workspace's admins did not allow. */
+  private readonly addressRefused = new Set<string>();
   private botCounter = 0;
 
   constructor(
@@ -260,6 +263,7 @@ export class FakeSlackTenancy {
     const stored = this.accessTokens.get(accessToken);
     if (!stored) return { error: 'invalid_auth' };
     if (stored.revoked) return { error: stored.revoked };
+    if (this.addressRefused.has(stored.installation.key)) return { error: 'invalid_auth' };
     // "Authentication token has expired" (token_expired, common errors).
     if (stored.superseded || (stored.expiresAt !== undefined && Date.now() >= stored.expiresAt))
       return { error: 'token_expired' };
@@ -288,6 +292,20 @@ export class FakeSlackTenancy {
       tokens: { oauth: [], bot: [installation.botUserId] },
       event_ts: nextTs(),
     });
+  }
+
+  /**
+   * The workspace's admins restrict the app's tokens to IP addresses the bot does not call from (the app's
+   * "Restrict API Token Usage" setting): every call answers `invalid_auth`, which Slack's common errors give
+   * for a request that "originates from an IP address disallowed from making the request" as for an invalid
+   * token. The installation and its tokens stay as they were; `allowAddress` lifts it.
+   */
+  refuseAddress(target: InstallTarget): void {
+    this.addressRefused.add(keyOf(target));
+  }
+
+  allowAddress(target: InstallTarget): void {
+    this.addressRefused.delete(keyOf(target));
   }
 
   /**
