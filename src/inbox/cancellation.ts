@@ -106,13 +106,16 @@ export class JobCancellation {
     });
   }
 
-  /** Cancels the open jobs of a closed channel or workspace (key prefix `team:` or `team:channel:`). */
-  async cancelOpenWithPrefix(prefix: string): Promise<number> {
+  /**
+   * Cancels the open jobs of a closed channel or workspace (key prefix `team:` or `team:channel:`), those
+   * recorded before `recordedBefore` when given (a channel's archive ends none of its jobs after an unarchive).
+   */
+  async cancelOpenWithPrefix(prefix: string, recordedBefore?: Date): Promise<number> {
     const rows = await this.db.query(
       `UPDATE inbox SET state = 'cancelled', finished_at = now(), owner = NULL, lease_until = NULL,
               payload = '{}', agent_reply = NULL
-       WHERE thread_key LIKE $1 AND ${OPEN} RETURNING 1`,
-      [startsWithPattern(prefix)],
+       WHERE thread_key LIKE $1 AND ${OPEN} AND created_at < $2::timestamptz RETURNING 1`,
+      [startsWithPattern(prefix), recordedBefore?.toISOString() ?? 'infinity'],
     );
     return rows.length;
   }

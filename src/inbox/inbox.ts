@@ -119,8 +119,8 @@ export class Inbox implements JobProgress {
   stop(threadKey: string, userId: string, request: MessageRef): Promise<StopOutcome> {
     return this.cancellation.stop(threadKey, userId, request);
   }
-  cancelOpenWithPrefix(prefix: string): Promise<number> {
-    return this.cancellation.cancelOpenWithPrefix(prefix);
+  cancelOpenWithPrefix(prefix: string, recordedBefore?: Date): Promise<number> {
+    return this.cancellation.cancelOpenWithPrefix(prefix, recordedBefore);
   }
   cancelOpenOfOrg(enterpriseId: string, removedAt?: Date): Promise<number> {
     return this.cancellation.cancelOpenOfOrg(enterpriseId, removedAt);

@@ -22,6 +22,8 @@ export interface SessionFilter {
   channelId?: string;
   threadTs?: string;
   startedBy?: string;
+  /** Only conversations whose session was made before then. */
+  createdBefore?: Date;
 }
 
 const NAMESPACE = 'thread';
@@ -122,7 +124,11 @@ export class SessionStore {
         ),
       ),
     );
-    return sessions.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+    const bound = filter.createdBefore?.getTime() ?? Number.POSITIVE_INFINITY;
+    // A creation time that cannot be read counts as before (the conversation ends rather than outlive it).
+    return sessions
+      .filter((session) => !(Date.parse(session.createdAt) >= bound))
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
   }
 
   /**

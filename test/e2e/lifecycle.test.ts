@@ -355,6 +355,32 @@ function lifecycleSuite(
     );
 
     cases.onOneStore(
+      'a late retry of an archive, delivered after the channel was unarchived and used again, ends only the conversations from before it',
+      async () => {
+        const before = await startThread('C0UNARCH');
+        const archive = channelLifecycleEvent('channel_archive', { channel: 'C0UNARCH' });
+        // Unarchived, and a new conversation started there, a few seconds after the archive (event_time).
+        await waitFor(() => Date.now() >= (archive.event_time + 3) * 1000, 'a few seconds later');
+        const after = await startThread('C0UNARCH');
+        // Slack retries an event for up to an hour: the archive's last retry comes only now.
+        const retried = await deliver(bot, archive, { retryNum: 3, retryReason: 'http_timeout' });
+        expect(retried.status).toBe(200);
+        await waitFor(
+          () => !liveSessions(agent).includes(before.session),
+          "the old conversation's session deleted",
+        );
+        await sleep(300);
+        expect(liveSessions(agent)).toContain(after.session);
+        await mention(bot, { channel: 'C0UNARCH', text: '<@U0BOT> still here', threadTs: after.root });
+        const next = await slack.waitForCall(
+          'chat.postMessage',
+          (c) => c.args.thread_ts === after.root && textOf(c).includes('still here'),
+        );
+        expect(textOf(next)).toBe(`echo[${after.session}#2]: still here`);
+      },
+    );
+
+    cases.onOneStore(
       "deletes a channel's sessions when the bot is removed from it, whichever event Slack sends for that",
       async () => {
         // A private channel's archive or deletion reaches members only: once removed, the bot hears neither.

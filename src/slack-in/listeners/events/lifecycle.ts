@@ -23,12 +23,19 @@ export interface LifecycleDeps {
  * conversations end.
  */
 export function register(events: EventRouter, deps: LifecycleDeps): void {
-  const channelGone = async ({ event, team_id: teamId }: EventEnvelope, after: AfterAck[]) => {
+  const channelGone = async (envelope: EventEnvelope, after: AfterAck[]) => {
+    const { event, team_id: teamId } = envelope;
     const channelId = String(event.channel);
+    // Only what was started before the event: a late retry of an archive (Slack retries for an hour) may come
+    // after the channel was unarchived, or the bot added back, and used again.
+    const startedBefore = closedBefore(envelope);
     // Jobs first, as for a removed workspace: a job cancelled now can no longer record a session it is making
     // as used (it retires that one itself), so the sessions listed next are all there will be.
-    await deps.inbox.cancelOpenWithPrefix(channelKeyPrefix({ teamId, channelId }));
-    const retired = await deps.sessions.retireWhere({ teamId, channelId }, 'channel-gone');
+    await deps.inbox.cancelOpenWithPrefix(channelKeyPrefix({ teamId, channelId }), startedBefore);
+    const retired = await deps.sessions.retireWhere(
+      { teamId, channelId, createdBefore: startedBefore },
+      'channel-gone',
+    );
     // Best effort: Slack may refuse calls in an archived channel, and a deleted one has no threads left.
     if (event.type.endsWith('_archive'))
       after.push(() => deps.agentFeatures.close(retired.filter(isSlackThread)));
@@ -112,6 +119,20 @@ export function register(events: EventRouter, deps: LifecycleDeps): void {
 function sentAtOf(envelope: EventEnvelope): Date {
   const time = envelope.event_time;
   return typeof time === 'number' && Number.isFinite(time) ? new Date(time * 1000) : new Date();
+}
+
+/**
+ * Slack's `event_time` is in whole seconds, and its clock is not the bot's nor the database's: what started
+ * within this long after it counts as before. Nobody unarchives a channel and talks in it again that fast.
+ */
+const CLOSED_CLOCK_MARGIN_S = 2;
+
+/** What started before this was in the channel before it closed; undefined (everything) without event_time. */
+function closedBefore(envelope: EventEnvelope): Date | undefined {
+  const time = envelope.event_time;
+  return typeof time === 'number' && Number.isFinite(time)
+    ? new Date((time + CLOSED_CLOCK_MARGIN_S) * 1000)
+    : undefined;
 }
 
 /** The workspaces a `team_access_*` event names (`team_ids`); a malformed list is read as none. */
