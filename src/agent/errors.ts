@@ -1,3 +1,5 @@
+import { cutAt } from '../util/text-cut.js';
+
 export type AgentOperation = 'sendMessage' | 'listSessions' | 'createSession' | 'deleteSession';
 
 export type AgentErrorKind =
@@ -40,7 +42,7 @@ const MAX_QUOTED_CHARS = 200;
 
 function clip(text: string): string {
   const oneLine = text.replace(/\s+/g, ' ').trim();
-  return oneLine.length > MAX_QUOTED_CHARS ? `${oneLine.slice(0, MAX_QUOTED_CHARS)}…` : oneLine;
+  return oneLine.length > MAX_QUOTED_CHARS ? `${cutAt(oneLine, MAX_QUOTED_CHARS)}…` : oneLine;
 }
 
 /**

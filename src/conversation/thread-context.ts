@@ -1,5 +1,6 @@
 import type { EarlierMessages, ThreadMessage } from '../slack-out/reads.js';
 import type { UserNameResolver } from '../slack-out/user-names.js';
+import { cutAt } from '../util/text-cut.js';
 import { MAX_RESOLVED_MENTIONS, promptFromSlackText } from './prompt.js';
 
 export const CONTEXT_HEADING = '[Context: the earlier messages of this Slack thread, oldest first]';
@@ -53,7 +54,7 @@ function fitted(line: string, chars: number): string | undefined {
   if (line.length <= chars) return line;
   // A few words at least, or it says nothing.
   if (chars < 20) return undefined;
-  return `${line.slice(0, chars - CUT.length).trimEnd()}${CUT}`;
+  return `${cutAt(line, chars - CUT.length).trimEnd()}${CUT}`;
 }
 
 /** A resolver that looks up at most `max` distinct people; later ones stay ids. */

@@ -1,3 +1,5 @@
+import { cutIndex } from '../util/text-cut.js';
+
 /**
  * Code fences read line by line, for cutting Markdown between lines: which fence is open at a line, and how to
  * close it there and open it again in the next message. Nested fences count too (a code block in a list item
@@ -114,7 +116,7 @@ export function hardWrap(line: string, maxChars: number): string[] {
   let rest = line;
   while (rest.length > maxChars) {
     const space = rest.lastIndexOf(' ', maxChars);
-    const cut = space > maxChars / 2 ? space : maxChars;
+    const cut = space > maxChars / 2 ? space : cutIndex(rest, maxChars);
     out.push(rest.slice(0, cut));
     rest = rest.slice(cut).replace(/^ /, '');
   }

@@ -1,5 +1,6 @@
 import type { types } from '@slack/bolt';
 import { lexer, type Token, type Tokens } from 'marked';
+import { cutAt } from '../util/text-cut.js';
 import { neutraliseBroadcasts } from './broadcasts.js';
 import { closingLine, hardWrap, openFenceAtEnd, splitLines } from './fences.js';
 import { MAX_TEXT_PER_MESSAGE, MessagePacker } from './message-packer.js';
@@ -56,7 +57,7 @@ export function formatAgentReply(
 /** The reply cut at `maxChars` (at a line break when one is near), with a line saying so. */
 function capped(markdown: string, maxChars: number): string {
   if (markdown.length <= maxChars) return markdown;
-  const cut = markdown.slice(0, maxChars);
+  const cut = cutAt(markdown, maxChars);
   const atLine = cut.lastIndexOf('\n');
   const kept = (atLine > maxChars * 0.9 ? cut.slice(0, atLine) : cut).trimEnd();
   // A cut inside a code block, a list item's included, leaves it open: close it where it was opened, so the
@@ -72,7 +73,7 @@ export function plainText(text: string): string {
 }
 
 function fallbackText(chunk: string): string {
-  return chunk.length <= FALLBACK_TEXT_CHARS ? chunk : `${chunk.slice(0, FALLBACK_TEXT_CHARS - 1)}…`;
+  return chunk.length <= FALLBACK_TEXT_CHARS ? chunk : `${cutAt(chunk, FALLBACK_TEXT_CHARS - 1)}…`;
 }
 
 interface Segment {

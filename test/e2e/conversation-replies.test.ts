@@ -128,6 +128,42 @@ describe('replies', () => {
     expect(order).toEqual([...before, '[table]', ...after]);
   });
 
+  it('cuts a long answer between characters, never inside an emoji: every part is posted, and reads as written', async () => {
+    const { slack, agent, bot } = stack;
+    // Cut where a message's budget ends (11,000) and where its notification text does (3,000), in a word too
+    // long to cut at a space: each cut falls between the two halves of the emoji (two UTF-16 code units).
+    const answers = {
+      C0EMOJI1: `${'a'.repeat(10_999)}😀`,
+      C0EMOJI2: `${'b'.repeat(2_998)}😀 more`,
+    };
+    agent.setReplyFn(({ prompt }) => answers[prompt as keyof typeof answers] ?? prompt);
+    try {
+      const roots = Object.fromEntries(
+        await Promise.all(
+          Object.keys(answers).map(async (channel) => {
+            const root = nextTs();
+            await mention(bot, { channel, text: `<@U0BOT> ${channel}`, ts: root });
+            return [channel, root] as const;
+          }),
+        ),
+      );
+      for (const [channel, answer] of Object.entries(answers)) {
+        const posts = () => postsIn(slack, channel, roots[channel]);
+        const markdownOf = () =>
+          posts()
+            .flatMap((post) => post.args.blocks as { type: string; text?: string }[])
+            .filter((block) => block.type === 'markdown')
+            .map((block) => block.text ?? '')
+            .join('');
+        await waitFor(() => markdownOf() === answer, `the whole answer in ${channel}`, 10_000);
+        // Each message's notification text is the start of what it shows, no character made of two halves.
+        for (const post of posts()) expect(answer).toContain(textOf(post).replace(/…$/, ''));
+      }
+    } finally {
+      agent.setReplyFn(({ sessionId, turn, prompt }) => `echo[${sessionId}#${turn}]: ${prompt}`);
+    }
+  });
+
   it('shows a plain notice in the thread: help for a bare mention, taken by Slack at the first post', async () => {
     const { slack, bot } = stack;
     const root = slack.seedMessage(CHANNEL, { user: 'U0ALICE', text: '<@U0BOT>', ts: nextTs() });
