@@ -9,8 +9,8 @@ import { fitsTableBlock, monospaceTable, piecesOf } from './tables.js';
 /** Notification/fallback text; Slack shows the blocks, this only feeds notifications and old clients. */
 const FALLBACK_TEXT_CHARS = 3_000;
 /**
- * The most of one reply that is posted (about three Slack messages); the rest is cut with a visible line.
- * An agent steered into a huge answer must not flood a thread.
+ * The most of one reply that is posted (about four Slack messages, tables included); the rest is cut with a
+ * visible line. An agent steered into a huge answer must not flood a thread.
  */
 export const MAX_REPLY_CHARS = 40_000;
 
@@ -40,8 +40,16 @@ export function formatAgentReply(
       ? '_(the agent sent an empty reply)_'
       : capped(neutraliseBroadcasts(trimmed), maxReplyChars);
   const packer = new MessagePacker(maxChars);
+  // As many messages as the longest reply takes: tables past them are monospace, so that an answer of many
+  // small tables does not become a message each (Slack takes about one a second in a channel).
+  const maxMessages = Math.ceil(maxReplyChars / maxChars);
   for (const piece of piecesOf(body)) {
-    if (piece.kind === 'table' && fitsTableBlock(piece.table) && packer.fitsAlone(piece.table)) {
+    if (
+      piece.kind === 'table' &&
+      fitsTableBlock(piece.table) &&
+      packer.fitsAlone(piece.table) &&
+      packer.roomForTable(piece.table, maxMessages)
+    ) {
       packer.addTable(piece.table);
       continue;
     }

@@ -35,9 +35,19 @@ export class MessagePacker {
     return tableChars(table) <= this.maxChars;
   }
 
+  /**
+   * Whether a table block can join the reply with it still at most `maxMessages` messages: in the message being
+   * filled, or in one started for it (Slack takes one table per message).
+   */
+  roomForTable(table: MarkdownTable, maxMessages: number): boolean {
+    if (!this.tableStartsMessage(tableChars(table))) return true;
+    // The message being filled, then the table's own.
+    return this.messages.length + 2 <= maxMessages;
+  }
+
   addTable(table: MarkdownTable): void {
     const chars = tableChars(table);
-    if (this.hasTable || this.used + chars > this.maxChars) this.flush();
+    if (this.tableStartsMessage(chars)) this.flush();
     this.current.blocks.push(tableBlock(table));
     this.current.source.push(table.source);
     this.used += chars;
@@ -64,6 +74,10 @@ export class MessagePacker {
   finish(): PackedMessage[] {
     this.flush();
     return this.messages;
+  }
+
+  private tableStartsMessage(chars: number): boolean {
+    return this.hasTable || this.used + chars > this.maxChars;
   }
 
   private flush(): void {

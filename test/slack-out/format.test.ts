@@ -1,7 +1,7 @@
 import { lexer, type Token } from 'marked';
 import { describe, expect, it } from 'vitest';
 import { feedbackBlock } from '../../src/slack-out/blocks.js';
-import { formatAgentReply, type SlackReplyPart } from '../../src/slack-out/format.js';
+import { formatAgentReply, MAX_REPLY_CHARS, type SlackReplyPart } from '../../src/slack-out/format.js';
 import { MAX_TEXT_PER_MESSAGE } from '../../src/slack-out/message-packer.js';
 import { validateMessageBlocks } from '../fakes/slack-blocks.js';
 
@@ -239,6 +239,22 @@ describe('tables in a reply', () => {
       ['table', 'markdown'],
       ['table'],
     ]);
+  });
+
+  it('does not flood a thread with one message per table: past the messages a full reply takes, tables are monospace', () => {
+    const answer = Array.from(
+      { length: 20 },
+      (_, i) => `Option ${i}:\n\n| k | v |\n|---|---|\n| a | ${i} |`,
+    ).join('\n\n');
+    expect(answer.length).toBeLessThan(1_000);
+    const parts = formatAgentReply(answer);
+    // 40,000 characters at most, 11,000 a message: a reply takes at most four messages, whatever it holds.
+    expect(parts.length).toBeLessThanOrEqual(Math.ceil(MAX_REPLY_CHARS / MAX_TEXT_PER_MESSAGE));
+    const blocks = parts.flatMap((part) => part.blocks);
+    expect(blocks.filter((block) => block.type === 'table').length).toBeGreaterThan(0);
+    const shown = JSON.stringify(blocks);
+    for (let i = 0; i < 20; i++) expect(shown).toContain(`Option ${i}:`);
+    expect(shown).toMatch(/a +\| 19/);
   });
 
   it('keeps every cell of a table past the limits, as a monospace block', () => {
