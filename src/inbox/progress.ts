@@ -39,14 +39,36 @@ export class InboxJobProgress implements JobProgress {
 
   /**
    * Throws JobInterruptedError unless the job is still this owner's and its author has not stopped it.
-   * Called before each Slack side effect.
+   * Called before each Slack side effect; with too little of its lease left, the lease is taken again first.
    */
   async assertWanted(job: ClaimedJob): Promise<void> {
+    const rows = await this.db.query<LeasedRow>(
+      `SELECT owner, state, stop_requested, ${LEASE_HOLDS} AS lease_holds FROM inbox WHERE id = $1`,
+      [job.id, this.leaseMs / 2000],
+    );
+    throwUnlessWanted(rows[0], this.owner);
+    if (rows[0]?.lease_holds !== true) await this.renewLease(job);
+  }
+
+  /**
+   * The job's lease taken again, or JobInterruptedError when it is no longer this owner's. Needed before
+   * acting once its heartbeats have failed (the store was away): from when the lease lapses, another replica
+   * may take the job over and post the answer too, its lookup not seeing this owner's post on the way.
+   */
+  private async renewLease(job: ClaimedJob): Promise<void> {
+    const renewed = await this.db.query(progressSql('lease_until = now() + make_interval(secs => $3)'), [
+      job.id,
+      this.owner,
+      this.leaseMs / 1000,
+    ]);
+    if (renewed.length > 0) return;
     const rows = await this.db.query<WantedRow>(
       'SELECT owner, state, stop_requested FROM inbox WHERE id = $1',
       [job.id],
     );
     throwUnlessWanted(rows[0], this.owner);
+    // Wanted a moment ago, but the lease was not taken: not this owner's to act on, to be safe.
+    throw new JobInterruptedError('lost');
   }
 
   /**
@@ -119,27 +141,31 @@ export class InboxJobProgress implements JobProgress {
    * it lands).
    */
   async storeReply(job: ClaimedJob, reply: string, isNotice: boolean, hold?: Hold): Promise<void> {
-    type StoredRow = WantedRow & { answer_lost: boolean };
+    type StoredRow = LeasedRow & { answer_lost: boolean };
     const store = async () => {
       // The row as the UPDATE left it: one that waited for a stop's or a takeover's lock sees their outcome.
+      // Still this owner's, its lease is taken again with it (see renewLease): the answer is posted next.
       const stored = await this.db.query<StoredRow>(
-        `UPDATE inbox SET agent_reply = $2, reply_is_notice = $3, run_after = least(run_after, now())
+        `UPDATE inbox SET agent_reply = $2, reply_is_notice = $3, run_after = least(run_after, now()),
+           lease_until = CASE WHEN owner = $4 AND state = 'running'
+                              THEN greatest(lease_until, now() + make_interval(secs => $5)) ELSE lease_until END
          WHERE id = $1 AND ${OPEN} AND agent_reply IS NULL AND NOT stop_requested AND NOT answer_lost
-         RETURNING owner, state, stop_requested, answer_lost`,
-        [job.id, reply, isNotice],
+         RETURNING owner, state, stop_requested, answer_lost, true AS lease_holds`,
+        [job.id, reply, isNotice, this.owner, this.leaseMs / 1000],
       );
       if (stored.length > 0) return stored;
       // Not stored (stopped, given up, or already stored by an earlier try): why, asked afresh, since a
       // statement's own reads see the row as it was when the statement began, before any lock it waited for.
       return this.db.query<StoredRow>(
-        'SELECT owner, state, stop_requested, answer_lost FROM inbox WHERE id = $1',
-        [job.id],
+        `SELECT owner, state, stop_requested, answer_lost, ${LEASE_HOLDS} AS lease_holds FROM inbox WHERE id = $1`,
+        [job.id, this.leaseMs / 2000],
       );
     };
     const rows = await this.persist(store, hold);
     // The next owner already told the thread this answer was lost.
     if (rows[0]?.answer_lost) throw new JobInterruptedError('lost');
     throwUnlessWanted(rows[0], this.owner);
+    if (rows[0]?.lease_holds !== true) await this.renewLease(job);
   }
 
   async markPartsPosted(job: ClaimedJob, count: number): Promise<void> {
@@ -156,6 +182,11 @@ export class InboxJobProgress implements JobProgress {
     if (rows.length === 0) await this.assertWanted(job);
   }
 }
+
+/** Whether at least $2 seconds of the job's lease are left: enough to act before another replica may take it. */
+const LEASE_HOLDS = 'coalesce(lease_until > now() + make_interval(secs => $2), false)';
+
+type LeasedRow = WantedRow & { lease_holds: boolean };
 
 /** A progress write ($1 job, $2 owner) that lands only while the job is this owner's and wanted. */
 function progressSql(assignments: string): string {

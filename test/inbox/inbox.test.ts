@@ -191,6 +191,28 @@ function inboxContract(name: string, storePerSuite: () => { readonly db: Databas
       expect(await wasSent('t1:1')).toBe(true);
     });
 
+    it('lets no other replica take a job whose owner, back from a store outage past its lease, may still post', async () => {
+      const { db, a, b } = await fresh();
+      await a.admit(message('t1', '1'), NO_LIMITS);
+      const [mine] = (await a.claim(1)) as [ClaimedJob];
+      await a.markSent(mine, 's-1');
+      const lapse = () => db.query(`UPDATE inbox SET lease_until = now() - interval '1 second'`);
+      // The store was away longer than the lease: none of a's heartbeats landed.
+      await lapse();
+      // Back, a records its answer before b's claim pass comes, so it goes on to post it: b must not take the
+      // job and post it too.
+      await a.storeReply(mine, 'the answer', false);
+      expect(await b.claim(1)).toEqual([]);
+      // So with the check before each post.
+      await lapse();
+      await a.assertWanted(mine);
+      expect(await b.claim(1)).toEqual([]);
+      // Taken over before a asked: a may no longer post.
+      await lapse();
+      expect(await b.claim(1)).toHaveLength(1);
+      await expect(a.assertWanted(mine)).rejects.toEqual(new JobInterruptedError('lost'));
+    });
+
     it("records the thread's activity with the prompt's \"sent\", only while the job is this owner's", async () => {
       const { db, a, b } = await fresh();
       const thread = { teamId: 'T1', channelId: 'C1', threadTs: '1.0', agentId: 'agent' };
