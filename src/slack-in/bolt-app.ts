@@ -9,6 +9,7 @@ import {
   SocketModeReceiver,
 } from '@slack/bolt';
 import type { SlackConnection } from '../config/index.js';
+import { capConnections } from '../observability/connection-cap.js';
 import type { Logger } from '../observability/logger.js';
 import { dropConnectionsWhileClosing } from '../observability/server-close.js';
 import type { Tracing } from '../observability/tracing.js';
@@ -28,7 +29,10 @@ const HEADERS_TIMEOUT_MS = 5_000;
 const TIMEOUT_CHECK_MS = 1_000;
 /** Idle keep-alive connections stay open longer than load balancers' usual 60 s, so they close them first. */
 const KEEP_ALIVE_MS = 65_000;
-/** Connections open at once on the public port: beyond, new ones are refused rather than starving the bot. */
+/**
+ * Connections open at once on the public port: beyond, the oldest one not being answered is closed, so that
+ * whoever holds that many open never shuts out Slack's deliveries or a load balancer's probes.
+ */
 const MAX_CONNECTIONS = 1_000;
 
 /**
@@ -214,7 +218,7 @@ export function createSlackApp(options: SlackAppOptions): SlackIngress {
           keepAliveTimeout: KEEP_ALIVE_MS,
         },
       )) as Server;
-      server.maxConnections = MAX_CONNECTIONS;
+      capConnections(server, MAX_CONNECTIONS);
     },
     async stop() {
       // Idle keep-alive connections would hold close() for a minute; busy ones get a few seconds to answer.
