@@ -9,6 +9,9 @@ export interface QueueSnapshot {
   removalsPending: number;
 }
 
+/** How long a scrape waits for the queue's figures from the store. */
+const SNAPSHOT_WAIT_MS = 1_000;
+
 /**
  * The bot's Prometheus metrics, on a registry of its own (two bots in one process, as in tests, must not
  * share counters). Served at GET /metrics.
@@ -156,6 +159,11 @@ export class BotMetrics {
     this.reader = read;
   }
 
+  /**
+   * The queue's figures, waited for at most SNAPSHOT_WAIT_MS: a store that does not answer must not hold the
+   * scrape past the admin port's timeouts (every metric would be lost just when the store is in trouble).
+   * Not read in time, the gauges keep the figures last read; the read goes on, for the next scrape.
+   */
   private snapshot(): Promise<QueueSnapshot | undefined> {
     const read = this.reader;
     if (!read) return Promise.resolve(undefined);
@@ -164,6 +172,10 @@ export class BotMetrics {
       .finally(() => {
         this.pendingSnapshot = undefined;
       });
-    return this.pendingSnapshot;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(resolve, SNAPSHOT_WAIT_MS, undefined);
+    });
+    return Promise.race([this.pendingSnapshot, late]).finally(() => clearTimeout(timer));
   }
 }

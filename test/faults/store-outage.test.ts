@@ -323,6 +323,31 @@ describe.runIf(runPostgres)('PostgreSQL busy, not gone', () => {
   }, 30_000);
 });
 
+describe.runIf(runPostgres)('PostgreSQL not answering a scrape', () => {
+  it("answers /metrics at once, with the queue's figures as last read when the store cannot say in time", async ({
+    onTestFinished,
+  }) => {
+    const stack = await startStack(onTestFinished, ENV);
+    const scrape = async () => {
+      const asked = Date.now();
+      const response = await fetch(`${stack.bot.adminUrl}/metrics`);
+      return { status: response.status, text: await response.text(), ms: Date.now() - asked };
+    };
+    expect((await scrape()).text).toMatch(/^inbox_open_jobs\{state="pending"\} 0$/m);
+    // Another client holds the inbox: the queue's figures cannot be read.
+    const locker = new pg.Client({ connectionString: stack.database.url });
+    await locker.connect();
+    onTestFinished(() => locker.end());
+    await locker.query('BEGIN; LOCK TABLE inbox IN ACCESS EXCLUSIVE MODE');
+    const during = await scrape();
+    expect(during.status).toBe(200);
+    expect(during.ms).toBeLessThan(2_500);
+    expect(during.text).toMatch(/^process_cpu_seconds_total /m);
+    expect(during.text).toMatch(/^jobs_in_flight 0$/m);
+    await locker.query('COMMIT');
+  }, 30_000);
+});
+
 describe.runIf(runPostgres)('PostgreSQL silent while a reset shortcut comes in', () => {
   it("acknowledges the shortcut within Slack's 3 s (Slack never sends it again), then resets and says so once the store answers", async ({
     onTestFinished,
