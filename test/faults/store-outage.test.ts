@@ -349,28 +349,33 @@ describe.runIf(runPostgres)('PostgreSQL not answering a scrape', () => {
 });
 
 describe.runIf(runPostgres)('PostgreSQL silent while a reset shortcut comes in', () => {
-  it("acknowledges the shortcut within Slack's 3 s (Slack never sends it again), then resets and says so once the store answers", async ({
-    onTestFinished,
-  }) => {
-    const stack = await startStack(onTestFinished, ENV);
-    const { slack } = stack;
-    const root = mentionIn(stack, CHANNEL, 'reset me while the store is silent');
-    expect((await root.deliver()).status).toBe(200);
-    await waitFor(() => botPostsIn(slack, CHANNEL, root.ts).length > 0, 'the first answer');
-    stack.proxy.blackhole();
-    const responseId = `reset-${root.ts}`;
-    const started = Date.now();
-    const shortcut = await resetByShortcut(stack, CHANNEL, root.ts, responseId);
-    expect(shortcut.status).toBe(200);
-    expect(Date.now() - started).toBeLessThan(3_000);
-    await sleep(1_000);
-    stack.proxy.restore();
-    const confirmed = () =>
-      slack.callsOf('response_url').filter((call) => call.args.responseId === responseId);
-    await waitFor(() => confirmed().length > 0, 'the reset confirmed privately', 15_000);
-    expect(confirmed().map((call) => call.args.text)).toEqual([
-      ':broom: Conversation reset. The next message starts a fresh conversation with the agent.',
-    ]);
-    expect(stack.bot.logs.text).not.toContain('could not record a conversation reset');
-  }, 30_000);
+  for (const [limited, env] of [
+    ['', {}],
+    // The per-person limit is counted in the store too, before the reset is recorded.
+    [', its author counted against a per-minute limit', { USER_RATE_LIMIT: '30' }],
+  ] as const)
+    it(`acknowledges the shortcut within Slack's 3 s (Slack never sends it again), then resets and says so once the store answers${limited}`, async ({
+      onTestFinished,
+    }) => {
+      const stack = await startStack(onTestFinished, { ...ENV, ...env });
+      const { slack } = stack;
+      const root = mentionIn(stack, CHANNEL, 'reset me while the store is silent');
+      expect((await root.deliver()).status).toBe(200);
+      await waitFor(() => botPostsIn(slack, CHANNEL, root.ts).length > 0, 'the first answer');
+      stack.proxy.blackhole();
+      const responseId = `reset-${root.ts}`;
+      const started = Date.now();
+      const shortcut = await resetByShortcut(stack, CHANNEL, root.ts, responseId);
+      expect(shortcut.status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(3_000);
+      await sleep(1_000);
+      stack.proxy.restore();
+      const confirmed = () =>
+        slack.callsOf('response_url').filter((call) => call.args.responseId === responseId);
+      await waitFor(() => confirmed().length > 0, 'the reset confirmed privately', 15_000);
+      expect(confirmed().map((call) => call.args.text)).toEqual([
+        ':broom: Conversation reset. The next message starts a fresh conversation with the agent.',
+      ]);
+      expect(stack.bot.logs.text).not.toContain('could not record a conversation reset');
+    }, 30_000);
 });

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { App } from '@slack/bolt';
 import { RESET_FAILED_TEXT, resetNotAllowedText } from '../../../conversation/notices.js';
 import type { Logger } from '../../../observability/logger.js';
@@ -42,6 +41,13 @@ export function register(app: App, deps: ResetShortcutDeps): void {
       acknowledged = true;
       await ack();
     };
+    // Slack never sends a shortcut again: it is acknowledged within its 3 s from here, however long the store
+    // takes with the per-person limit and the reset's recording (both recorded before, when the store is quick).
+    const onTime = setTimeout(() => {
+      acknowledge().catch((error: unknown) =>
+        deps.logger.error({ err: error }, 'could not acknowledge a shortcut'),
+      );
+    }, ACKNOWLEDGE_WITHIN_MS);
     try {
       const refused = await requestRefusal(deps, {
         teamId,
@@ -64,9 +70,8 @@ export function register(app: App, deps: ResetShortcutDeps): void {
               { teamId, channelId, threadTs: message.thread_ts, ...(enterpriseId ? { enterpriseId } : {}) },
               agentView,
             );
-      // Recorded before the acknowledgement, like events, so a crash right after it still resets the thread;
-      // but Slack never sends a shortcut again, so a slow store does not keep it waiting past its 3 s.
-      const recording = deps.resets.request(
+      // Recorded before the acknowledgement, like events, so a crash right after it still resets the thread.
+      const decided = await deps.resets.request(
         {
           thread: conversation.thread,
           replyThreadTs: conversation.replyThreadTs,
@@ -77,17 +82,14 @@ export function register(app: App, deps: ResetShortcutDeps): void {
         shortcut.action_ts,
         userId,
       );
-      await Promise.race([
-        recording.catch(() => {}),
-        sleep(ACKNOWLEDGE_WITHIN_MS, undefined, { ref: false }),
-      ]);
       await acknowledge();
-      const decided = await recording;
       if (decided.outcome === 'not-allowed') await answer(resetNotAllowedText(decided.starter));
     } catch (error) {
       deps.logger.error({ err: error }, 'could not record a conversation reset');
       await acknowledge();
       await answer(RESET_FAILED_TEXT);
+    } finally {
+      clearTimeout(onTime);
     }
   });
 }
