@@ -7,11 +7,16 @@ import type { Config } from '../config/index.js';
  * process holds is reported with whatever else is wrong, not only once those are fixed. The bot listens
  * moments later; a port taken in between still fails the start then.
  */
-export async function checkPortsFree(config: Pick<Config, 'port' | 'adminPort' | 'host'>): Promise<void> {
+export async function checkPortsFree(
+  config: Pick<Config, 'port' | 'adminPort' | 'host'> & {
+    slack?: Pick<Config['slack'], 'auth' | 'connection'>;
+  },
+): Promise<void> {
   const taken = await Promise.all(
     (['PORT', 'ADMIN_PORT'] as const).map(async (variable) => {
       const port = variable === 'PORT' ? config.port : config.adminPort;
-      return (await canListen(port, config.host)) ? [] : [`${variable} ${port}`];
+      const host = variable === 'PORT' ? publicPortHost(config) : config.host;
+      return (await canListen(port, host)) ? [] : [`${variable} ${port}`];
     }),
   );
   const inUse = taken.flat();
@@ -19,6 +24,18 @@ export async function checkPortsFree(config: Pick<Config, 'port' | 'adminPort' |
     throw new StartupError(
       `${inUse.join(' and ')} ${inUse.length === 1 ? 'is' : 'are'} already in use by another process`,
     );
+}
+
+/**
+ * Where PORT listens: HOST, but in Socket Mode with OAuth every address. Bolt's Socket Mode receiver serves
+ * the install pages (and the health routes beside them) on a server of its own, which it listens on with a
+ * port and no address, and whose errors nothing can handle: a port held on any address must fail here.
+ */
+export function publicPortHost(
+  config: Pick<Config, 'host'> & { slack?: Pick<Config['slack'], 'auth' | 'connection'> },
+): string | undefined {
+  const boltsOwnServer = config.slack?.connection.mode === 'socket' && config.slack.auth.mode === 'oauth';
+  return boltsOwnServer ? undefined : config.host;
 }
 
 /** Whether `port` can be listened on as the bot listens (every interface unless `host`). Only "in use" is false. */

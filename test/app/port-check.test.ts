@@ -30,6 +30,24 @@ describe('checkPortsFree', () => {
     );
   });
 
+  it("in Socket Mode with OAuth checks PORT on every address, where Bolt's install-page server listens", async () => {
+    const port = await freePort();
+    const server = createServer();
+    holders.push(server);
+    await new Promise<void>((resolve) => server.listen(port, '127.0.0.2', resolve));
+    const slack = (connection: 'socket' | 'http', auth: 'oauth' | 'single') =>
+      ({ connection: { mode: connection }, auth: { mode: auth } }) as Parameters<
+        typeof checkPortsFree
+      >[0]['slack'];
+    const config = { port, adminPort: await freePort(), host: '127.0.0.1' };
+    await expect(checkPortsFree({ ...config, slack: slack('socket', 'oauth') })).rejects.toThrow(
+      `PORT ${port} is already in use by another process`,
+    );
+    // Elsewhere PORT listens on HOST alone, which is free.
+    await checkPortsFree({ ...config, slack: slack('socket', 'single') });
+    await checkPortsFree({ ...config, slack: slack('http', 'oauth') });
+  });
+
   it('names both in one line when both are held', async () => {
     const port = await held();
     const adminPort = await held();
