@@ -136,6 +136,13 @@ describe('loadConfig', () => {
     [{ AGENT_ID: ' ' }, /^AGENT_ID is required/],
     [{ AGENT_TIMEOUT_MS: '-1' }, /^AGENT_TIMEOUT_MS must be/],
     [{ DATABASE_URL: 'mysql://x' }, /^DATABASE_URL must be a postgres/],
+    // A password with an unencoded '#' (the rest reads as a fragment) or a port that is not a number; the line
+    // never echoes the value, which holds the password.
+    [
+      { DATABASE_URL: 'postgres://user:s3cret#pw@db:5432/bridge' },
+      /^DATABASE_URL is not a valid URL \(percent-encode/,
+    ],
+    [{ DATABASE_URL: 'postgres://user:pw@db:port/bridge' }, /^DATABASE_URL is not a valid URL/],
     [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of/],
     [{ SLACK_API_URL: 'not a url' }, /^SLACK_API_URL must be an http\(s\) URL/],
     [{ AGENT_ROUTES: 'C01:agent-b' }, /^AGENT_ROUTES must be a comma-separated list of CHANNEL_ID=AGENT_ID/],

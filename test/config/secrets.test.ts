@@ -46,12 +46,16 @@ describe('secretsOf', () => {
     for (const word of ['bridge', 'db', 'require']) expect(secrets).not.toContain(word);
   });
 
-  it('keeps a password that is not valid percent-encoding as written, and a URL it cannot read whole', () => {
+  it('keeps a password that is not valid percent-encoding as written; a URL it cannot read is refused unechoed', () => {
     expect(secretsOf(loadConfig({ ...single, DATABASE_URL: 'postgres://u:100%pass@db/x' }))).toContain(
       '100%pass',
     );
-    const unreadable = 'postgres://u:secretpw@db:port/x';
-    expect(secretsOf(loadConfig({ ...single, DATABASE_URL: unreadable }))).toContain(unreadable);
+    expect(() => loadConfig({ ...single, DATABASE_URL: 'postgres://u:secretpw@db:port/x' })).toThrow(
+      /^DATABASE_URL is not a valid URL[^\n]*$/,
+    );
+    expect(() => loadConfig({ ...single, DATABASE_URL: 'postgres://u:secretpw@db:port/x' })).not.toThrow(
+      /secretpw/,
+    );
   });
 
   it('leaves out values under 4 characters, which would blank out ordinary words in every log line', () => {
