@@ -3,7 +3,7 @@ import { checkAgentService } from '../agent/startup-check.js';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../observability/logger.js';
 import type { BotMetrics } from '../observability/metrics.js';
-import { type BotIdentity, checkSlackIdentity } from '../slack-in/startup-check.js';
+import { type BotIdentity, checkAppToken, checkSlackIdentity } from '../slack-in/startup-check.js';
 import { type Database, openDatabase } from '../store/database.js';
 import { checkSessionTable } from '../store/keyv.js';
 import { migrate } from '../store/schema.js';
@@ -36,11 +36,12 @@ export async function runStartupChecks(
     }
     return db;
   };
-  const { auth } = config.slack;
-  const [ports, identity, agentCheck] = await Promise.allSettled([
+  const { auth, connection } = config.slack;
+  const [ports, identity, appToken, agentCheck] = await Promise.allSettled([
     checkPortsFree(config),
     // OAuth mode: each workspace's bot is its installation's, known when its events come.
     auth.mode === 'single' ? checkSlackIdentity(config, auth.botToken) : { botUserId: '' },
+    connection.mode === 'socket' ? checkAppToken(config, connection.appToken) : undefined,
     checkAgentService(agent, config.agent, logger),
   ]);
   // After the others, whatever they found: opening the embedded store holds the event loop for a while, and
@@ -49,14 +50,23 @@ export async function runStartupChecks(
   if (
     ports.status === 'fulfilled' &&
     identity.status === 'fulfilled' &&
+    appToken.status === 'fulfilled' &&
     agentCheck.status === 'fulfilled' &&
     db.status === 'fulfilled'
   )
     return { identity: identity.value, db: db.value };
   // The store's lock (embedded) and connections are released before the process exits.
   if (db.status === 'fulfilled') await db.value.close().catch(() => {});
-  const failures = [identity, agentCheck, db, ports].flatMap((outcome) =>
+  const failures = [identity, appToken, agentCheck, db, ports].flatMap((outcome) =>
     outcome.status === 'rejected' ? [outcome.reason as unknown] : [],
   );
-  throw new AggregateError(failures, 'start-up failed');
+  // Once each: in Socket Mode an unreachable Slack fails both of its checks with the same line.
+  const lines = new Set<string>();
+  const distinct = failures.filter((failure) => {
+    const line = failure instanceof Error ? failure.message : String(failure);
+    if (lines.has(line)) return false;
+    lines.add(line);
+    return true;
+  });
+  throw new AggregateError(distinct, 'start-up failed');
 }

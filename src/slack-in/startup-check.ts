@@ -30,24 +30,32 @@ const SILENT: SlackLogger = {
   setName: () => {},
 };
 
-/** auth.test with the bot token: a refused token or an unreachable Slack stops start-up with one line. */
-export async function checkSlackIdentity(config: Config, botToken: string): Promise<BotIdentity> {
-  const client = new WebClient(botToken, {
+/** A client for one start-up check: it fails fast instead of retrying for half an hour. */
+function checkClient(config: Config, token: string): WebClient {
+  return new WebClient(token, {
     slackApiUrl: config.slack.apiUrl,
-    // Fail fast at start-up instead of retrying for half an hour.
     retryConfig: { retries: 2, factor: 2, minTimeout: 500, maxTimeout: 2000 },
     timeout: 10_000,
     logger: SILENT,
   });
+}
+
+/** A failed check's one line: the variable whose token Slack refused, or Slack unreachable. */
+function checkFailure(config: Config, variable: string, method: string, error: unknown): StartupError {
+  const code = slackErrorCode(error);
+  if (code) return new StartupError(`${variable} was rejected by Slack (${method}: ${code})`);
+  return new StartupError(
+    `cannot reach Slack at ${config.slack.apiUrl} (${method} failed: ${error instanceof Error ? error.message : String(error)}); check SLACK_API_URL and the network`,
+  );
+}
+
+/** auth.test with the bot token: a refused token or an unreachable Slack stops start-up with one line. */
+export async function checkSlackIdentity(config: Config, botToken: string): Promise<BotIdentity> {
   let result: Awaited<ReturnType<WebClient['auth']['test']>>;
   try {
-    result = await client.auth.test();
+    result = await checkClient(config, botToken).auth.test();
   } catch (error) {
-    const code = slackErrorCode(error);
-    if (code) throw new StartupError(`SLACK_BOT_TOKEN was rejected by Slack (auth.test: ${code})`);
-    throw new StartupError(
-      `cannot reach Slack at ${config.slack.apiUrl} (auth.test failed: ${error instanceof Error ? error.message : String(error)}); check SLACK_API_URL and the network`,
-    );
+    throw checkFailure(config, 'SLACK_BOT_TOKEN', 'auth.test', error);
   }
   if (!result.user_id)
     throw new StartupError('auth.test did not return the bot user id; is SLACK_BOT_TOKEN a bot token?');
@@ -58,6 +66,18 @@ export async function checkSlackIdentity(config: Config, botToken: string): Prom
     url: result.url,
     scopes: result.response_metadata?.scopes,
   };
+}
+
+/**
+ * Socket Mode: the app-level token asked for a connection URL (apps.connections.open, the call the receiver
+ * makes to connect; the URL is left unused), so a refused token is named at start-up with the other checks.
+ */
+export async function checkAppToken(config: Config, appToken: string): Promise<void> {
+  try {
+    await checkClient(config, appToken).apps.connections.open();
+  } catch (error) {
+    throw checkFailure(config, 'SLACK_APP_TOKEN', 'apps.connections.open', error);
+  }
 }
 
 /** One clear line per scope the token lacks, naming the manifest entry that fixes it. */

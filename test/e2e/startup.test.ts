@@ -172,6 +172,21 @@ describe('start-up with the real services', () => {
     expect(run.output().split('AGENT_API_KEY was refused')).toHaveLength(2);
   });
 
+  it('stops with one line naming SLACK_APP_TOKEN when Slack refuses the app-level token (Socket Mode)', async () => {
+    const run = runBot(await environment({ SLACK_APP_TOKEN: 'xapp-1-revoked-app-token' }));
+    running.push(run);
+    expect((await run.exited).code).toBe(1);
+    const failed = run
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('Start-up failed:'));
+    expect(failed).toEqual([
+      'Start-up failed: SLACK_APP_TOKEN was rejected by Slack (apps.connections.open: invalid_auth)',
+    ]);
+    expect(run.output()).not.toContain('xapp-1-revoked-app-token');
+    expect(run.output()).not.toMatch(/^\s+at /m);
+  });
+
   it('names DATABASE_URL, never its password, when the database cannot be reached', async () => {
     const databaseUrl = `postgres://bridge:hunter2-secret@127.0.0.1:${await freePort()}/bridge`;
     const run = runBot(await environment({ DATABASE_URL: databaseUrl }));
