@@ -94,6 +94,16 @@ export class DurableApp extends App {
       await event.ack().catch((error: unknown) => this.log.debug({ err: error }, 'acknowledged too late'));
       return;
     }
+    if (body.type === 'app_rate_limited') {
+      // No event: Slack says it is dropping this app's events in a workspace for the rest of the minute
+      // (Events API rate limiting, on docs.slack.dev). Bolt knows no such type; answered 200 as Slack asks.
+      this.log.warn(
+        { team: (body as { team_id?: unknown }).team_id },
+        "Slack is dropping this app's events in a workspace: it sent more than Slack's limit (30,000 an hour)",
+      );
+      await event.ack();
+      return;
+    }
     let acknowledged = false;
     await super.processEvent({
       ...event,
@@ -103,7 +113,18 @@ export class DurableApp extends App {
       },
     });
     if (!acknowledged) {
-      this.log.debug({ type: body.type }, 'a Slack request no listener handled was acknowledged and ignored');
+      const command = (body as { command?: unknown }).command;
+      // A command the manifest routes here that the bot does not answer: its users see nothing at all.
+      if (typeof command === 'string')
+        this.log.warn(
+          { command },
+          'a slash command this bot does not answer (set SLASH_COMMAND to the command in the manifest)',
+        );
+      else
+        this.log.debug(
+          { type: body.type },
+          'a Slack request no listener handled was acknowledged and ignored',
+        );
       await event.ack();
     }
   }

@@ -8,6 +8,7 @@ import {
   postSignedEvent,
   postSignedForm,
   postSignedInteraction,
+  slashCommandFields,
 } from '../helpers/slack-events.js';
 import { SIGNING_SECRET } from '../helpers/stack.js';
 
@@ -71,6 +72,51 @@ describe('every request to /slack/events is answered', () => {
       responseUrl: stack.slack.responseUrl('other-shortcut'),
     });
     expect(within3s(await postSignedInteraction(stack.bot.eventsUrl, SIGNING_SECRET, shortcut))).toBe(200);
+  });
+
+  /** The bot's warnings (pino level 40) logged since `from` lines. */
+  const warningsSince = (from: number) =>
+    stack.bot.logs.lines
+      .slice(from)
+      .map((line) => JSON.parse(line) as { level: number; msg: string })
+      .filter((line) => line.level === 40)
+      .map((line) => line.msg);
+
+  it("Slack's app_rate_limited: acknowledged, with a warning that Slack is dropping the app's events", async () => {
+    const from = stack.bot.logs.lines.length;
+    // Its payload on docs.slack.dev/apis/events-api (rate limiting): no event, the minute it began.
+    const body = {
+      token: 'x',
+      type: 'app_rate_limited',
+      team_id: 'T0TEAM',
+      minute_rate_limited: Math.floor(Date.now() / 60_000) * 60,
+      api_app_id: 'A0APP',
+    };
+    expect(
+      within3s(await postSignedEvent(stack.bot.eventsUrl, SIGNING_SECRET, body, { via: stack.bot.slack })),
+    ).toBe(200);
+    expect(warningsSince(from)).toEqual([
+      "Slack is dropping this app's events in a workspace: it sent more than Slack's limit (30,000 an hour)",
+    ]);
+  });
+
+  it('a slash command other than SLASH_COMMAND: acknowledged, with a warning naming it', async () => {
+    const from = stack.bot.logs.lines.length;
+    const result = await postSignedForm(
+      stack.bot.eventsUrl,
+      SIGNING_SECRET,
+      slashCommandFields({
+        command: '/ask',
+        text: 'help',
+        channel: 'C0CMD',
+        user: 'U0ALICE',
+        responseUrl: 'x',
+      }),
+    );
+    expect(within3s(result)).toBe(200);
+    expect(warningsSince(from)).toEqual([
+      'a slash command this bot does not answer (set SLASH_COMMAND to the command in the manifest)',
+    ]);
   });
 
   it('signed bodies that are not an object: refused with 400', async () => {
