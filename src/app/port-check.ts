@@ -42,9 +42,17 @@ export function publicPortHost(
 function canListen(port: number, host: string | undefined): Promise<boolean> {
   return new Promise((resolve, reject) => {
     const server = createServer();
-    server.once('error', (error: NodeJS.ErrnoException) =>
-      error.code === 'EADDRINUSE' ? resolve(false) : reject(error),
-    );
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EADDRINUSE') resolve(false);
+      // HOST names no address of this machine (or none at all): the bot could listen on neither port.
+      else if (host !== undefined && ['EADDRNOTAVAIL', 'ENOTFOUND', 'EAI_AGAIN'].includes(error.code ?? ''))
+        reject(
+          new StartupError(
+            `HOST ${host} is not an address of this machine (${error.code}); leave HOST unset for every address`,
+          ),
+        );
+      else reject(error);
+    });
     server.listen({ port, host, exclusive: true }, () => server.close(() => resolve(true)));
   });
 }

@@ -48,6 +48,17 @@ describe('checkPortsFree', () => {
     await checkPortsFree({ ...config, slack: slack('http', 'oauth') });
   });
 
+  it('names HOST when it is not an address of this machine', async () => {
+    for (const host of ['10.255.255.1', 'nowhere.invalid'])
+      await expect(
+        checkPortsFree({ port: await freePort(), adminPort: await freePort(), host }),
+      ).rejects.toThrow(
+        new RegExp(
+          `^HOST ${host} is not an address of this machine \\((EADDRNOTAVAIL|ENOTFOUND|EAI_AGAIN)\\)`,
+        ),
+      );
+  });
+
   it('names both in one line when both are held', async () => {
     const port = await held();
     const adminPort = await held();
