@@ -154,7 +154,8 @@ export interface FakeSlackOptions {
   outsideMarketplace?: boolean;
   /**
    * Whether the app has `features.agent_view` (default true, as manifest.yml does). Without it agents.sessions.*
-   * and assistant.threads.setSuggestedPrompts answer `not_agent_app`.
+   * answer `feature_disabled` and assistant.threads.setSuggestedPrompts `not_agent_app` (see
+   * addAgentSessionHandlers for the sources).
    */
   agentView?: boolean;
   /**
