@@ -73,7 +73,12 @@ export class InstallationStore implements BoltInstallationStore {
   private readonly servedNoted = new Set<string>();
 
   constructor(private readonly options: InstallationStoreOptions) {
-    this.cache = new LRUCache({ max: CACHE_MAX, ttl: options.cacheTtlMs ?? CACHE_TTL_MS });
+    // An entry past its time is kept (not returned) until replaced, for a store that cannot say (see serving).
+    this.cache = new LRUCache({
+      max: CACHE_MAX,
+      ttl: options.cacheTtlMs ?? CACHE_TTL_MS,
+      noDeleteOnStaleGet: true,
+    });
   }
 
   // Bolt's InstallationStore.
@@ -166,7 +171,16 @@ export class InstallationStore implements BoltInstallationStore {
     const cached = this.cache.get(key);
     if (cached && (!needsRefresh(cached.botTokenLife) || this.refreshPaused(key, cached))) return cached;
     const generation = this.generation;
-    const row = await this.options.keyv.get(key);
+    let row: InstallationRow | undefined;
+    try {
+      row = await this.options.keyv.get(key);
+    } catch (error) {
+      // The store cannot say (an outage): the installation as last read here still serves, while its token
+      // lasts, so the workspace's events are taken under the store-outage policy instead of each refused.
+      const lastRead = this.cache.get(key, { allowStale: true });
+      if (lastRead && stillValid(lastRead.botTokenLife)) return lastRead;
+      throw error;
+    }
     if (!isLiveRow(row)) return undefined;
     let serving: ServingInstallation | undefined = this.opened(key, row);
     if (needsRefresh(serving.botTokenLife)) serving = await this.refreshed(key, serving);

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Installation } from '@slack/bolt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installationLock } from '../../src/installations/installation-lock.js';
@@ -14,7 +15,8 @@ import { TokenRefresher } from '../../src/installations/token-refresh.js';
 import { type Database, openDatabase } from '../../src/store/database.js';
 import { createSessionKeyv } from '../../src/store/keyv.js';
 import { migrate } from '../../src/store/schema.js';
-import { shouldRunPostgresTests } from '../helpers/postgres.js';
+import { TcpProxy } from '../fakes/tcp-proxy.js';
+import { createTestDatabase, shouldRunPostgresTests } from '../helpers/postgres.js';
 import { forEachStore } from '../helpers/stores.js';
 
 const runPostgres = await shouldRunPostgresTests();
@@ -165,4 +167,38 @@ forEachStore(runPostgres, (kind, prepare) => {
       expect(await store.find({ teamId: 'T7' })).toBeUndefined();
     });
   });
+});
+
+describe.runIf(runPostgres)('the installation store while PostgreSQL is unreachable', () => {
+  it('keeps serving an installation it read before, past its cache time, so events are still taken', async () => {
+    const database = await createTestDatabase({ schema: 'current' });
+    const proxy = await TcpProxy.start({ target: database.url });
+    const db = await openDatabase({ kind: 'postgres', databaseUrl: proxy.url, poolSize: 2 });
+    try {
+      const store = new InstallationStore({
+        keyv: createSessionKeyv<InstallationRow>(db, INSTALLATIONS_NAMESPACE),
+        cipher,
+        lock: installationLock(db),
+        refresher: new TokenRefresher({ clientId: '1.2', clientSecret: 'unused' }, 'http://127.0.0.1:9/api/'),
+        onRefreshFailed: () => {},
+        cacheTtlMs: 50,
+      });
+      await store.storeInstallation(installation({ teamId: 'T1', token: 'xoxb-before-the-outage' }));
+      expect((await store.find({ teamId: 'T1' }))?.installation.bot?.token).toBe('xoxb-before-the-outage');
+      await sleep(100);
+      proxy.down();
+      // Past its cache time, and the store cannot say: the installation as last read.
+      expect((await store.find({ teamId: 'T1' }))?.installation.bot?.token).toBe('xoxb-before-the-outage');
+      // One never read here is not made up.
+      await expect(store.find({ teamId: 'T2' })).rejects.toThrow();
+      // One Slack refused is not served from memory either.
+      store.evict('team:T1');
+      await expect(store.find({ teamId: 'T1' })).rejects.toThrow();
+    } finally {
+      proxy.restore();
+      await db.close();
+      await proxy.stop();
+      await database.drop();
+    }
+  }, 30_000);
 });
