@@ -45,7 +45,13 @@ function canListen(port: number, host: string | undefined): Promise<boolean> {
     server.once('error', (error: NodeJS.ErrnoException) => {
       if (error.code === 'EADDRINUSE') resolve(false);
       // HOST names no address of this machine (or none at all): the bot could listen on neither port.
-      else if (host !== undefined && ['EADDRNOTAVAIL', 'ENOTFOUND', 'EAI_AGAIN'].includes(error.code ?? ''))
+      else if (host !== undefined && error.code === 'EAI_AGAIN')
+        reject(
+          new StartupError(
+            `HOST ${host} could not be looked up for now (EAI_AGAIN): no name server answered`,
+          ),
+        );
+      else if (host !== undefined && ['EADDRNOTAVAIL', 'ENOTFOUND'].includes(error.code ?? ''))
         reject(
           new StartupError(
             `HOST ${host} is not an address of this machine (${error.code}); leave HOST unset for every address`,

@@ -40,12 +40,15 @@ function checkClient(config: Config, token: string): WebClient {
   });
 }
 
-/** A failed check's one line: the variable whose token Slack refused, or Slack unreachable. */
+/**
+ * A failed check's one line: the variable whose token Slack refused, or Slack unreachable (the same line from
+ * either check, so that it is reported once).
+ */
 function checkFailure(config: Config, variable: string, method: string, error: unknown): StartupError {
   const code = slackErrorCode(error);
   if (code) return new StartupError(`${variable} was rejected by Slack (${method}: ${code})`);
   return new StartupError(
-    `cannot reach Slack at ${config.slack.apiUrl} (${method} failed: ${error instanceof Error ? error.message : String(error)}); check SLACK_API_URL and the network`,
+    `cannot reach Slack at ${config.slack.apiUrl} (${error instanceof Error ? error.message : String(error)}); check SLACK_API_URL and the network`,
   );
 }
 

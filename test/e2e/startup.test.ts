@@ -187,6 +187,24 @@ describe('start-up with the real services', () => {
     expect(run.output()).not.toMatch(/^\s+at /m);
   });
 
+  it('says once that Slack cannot be reached, though in Socket Mode both tokens are checked', async () => {
+    const run = runBot(
+      await environment({
+        SLACK_API_URL: `http://127.0.0.1:${await freePort()}/api/`,
+        SLACK_APP_TOKEN: 'xapp-1-some-app-token',
+      }),
+    );
+    running.push(run);
+    expect((await run.exited).code).toBe(1);
+    const failed = run
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('Start-up failed:'));
+    expect(failed).toEqual([
+      expect.stringMatching(/^Start-up failed: cannot reach Slack at http:\/\/127\.0\.0\.1:\d+\/api\/ /),
+    ]);
+  });
+
   it('names DATABASE_URL, never its password, when the database cannot be reached', async () => {
     const databaseUrl = `postgres://bridge:hunter2-secret@127.0.0.1:${await freePort()}/bridge`;
     const run = runBot(await environment({ DATABASE_URL: databaseUrl }));
