@@ -252,12 +252,14 @@ export async function createBot(config: Config, logger: Logger): Promise<Bot> {
   app.error(async (error) => {
     logger.error({ err: error }, 'unhandled error in a Slack listener');
   });
-  metrics.collectOnScrape(async () => ({
-    inFlight: worker.inFlight,
-    ...(await inbox.counts()),
-    deletionsPending: await deleter.pendingCount(),
-    removalsPending: await removals.pendingCount(),
-  }));
+  metrics.collectOnScrape(
+    async () => ({
+      ...(await inbox.counts()),
+      deletionsPending: await deleter.pendingCount(),
+      removalsPending: await removals.pendingCount(),
+    }),
+    () => worker.inFlight,
+  );
 
   const housekeeping = new Housekeeping(
     [() => claims.prune(), () => inbox.prune(), () => viewing.prune(), () => sessions.pruneActivity()],

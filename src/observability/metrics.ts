@@ -2,7 +2,6 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 
 /** Figures read from the store at scrape time. */
 export interface QueueSnapshot {
-  inFlight: number;
   pending: number;
   running: number;
   deletionsPending: number;
@@ -110,9 +109,8 @@ export class BotMetrics {
     name: 'jobs_in_flight',
     help: 'Messages this process is working on now (threads in flight)',
     registers: [this.registry],
-    collect: async () => {
-      const snapshot = await this.snapshot();
-      if (snapshot) this.jobsInFlight.set(snapshot.inFlight);
+    collect: () => {
+      if (this.inFlight) this.jobsInFlight.set(this.inFlight());
     },
   });
   readonly inboxOpen = new Gauge({
@@ -148,6 +146,7 @@ export class BotMetrics {
   });
 
   private reader: (() => Promise<QueueSnapshot>) | undefined;
+  private inFlight: (() => number) | undefined;
   private pendingSnapshot: Promise<QueueSnapshot | undefined> | undefined;
 
   constructor() {
@@ -155,14 +154,16 @@ export class BotMetrics {
   }
 
   /** Queue figures are read at scrape time (one store query per scrape) rather than tracked on every change. */
-  collectOnScrape(read: () => Promise<QueueSnapshot>): void {
+  collectOnScrape(read: () => Promise<QueueSnapshot>, inFlight: () => number): void {
     this.reader = read;
+    this.inFlight = inFlight;
   }
 
   /**
    * The queue's figures, waited for at most SNAPSHOT_WAIT_MS: a store that does not answer must not hold the
    * scrape past the admin port's timeouts (every metric would be lost just when the store is in trouble).
-   * Not read in time, the gauges keep the figures last read; the read goes on, for the next scrape.
+   * Not read in time, the gauges keep the figures last read; the read goes on, and a scrape meanwhile waits on
+   * it rather than starting another.
    */
   private snapshot(): Promise<QueueSnapshot | undefined> {
     const read = this.reader;

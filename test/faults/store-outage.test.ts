@@ -333,8 +333,14 @@ describe.runIf(runPostgres)('PostgreSQL not answering a scrape', () => {
       const response = await fetch(`${stack.bot.adminUrl}/metrics`);
       return { status: response.status, text: await response.text(), ms: Date.now() - asked };
     };
-    expect((await scrape()).text).toMatch(/^inbox_open_jobs\{state="pending"\} 0$/m);
-    // Another client holds the inbox: the queue's figures cannot be read.
+    expect((await scrape()).text).toMatch(/^jobs_in_flight 0$/m);
+    // A message whose answer is on its way, then another client holds the inbox: the queue's figures cannot
+    // be read, the process's own can.
+    const release = stack.agent.holdAnswerTo('still thinking');
+    onTestFinished(release);
+    const mention = mentionIn(stack, CHANNEL, 'still thinking');
+    expect((await mention.deliver()).status).toBe(200);
+    await waitFor(() => stack.agent.requestsFor('sendMessage').length > 0, 'the prompt at the agent');
     const locker = new pg.Client({ connectionString: stack.database.url });
     await locker.connect();
     onTestFinished(() => locker.end());
@@ -343,8 +349,10 @@ describe.runIf(runPostgres)('PostgreSQL not answering a scrape', () => {
     expect(during.status).toBe(200);
     expect(during.ms).toBeLessThan(2_500);
     expect(during.text).toMatch(/^process_cpu_seconds_total /m);
-    expect(during.text).toMatch(/^jobs_in_flight 0$/m);
+    expect(during.text).toMatch(/^jobs_in_flight 1$/m);
     await locker.query('COMMIT');
+    release();
+    await waitFor(() => botPostsIn(stack.slack, CHANNEL, mention.ts).length > 0, 'the answer');
   }, 30_000);
 });
 
