@@ -45,6 +45,8 @@ export interface InstallationStoreOptions {
 
 /** Open installations are kept this long: one lookup per workspace per half minute, not one per event. */
 const CACHE_TTL_MS = 30_000;
+/** How long a lookup waits for the store before it uses the installation as last read (see serving). */
+const LAST_READ_WAIT_MS = 1_000;
 const CACHE_MAX = 10_000;
 
 /** After a failed refresh, how long lookups use the current token (while it lasts) before trying again. */
@@ -69,6 +71,8 @@ export class InstallationStore implements BoltInstallationStore {
   private readonly refreshFailedAt = new Map<InstallationKey, number>();
   /** Refreshes under way in this process, by installation. */
   private readonly refreshing = new Map<InstallationKey, Promise<ServingInstallation | undefined>>();
+  /** Workspaces this process found served by another installation (an org install), for a store outage. */
+  private readonly servedThrough = new LRUCache<string, InstallationKey>({ max: CACHE_MAX });
   /** Workspaces already recorded as served by an org install, so each is written once per process. */
   private readonly servedNoted = new Set<string>();
 
@@ -131,12 +135,26 @@ export class InstallationStore implements BoltInstallationStore {
     query: Partial<InstallationRef> & { teamId?: string },
   ): Promise<ServingInstallation | undefined> {
     const key = installationKeyOf({ ...query, isEnterpriseInstall: query.isEnterpriseInstall === true });
-    const direct = key ? await this.serving(key) : undefined;
-    if (direct || query.teamId === undefined) return direct;
-    const alias = await this.options.keyv.get(servedByKey(query.teamId));
-    if (alias && 'servedBy' in alias) return this.serving(alias.servedBy);
-    if (query.enterpriseId) return this.serving(`enterprise:${query.enterpriseId}`);
-    return undefined;
+    const { teamId } = query;
+    try {
+      const direct = key ? await this.serving(key) : undefined;
+      if (direct || teamId === undefined) return direct;
+      const alias = await this.options.keyv.get(servedByKey(teamId));
+      const through =
+        alias && 'servedBy' in alias
+          ? alias.servedBy
+          : query.enterpriseId
+            ? (`enterprise:${query.enterpriseId}` as const)
+            : undefined;
+      const serving = through ? await this.serving(through) : undefined;
+      if (serving) this.servedThrough.set(teamId, serving.key);
+      return serving;
+    } catch (error) {
+      // The store cannot say: a workspace this process found served by an org install still is (see serving).
+      const through = teamId === undefined ? undefined : this.servedThrough.get(teamId);
+      if (through === undefined || through === key) throw error;
+      return this.serving(through);
+    }
   }
 
   /** Records that `teamId`'s conversations are answered by the installation `key` (an org install's workspace). */
@@ -171,14 +189,19 @@ export class InstallationStore implements BoltInstallationStore {
     const cached = this.cache.get(key);
     if (cached && (!needsRefresh(cached.botTokenLife) || this.refreshPaused(key, cached))) return cached;
     const generation = this.generation;
+    // The store cannot say (an outage, or slower than LAST_READ_WAIT_MS): the installation as last read here
+    // still serves, while its token lasts, so the workspace's events are taken under the store-outage policy
+    // (each answered within Slack's 3 s) instead of each refused.
+    const lastRead = this.cache.get(key, { allowStale: true });
+    const usable = lastRead && stillValid(lastRead.botTokenLife) ? lastRead : undefined;
     let row: InstallationRow | undefined;
     try {
-      row = await this.options.keyv.get(key);
+      const read = this.options.keyv.get(key);
+      const answered = usable ? await answeredWithin(read, LAST_READ_WAIT_MS) : { row: await read };
+      if (!answered) return usable;
+      row = answered.row;
     } catch (error) {
-      // The store cannot say (an outage): the installation as last read here still serves, while its token
-      // lasts, so the workspace's events are taken under the store-outage policy instead of each refused.
-      const lastRead = this.cache.get(key, { allowStale: true });
-      if (lastRead && stillValid(lastRead.botTokenLife)) return lastRead;
+      if (usable) return usable;
       throw error;
     }
     if (!isLiveRow(row)) return undefined;
@@ -264,6 +287,20 @@ export class InstallationStore implements BoltInstallationStore {
     await this.options.keyv.set(key, row);
     // A lookup that began before the write and ends after it must not cache what it read.
     this.evict(key);
+  }
+}
+
+/** A read's row, or undefined when it takes longer than `ms` (it goes on, unheard). */
+async function answeredWithin<T>(read: Promise<T>, ms: number): Promise<{ row: T } | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(resolve, ms, undefined);
+  });
+  read.catch(() => {});
+  try {
+    return await Promise.race([read.then((row) => ({ row })), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -185,10 +185,24 @@ describe.runIf(runPostgres)('the installation store while PostgreSQL is unreacha
       });
       await store.storeInstallation(installation({ teamId: 'T1', token: 'xoxb-before-the-outage' }));
       expect((await store.find({ teamId: 'T1' }))?.installation.bot?.token).toBe('xoxb-before-the-outage');
+      // A workspace of an org, served by the org-wide install.
+      await store.storeInstallation(installation({ enterpriseId: 'E1', org: true, token: 'xoxb-the-org' }));
+      await store.noteServedBy('T5', 'enterprise:E1');
+      expect((await store.find({ teamId: 'T5' }))?.installation.bot?.token).toBe('xoxb-the-org');
       await sleep(100);
+
+      // The store answers nothing (connections silent): within a second, the installation as last read.
+      proxy.blackhole();
+      const asked = Date.now();
+      expect((await store.find({ teamId: 'T1' }))?.installation.bot?.token).toBe('xoxb-before-the-outage');
+      expect(Date.now() - asked).toBeLessThan(2_000);
+      proxy.restore();
+      await sleep(100);
+
       proxy.down();
       // Past its cache time, and the store cannot say: the installation as last read.
       expect((await store.find({ teamId: 'T1' }))?.installation.bot?.token).toBe('xoxb-before-the-outage');
+      expect((await store.find({ teamId: 'T5' }))?.installation.bot?.token).toBe('xoxb-the-org');
       // One never read here is not made up.
       await expect(store.find({ teamId: 'T2' })).rejects.toThrow();
       // One Slack refused is not served from memory either.
