@@ -362,6 +362,11 @@ function lifecycleSuite(
         // Unarchived, and a new conversation started there, a few seconds after the archive (event_time).
         await waitFor(() => Date.now() >= (archive.event_time + 3) * 1000, 'a few seconds later');
         const after = await startThread('C0UNARCH');
+        // In the new conversation, one message being answered and one waiting its turn.
+        const release = agent.holdAnswerTo('under way');
+        await mention(bot, { channel: 'C0UNARCH', text: '<@U0BOT> under way', threadTs: after.root });
+        await waitFor(() => agent.requestsFor('sendMessage').some((r) => r.prompt === 'under way'), 'sent');
+        await mention(bot, { channel: 'C0UNARCH', text: '<@U0BOT> still here', threadTs: after.root });
         // Slack retries an event for up to an hour: the archive's last retry comes only now.
         const retried = await deliver(bot, archive, { retryNum: 3, retryReason: 'http_timeout' });
         expect(retried.status).toBe(200);
@@ -369,14 +374,13 @@ function lifecycleSuite(
           () => !liveSessions(agent).includes(before.session),
           "the old conversation's session deleted",
         );
-        await sleep(300);
-        expect(liveSessions(agent)).toContain(after.session);
-        await mention(bot, { channel: 'C0UNARCH', text: '<@U0BOT> still here', threadTs: after.root });
+        release();
         const next = await slack.waitForCall(
           'chat.postMessage',
           (c) => c.args.thread_ts === after.root && textOf(c).includes('still here'),
         );
-        expect(textOf(next)).toBe(`echo[${after.session}#2]: still here`);
+        expect(textOf(next)).toBe(`echo[${after.session}#3]: still here`);
+        expect(liveSessions(agent)).toContain(after.session);
       },
     );
 

@@ -30,7 +30,9 @@ export function register(events: EventRouter, deps: LifecycleDeps): void {
     // after the channel was unarchived, or the bot added back, and used again.
     const startedBefore = closedBefore(envelope);
     // Jobs first, as for a removed workspace: a job cancelled now can no longer record a session it is making
-    // as used (it retires that one itself), so the sessions listed next are all there will be.
+    // as used (it retires that one itself), so the sessions listed next are all there will be. (A message
+    // recorded after the bound in a conversation from before it is not cancelled: it finds its session gone
+    // at the agent service and starts a new one, saying so.)
     await deps.inbox.cancelOpenWithPrefix(channelKeyPrefix({ teamId, channelId }), startedBefore);
     const retired = await deps.sessions.retireWhere(
       { teamId, channelId, createdBefore: startedBefore },
