@@ -157,49 +157,42 @@ describe('start-up with the real services', () => {
     }
   });
 
-  it('stops with one line naming AGENT_API_KEY when the agent service refuses the key', async () => {
-    const run = runBot(await environment({ AGENT_API_KEY: 'not-the-key' }));
+  /** Runs the bot until it exits 1, and returns its output and its "Start-up failed:" lines (stderr's). */
+  async function failedStart(env: Record<string, string>): Promise<{ output: string; failed: string[] }> {
+    const run = runBot(env);
     running.push(run);
     expect((await run.exited).code).toBe(1);
+    const output = run.output();
+    return { output, failed: output.split('\n').filter((line) => line.startsWith('Start-up failed:')) };
+  }
+
+  it('stops with one line naming AGENT_API_KEY when the agent service refuses the key', async () => {
+    const { output, failed } = await failedStart(await environment({ AGENT_API_KEY: 'not-the-key' }));
     // stderr's line and the log's JSON line (stdout) may arrive in either order.
-    const line = run
-      .output()
-      .split('\n')
-      .find((candidate) => candidate.startsWith('Start-up failed:'));
-    expect(line).toMatch(/^Start-up failed: AGENT_API_KEY was refused by the agent service \(HTTP 401/);
-    expect(run.output()).not.toContain('not-the-key');
+    expect(failed[0]).toMatch(/^Start-up failed: AGENT_API_KEY was refused by the agent service \(HTTP 401/);
+    expect(output).not.toContain('not-the-key');
     // Once: not also as a log line.
-    expect(run.output().split('AGENT_API_KEY was refused')).toHaveLength(2);
+    expect(output.split('AGENT_API_KEY was refused')).toHaveLength(2);
   });
 
   it('stops with one line naming SLACK_APP_TOKEN when Slack refuses the app-level token (Socket Mode)', async () => {
-    const run = runBot(await environment({ SLACK_APP_TOKEN: 'xapp-1-revoked-app-token' }));
-    running.push(run);
-    expect((await run.exited).code).toBe(1);
-    const failed = run
-      .output()
-      .split('\n')
-      .filter((line) => line.startsWith('Start-up failed:'));
+    const { output, failed } = await failedStart(
+      await environment({ SLACK_APP_TOKEN: 'xapp-1-revoked-app-token' }),
+    );
     expect(failed).toEqual([
       'Start-up failed: SLACK_APP_TOKEN was rejected by Slack (apps.connections.open: invalid_auth)',
     ]);
-    expect(run.output()).not.toContain('xapp-1-revoked-app-token');
-    expect(run.output()).not.toMatch(/^\s+at /m);
+    expect(output).not.toContain('xapp-1-revoked-app-token');
+    expect(output).not.toMatch(/^\s+at /m);
   });
 
   it('says once that Slack cannot be reached, though in Socket Mode both tokens are checked', async () => {
-    const run = runBot(
+    const { failed } = await failedStart(
       await environment({
         SLACK_API_URL: `http://127.0.0.1:${await freePort()}/api/`,
         SLACK_APP_TOKEN: 'xapp-1-some-app-token',
       }),
     );
-    running.push(run);
-    expect((await run.exited).code).toBe(1);
-    const failed = run
-      .output()
-      .split('\n')
-      .filter((line) => line.startsWith('Start-up failed:'));
     expect(failed).toEqual([
       expect.stringMatching(/^Start-up failed: cannot reach Slack at http:\/\/127\.0\.0\.1:\d+\/api\/ /),
     ]);
