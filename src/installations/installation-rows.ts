@@ -1,4 +1,5 @@
 import type Keyv from 'keyv';
+import { StoreError } from '../store/store-error.js';
 import type { InstallationKey } from './installation-key.js';
 import type { InstallationLock } from './installation-lock.js';
 import { resealInstallation, type SealedInstallation } from './sealed-installation.js';
@@ -31,9 +32,25 @@ export async function* sealedInstallations(
   keyv: Keyv<InstallationRow>,
 ): AsyncGenerator<{ key: InstallationKey; installation: SealedInstallation }> {
   if (!keyv.iterator) throw new Error('the installation store cannot list its rows');
-  for await (const [key, row] of keyv.iterator(INSTALLATIONS_NAMESPACE)) {
-    if (isInstallationKey(key) && isLiveRow(row)) yield { key, installation: row.installation };
+  // A page the store fails to read ends Keyv's iteration as if there were no more rows, and only says so as
+  // an 'error' event: without this, a re-encryption would report success having done part of the rows.
+  let failure: unknown;
+  const onError = (error: unknown) => {
+    failure ??= error;
+  };
+  keyv.on('error', onError);
+  try {
+    for await (const [key, row] of keyv.iterator(INSTALLATIONS_NAMESPACE)) {
+      if (isInstallationKey(key) && isLiveRow(row)) yield { key, installation: row.installation };
+    }
+  } finally {
+    keyv.off('error', onError);
   }
+  if (failure !== undefined)
+    throw new StoreError(
+      `listing the stored installations failed partway: ${failure instanceof Error ? failure.message : String(failure)}`,
+      { cause: failure },
+    );
 }
 
 /**

@@ -215,4 +215,33 @@ describe.runIf(runPostgres)('the installation store while PostgreSQL is unreacha
       await database.drop();
     }
   }, 30_000);
+
+  it('says so when the listing of installations fails partway, rather than ending it early', async () => {
+    const database = await createTestDatabase({ schema: 'current' });
+    const proxy = await TcpProxy.start({ target: database.url });
+    const db = await openDatabase({ kind: 'postgres', databaseUrl: proxy.url, poolSize: 2 });
+    try {
+      const keyv = createSessionKeyv<InstallationRow>(db, INSTALLATIONS_NAMESPACE);
+      for (let i = 0; i < 25; i++)
+        await keyv.set(`team:T${100 + i}`, {
+          installation: sealInstallation(installation({ teamId: `T${100 + i}`, token: `xoxb-${i}` }), cipher),
+          storedAt: new Date().toISOString(),
+        });
+      const listed: string[] = [];
+      const listing = (async () => {
+        for await (const { key } of sealedInstallations(keyv)) {
+          listed.push(key);
+          // The store goes away after the first page was read.
+          if (listed.length === 1) proxy.down();
+        }
+      })();
+      await expect(listing).rejects.toThrow(/listing the stored installations failed/);
+      expect(listed.length).toBeLessThan(25);
+    } finally {
+      proxy.restore();
+      await db.close();
+      await proxy.stop();
+      await database.drop();
+    }
+  }, 30_000);
 });
