@@ -12,7 +12,8 @@ const EPOCH_SECONDS_BELOW = 1e11;
 
 /**
  * When a listed session was created, in milliseconds since the epoch, whatever form the service gives (the
- * API does not show it): an ISO date, or seconds or milliseconds since the epoch. undefined: unreadable.
+ * API does not show it): an ISO date (UTC when it has no offset), or seconds or milliseconds since the epoch.
+ * undefined: unreadable.
  */
 export function createdAtMs(record: AgentSessionRecord): number | undefined {
   const value = record.createdAt?.trim();
@@ -21,9 +22,13 @@ export function createdAtMs(record: AgentSessionRecord): number | undefined {
     const number = Number(value);
     return number < EPOCH_SECONDS_BELOW ? number * 1000 : number;
   }
-  const ms = Date.parse(value);
+  // A date and time with no offset would be read in this machine's time zone: a service means UTC by it.
+  const ms = Date.parse(WITHOUT_OFFSET.test(value) ? `${value.replace(' ', 'T')}Z` : value);
   return Number.isNaN(ms) ? undefined : ms;
 }
+
+/** `2026-11-28 08:32:11` or `2026-11-28T08:32:11.5`: no `Z`, no `+01:00`. */
+const WITHOUT_OFFSET = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?$/;
 
 /** Keys under which a service may wrap its list of sessions. */
 const LIST_WRAPPER_KEYS = ['items', 'sessions', 'data', 'results', 'records'] as const;

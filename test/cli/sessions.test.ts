@@ -122,6 +122,23 @@ describe('npm run sessions (orphan prune)', () => {
     expect(agent.sessionsOf('agent-main')).toHaveLength(2);
   });
 
+  it('keeps young sessions whose creation time the service gives in UTC without an offset, wherever it runs', async () => {
+    agent.setCreatedAtFormat('utc-without-offset');
+    // Read as local time, 09:00 in Tokyo would be nine hours ago in UTC.
+    const zone = process.env.TZ;
+    process.env.TZ = 'Asia/Tokyo';
+    try {
+      agent.addSession('agent-main');
+      await mapped(agent.addSession('agent-main'), '1.1');
+      expect(await run('prune', 1, 10 * 60_000)).toBe(0);
+      expect(output).toEqual(['No orphaned sessions to prune.']);
+      expect(agent.sessionsOf('agent-main')).toHaveLength(2);
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
+  });
+
   it('refuses to prune an agent this store maps nothing of: a wrong store or an agent shared with others', async () => {
     agent.addSession('agent-main');
     agent.addSession('agent-main');

@@ -21,7 +21,7 @@ export type InjectedFailure =
 
 /** 'wrapped' answers `data: { items: [...] }`; 'single' answers one record (page size 1 when paging). */
 export type ListShape = 'array' | 'single' | 'wrapped';
-export type CreatedAtFormat = 'iso' | 'epoch-seconds';
+export type CreatedAtFormat = 'iso' | 'epoch-seconds' | 'utc-without-offset';
 
 export interface RecordedRequest {
   id: number;
@@ -271,7 +271,8 @@ export class AgentServiceEmulator {
 
   /**
    * How a listed session's `created_at` is written: the API does not show its format, so a service may well
-   * give seconds since the epoch (a number) instead of an ISO date.
+   * give seconds since the epoch (a number) instead of an ISO date, or a UTC time without its offset
+   * (`2026-11-28 08:32:11`, as many databases print a timestamp).
    */
   setCreatedAtFormat(format: CreatedAtFormat): void {
     this.createdAtFormat = format;
@@ -545,7 +546,7 @@ export class AgentServiceEmulator {
     const records = this.sessionsOf(agentId).map((s) => ({
       uuid: s.uuid,
       session_name: s.sessionName,
-      created_at: this.createdAtFormat === 'iso' ? s.createdAt : Math.floor(Date.parse(s.createdAt) / 1000),
+      created_at: createdAtAs(s.createdAt, this.createdAtFormat),
     }));
     const paging = this.pageSize !== undefined;
     const size = this.listShape === 'single' ? 1 : (this.pageSize ?? Math.max(1, records.length));
@@ -570,4 +571,11 @@ function parseJson(text: string | undefined): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** A creation time (ISO, UTC) as the service writes it in a listing. */
+function createdAtAs(iso: string, format: CreatedAtFormat): string | number {
+  if (format === 'epoch-seconds') return Math.floor(Date.parse(iso) / 1000);
+  if (format === 'utc-without-offset') return new Date(iso).toISOString().replace('T', ' ').slice(0, 19);
+  return iso;
 }
