@@ -136,6 +136,7 @@ describe('loadConfig', () => {
     [{ AGENT_ID: ' ' }, /^AGENT_ID is required/],
     [{ AGENT_TIMEOUT_MS: '-1' }, /^AGENT_TIMEOUT_MS must be/],
     [{ DATABASE_URL: 'mysql://x' }, /^DATABASE_URL must be a postgres/],
+    [{ DATABASE_POOL_SIZE: '1' }, /^DATABASE_POOL_SIZE must be a whole number from 2 to 1000/],
     // A password with an unencoded '#' (the rest reads as a fragment) or a port that is not a number; the line
     // never echoes the value, which holds the password.
     [

@@ -4,7 +4,8 @@ import type { StoreConfig } from './types.js';
 
 export function readStoreConfig(reader: EnvReader): StoreConfig {
   const databaseUrl = reader.read('DATABASE_URL');
-  const poolSize = reader.integer('DATABASE_POOL_SIZE', 10, 1, 1000);
+  // At least two: an installation's lock holds a connection while its row is read and written on another.
+  const poolSize = reader.integer('DATABASE_POOL_SIZE', 10, 2, 1000);
   if (databaseUrl !== undefined) {
     // The value may hold a password: never echo it.
     if (!/^postgres(ql)?:\/\//.test(databaseUrl))
