@@ -51,8 +51,22 @@ export async function runSessionsCommand(
   const refusals: string[] = [];
   /** Agents nothing is pruned of (an agent id may itself contain ':', so it is not read back from a refusal). */
   const refused = new Set<string>();
+  let unlisted = false;
+  /** A run that could not list an agent's sessions has not done its whole job: never 0. */
+  const exitCode = (code: number) => (unlisted && code === 0 ? 1 : code);
   for (const agentId of deps.agents) {
-    const records = await deps.agent.listSessions(agentId);
+    let records: AgentSessionRecord[];
+    try {
+      records = await deps.agent.listSessions(agentId);
+    } catch (error) {
+      // One agent the service does not know (a stale AGENT_ROUTES entry) must not hide every other one.
+      unlisted = true;
+      refused.add(agentId);
+      refusals.push(
+        `${agentId}: its sessions could not be listed (${error instanceof Error ? error.message : String(error)}). Nothing will be pruned for this agent.`,
+      );
+      continue;
+    }
     const mapped = await deps.store.mappingsOf(agentId);
     const bySessionId = new Map(mapped.map((session) => [session.sessionId, session]));
     // The spec does not say that listed uuids equal the session_id we were given; if none match while
@@ -80,7 +94,7 @@ export async function runSessionsCommand(
     listWorkspace(rows, options.workspace, write);
     // Without them a workspace that lists nothing because ids did not match looks like one with no sessions.
     for (const refusal of refusals) write(`warning: ${refusal}`);
-    return 0;
+    return exitCode(0);
   }
   if (options.action === 'list') {
     write(['AGENT', 'SESSION', 'CREATED', 'SLACK CONVERSATION'].join('\t'));
@@ -95,7 +109,7 @@ export async function runSessionsCommand(
       `${rows.length} sessions, ${rows.length - orphans} mapped to Slack conversations, ${orphans} orphaned.`,
     );
     for (const refusal of refusals) write(`warning: ${refusal}`);
-    return 0;
+    return exitCode(0);
   }
 
   const now = (deps.now ?? (() => new Date()))().getTime();
@@ -108,13 +122,13 @@ export async function runSessionsCommand(
   for (const refusal of refusals) write(`warning: ${refusal}`);
   if (orphans.length === 0) {
     write('No orphaned sessions to prune.');
-    return refusals.length > 0 ? 2 : 0;
+    return exitCode(refusals.length > 0 ? 2 : 0);
   }
   if (options.apply === false || options.apply === true) {
     write(`Would delete ${orphans.length} orphaned sessions (dry run):`);
     for (const row of orphans) write(`  ${row.agentId}\t${row.record.uuid}\t${row.record.createdAt ?? '?'}`);
     write(`To delete them, run again with --apply=${orphans.length}`);
-    return options.apply === true ? 2 : 0;
+    return exitCode(options.apply === true ? 2 : 0);
   }
   if (options.apply !== orphans.length) {
     write(
@@ -136,7 +150,7 @@ export async function runSessionsCommand(
     }
   }
   write(`Deleted ${orphans.length - failed} of ${orphans.length} orphaned sessions.`);
-  return failed > 0 ? 1 : 0;
+  return exitCode(failed > 0 ? 1 : 0);
 }
 
 /**

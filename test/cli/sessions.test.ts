@@ -139,6 +139,28 @@ describe('npm run sessions (orphan prune)', () => {
     }
   });
 
+  it('lists and prunes the other agents when one routed agent cannot be listed, names it, and does not exit 0', async () => {
+    await agent.stop();
+    agent = await AgentServiceEmulator.start({ agents: ['agent-main'] });
+    client.close();
+    client = new AgentClient({ baseUrl: agent.baseUrl, apiKey: agent.apiKey, timeoutMs: 5_000 });
+    const kept = agent.addSession('agent-main');
+    const orphan = agent.addSession('agent-main');
+    await mapped(kept, '1.1');
+    const runFor = (action: 'list' | 'prune', apply: boolean | number) =>
+      runSessionsCommand(
+        { agent: client, store, agents: ['agent-main', 'gone-agent'], write: (line) => output.push(line) },
+        { action, apply, minAgeMs: 0 },
+      );
+    expect(await runFor('list', false)).toBe(1);
+    expect(output).toContain('2 sessions, 1 mapped to Slack conversations, 1 orphaned.');
+    expect(output.at(-1)).toMatch(/^warning: gone-agent: its sessions could not be listed \(.*not found/);
+    output = [];
+    expect(await runFor('prune', 1)).toBe(1);
+    expect(output).toContain(`deleted agent-main ${orphan}`);
+    expect(agent.sessionsOf('agent-main').map((s) => s.uuid)).toEqual([kept]);
+  });
+
   it('refuses to prune an agent this store maps nothing of: a wrong store or an agent shared with others', async () => {
     agent.addSession('agent-main');
     agent.addSession('agent-main');
