@@ -132,6 +132,15 @@ describe('loadConfig', () => {
     [{ PORT: 'eighty' }, /^PORT must be a whole number from 1 to 65535 \(got "eighty"\)/],
     [{ PORT: '70000' }, /^PORT must be/],
     [{ AGENT_BASE_URL: 'ftp://x' }, /^AGENT_BASE_URL must be an http\(s\) URL/],
+    // Never the credentials a URL may hold.
+    [
+      { AGENT_BASE_URL: 'ftp://bridge:s3cret@agents.internal/v1' },
+      /^AGENT_BASE_URL must be an http\(s\) URL \(got "\(not shown: it has an @\)"\)$/,
+    ],
+    [
+      { AGENT_BASE_URL: 'bridge:s3cret@agents internal' },
+      /^AGENT_BASE_URL must be an http\(s\) URL \(got "\(not shown: it has an @\)"\)$/,
+    ],
     [{ AGENT_API_KEY: undefined }, /^AGENT_API_KEY is required/],
     [{ AGENT_ID: ' ' }, /^AGENT_ID is required/],
     [{ AGENT_TIMEOUT_MS: '-1' }, /^AGENT_TIMEOUT_MS must be/],

@@ -88,15 +88,17 @@ export class EnvReader {
 
   httpUrl(name: EnvVariable, raw: string | undefined): string | undefined {
     if (raw === undefined) return undefined;
+    // Not echoed when it may hold credentials (user:password@).
+    const problem = `must be an http(s) URL (got "${raw.includes('@') ? '(not shown: it has an @)' : raw}")`;
     let url: URL;
     try {
       url = new URL(raw);
     } catch {
-      this.fail(name, `must be an http(s) URL (got "${raw}")`);
+      this.fail(name, problem);
       return undefined;
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-      this.fail(name, `must be an http(s) URL (got "${raw}")`);
+      this.fail(name, problem);
       return undefined;
     }
     return raw;
