@@ -142,6 +142,10 @@ export class AgentClient {
         const data = envelope.data;
         if (!isObject(data) || typeof data.data !== 'string')
           throw badShape('sendMessage', 'missing data.data reply text');
+        // The API does not say what the inner status means; read as an HTTP status, 400 or more is a failure
+        // whose text (an error, a trace) is not the agent's answer. It may have acted: never sent again.
+        if (typeof data.status === 'number' && data.status >= 400)
+          throw badShape('sendMessage', `inner data.status ${data.status}`);
         // Cleaned here, where the agent's words come in: the store could not keep a NUL.
         const reply: AgentReply = { text: storableText(data.data) };
         if (typeof data.status === 'number') reply.innerStatus = data.status;

@@ -181,6 +181,30 @@ describe('response shapes', () => {
     expect(calls.map((i) => i.outcome)).toEqual(['bad_response', 'bad_response']);
   });
 
+  it('takes an inner data.status of 400 or more as a failed answer, not as the words to post', async () => {
+    const id = emu.addSession(AGENT);
+    // The API does not say what data.status means; read as an HTTP status, 500 is no answer at all.
+    emu.injectFailure('sendMessage', {
+      type: 'http',
+      status: 200,
+      body: {
+        status: true,
+        data: { status: 500, message: 'Internal error', data: 'Traceback (most recent call last)' },
+      },
+    });
+    const error = await failure(client().sendMessage(AGENT, id, 'x'));
+    expect(error.kind).toBe('bad_response');
+    // Never sent again: the agent may have acted on it.
+    expect(emu.requestsFor('sendMessage')).toHaveLength(1);
+    // A 2xx is an answer.
+    emu.injectFailure('sendMessage', {
+      type: 'http',
+      status: 200,
+      body: { status: true, data: { status: 201, message: 'ok', data: 'the answer' } },
+    });
+    expect((await client().sendMessage(AGENT, id, 'x')).text).toBe('the answer');
+  });
+
   it('drops NULs from a reply and replaces lone surrogates, which no store can keep', async () => {
     const id = emu.addSession(AGENT);
     // Escapes as the service's JSON would carry them: legal JSON, not storable text.
