@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { AgentClient, AgentSessionRecord } from '../agent/client.js';
+import { isAgentServiceError } from '../agent/errors.js';
 import { createdAtMs } from '../agent/session-list.js';
 import { parseDuration } from '../config/index.js';
 import type { SessionStore, ThreadSession } from '../sessions/store.js';
@@ -106,7 +107,7 @@ export async function runSessionsCommand(
     }
     const orphans = rows.filter((row) => !row.mapping).length;
     write(
-      `${rows.length} sessions, ${rows.length - orphans} mapped to Slack conversations, ${orphans} orphaned.`,
+      `${sessions(rows.length)}, ${rows.length - orphans} mapped to Slack conversations, ${orphans} orphaned.`,
     );
     for (const refusal of refusals) write(`warning: ${refusal}`);
     return exitCode(0);
@@ -125,7 +126,7 @@ export async function runSessionsCommand(
     return exitCode(refusals.length > 0 ? 2 : 0);
   }
   if (options.apply === false || options.apply === true) {
-    write(`Would delete ${orphans.length} orphaned sessions (dry run):`);
+    write(`Would delete ${sessions(orphans.length, 'orphaned ')} (dry run):`);
     for (const row of orphans) write(`  ${row.agentId}\t${row.record.uuid}\t${row.record.createdAt ?? '?'}`);
     write(`To delete them, run again with --apply=${orphans.length}`);
     return exitCode(options.apply === true ? 2 : 0);
@@ -143,13 +144,18 @@ export async function runSessionsCommand(
       await deps.agent.deleteSession(row.agentId, row.record.uuid);
       write(`deleted ${row.agentId} ${row.record.uuid}`);
     } catch (error) {
+      // Gone since the listing (the bot's own deleter, another prune): what was asked is done.
+      if (isAgentServiceError(error) && error.kind === 'session_not_found') {
+        write(`gone    ${row.agentId} ${row.record.uuid} (deleted meanwhile)`);
+        continue;
+      }
       failed += 1;
       write(
         `failed  ${row.agentId} ${row.record.uuid}: ${error instanceof Error ? error.message : String(error)}`,
       );
     }
   }
-  write(`Deleted ${orphans.length - failed} of ${orphans.length} orphaned sessions.`);
+  write(`Deleted ${orphans.length - failed} of ${sessions(orphans.length, 'orphaned ')}.`);
   return exitCode(failed > 0 ? 1 : 0);
 }
 
@@ -181,6 +187,11 @@ function listWorkspace(
   );
 }
 
+/** "1 session", "2 sessions" (with `kind` before the noun). */
+function sessions(count: number, kind = ''): string {
+  return `${count} ${kind}session${count === 1 ? '' : 's'}`;
+}
+
 /** Sessions younger than this are kept unless --min-age says otherwise. */
 const DEFAULT_MIN_AGE_MS = 10 * 60_000;
 
@@ -203,6 +214,13 @@ export function parseSessionsArgs(argv: readonly string[]): SessionsCommandOptio
   if (apply !== undefined && apply !== '' && !/^\d+$/.test(apply)) {
     throw new Error(`--apply takes the count of sessions to delete, e.g. --apply=2 (got "${apply}")`);
   }
+  // An empty id would quietly mean every agent: for prune, a wider scope than asked for.
+  if (agent !== undefined && agent.trim() === '') throw new Error('--agent takes an agent id (got nothing)');
+  // Flags of prune given to list would be ignored: a list deletes nothing.
+  if (action === 'list' && (apply !== undefined || minAge !== undefined))
+    throw new Error(
+      `list takes no ${apply !== undefined ? '--apply' : '--min-age'}: those are prune's\n${SESSIONS_USAGE}`,
+    );
   const workspace = parseWorkspace(action, team, enterprise);
   return {
     action,

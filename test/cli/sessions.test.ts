@@ -105,6 +105,19 @@ describe('npm run sessions (orphan prune)', () => {
     ).toEqual([...orphans].sort());
   });
 
+  it('takes an orphan deleted meanwhile (by the bot, by another prune) as done, not as a failure', async () => {
+    await mapped(agent.addSession('agent-main'), '1.1');
+    const orphan = agent.addSession('agent-main');
+    agent.injectFailure('deleteSession', {
+      type: 'http',
+      status: 404,
+      body: { status: false, message: 'Session not found' },
+    });
+    expect(await run('prune', 1)).toBe(0);
+    expect(output).toContain(`gone    agent-main ${orphan} (deleted meanwhile)`);
+    expect(output.at(-1)).toBe('Deleted 1 of 1 orphaned session.');
+  });
+
   it('keeps sessions younger than --min-age: the bot may be about to record them', async () => {
     agent.addSession('agent-main');
     await mapped(agent.addSession('agent-main'), '1.1');
@@ -255,6 +268,16 @@ describe('npm run sessions (orphan prune)', () => {
     expect(() => parseSessionsArgs(['list', '--team', ''])).toThrow(/--team/);
   });
 
+  it('refuses an empty --agent, which would mean every agent, and prune flags given to list', () => {
+    expect(() => parseSessionsArgs(['prune', '--agent='])).toThrow(/^--agent takes an agent id/);
+    expect(() => parseSessionsArgs(['list', '--apply=3'])).toThrow(/^list takes no --apply/);
+    expect(() => parseSessionsArgs(['list', '--min-age', '5m'])).toThrow(/^list takes no --min-age/);
+    expect(parseSessionsArgs(['prune', '--agent', 'agent-b', '--min-age', '5m'])).toMatchObject({
+      agent: 'agent-b',
+      minAgeMs: 5 * 60_000,
+    });
+  });
+
   it('lists through the real entry point with the settings the bot uses, .env included', async () => {
     const session = agent.addSession('agent-main');
     // The command opens the store itself (an embedded one, one process at a time): a store of its own, on
@@ -279,7 +302,7 @@ describe('npm run sessions (orphan prune)', () => {
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout).toContain(`agent-main\t${session}`);
-    expect(result.stdout).toContain('1 sessions, 0 mapped to Slack conversations, 1 orphaned.');
+    expect(result.stdout).toContain('1 session, 0 mapped to Slack conversations, 1 orphaned.');
   });
 });
 
