@@ -170,11 +170,23 @@ forEachStore(runPostgres, (kind, prepare) => {
 });
 
 describe.runIf(runPostgres)('the installation store while PostgreSQL is unreachable', () => {
-  it('keeps serving an installation it read before, past its cache time, so events are still taken', async () => {
+  /** `work` on a database of its own reached through a proxy it can break. */
+  async function behindProxy(work: (db: Database, proxy: TcpProxy) => Promise<void>): Promise<void> {
     const database = await createTestDatabase({ schema: 'current' });
     const proxy = await TcpProxy.start({ target: database.url });
     const db = await openDatabase({ kind: 'postgres', databaseUrl: proxy.url, poolSize: 2 });
     try {
+      await work(db, proxy);
+    } finally {
+      proxy.restore();
+      await db.close();
+      await proxy.stop();
+      await database.drop();
+    }
+  }
+
+  it('keeps serving an installation it read before, past its cache time, so events are still taken', async () => {
+    await behindProxy(async (db, proxy) => {
       const store = new InstallationStore({
         keyv: createSessionKeyv<InstallationRow>(db, INSTALLATIONS_NAMESPACE),
         cipher,
@@ -208,19 +220,11 @@ describe.runIf(runPostgres)('the installation store while PostgreSQL is unreacha
       // One Slack refused is not served from memory either.
       store.evict('team:T1');
       await expect(store.find({ teamId: 'T1' })).rejects.toThrow();
-    } finally {
-      proxy.restore();
-      await db.close();
-      await proxy.stop();
-      await database.drop();
-    }
+    });
   }, 30_000);
 
   it('says so when the listing of installations fails partway, rather than ending it early', async () => {
-    const database = await createTestDatabase({ schema: 'current' });
-    const proxy = await TcpProxy.start({ target: database.url });
-    const db = await openDatabase({ kind: 'postgres', databaseUrl: proxy.url, poolSize: 2 });
-    try {
+    await behindProxy(async (db, proxy) => {
       const keyv = createSessionKeyv<InstallationRow>(db, INSTALLATIONS_NAMESPACE);
       for (let i = 0; i < 25; i++)
         await keyv.set(`team:T${100 + i}`, {
@@ -237,11 +241,6 @@ describe.runIf(runPostgres)('the installation store while PostgreSQL is unreacha
       })();
       await expect(listing).rejects.toThrow(/listing the stored installations failed/);
       expect(listed.length).toBeLessThan(25);
-    } finally {
-      proxy.restore();
-      await db.close();
-      await proxy.stop();
-      await database.drop();
-    }
+    });
   }, 30_000);
 });
