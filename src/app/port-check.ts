@@ -31,7 +31,7 @@ export async function checkPortsFree(
  * the install pages (and the health routes beside them) on a server of its own, which it listens on with a
  * port and no address, and whose errors nothing can handle: a port held on any address must fail here.
  */
-export function publicPortHost(
+function publicPortHost(
   config: Pick<Config, 'host'> & { slack?: Pick<Config['slack'], 'auth' | 'connection'> },
 ): string | undefined {
   const boltsOwnServer = config.slack?.connection.mode === 'socket' && config.slack.auth.mode === 'oauth';

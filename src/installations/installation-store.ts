@@ -5,6 +5,7 @@ import type {
 } from '@slack/bolt';
 import type Keyv from 'keyv';
 import { LRUCache } from 'lru-cache';
+import { within } from '../util/within.js';
 import {
   type InstallationKey,
   type InstallationRef,
@@ -197,9 +198,9 @@ export class InstallationStore implements BoltInstallationStore {
     let row: InstallationRow | undefined;
     try {
       const read = this.options.keyv.get(key);
-      const answered = usable ? await answeredWithin(read, LAST_READ_WAIT_MS) : { row: await read };
+      const answered = usable ? await within(read, LAST_READ_WAIT_MS) : { value: await read };
       if (!answered) return usable;
-      row = answered.row;
+      row = answered.value;
     } catch (error) {
       if (usable) return usable;
       throw error;
@@ -287,20 +288,6 @@ export class InstallationStore implements BoltInstallationStore {
     await this.options.keyv.set(key, row);
     // A lookup that began before the write and ends after it must not cache what it read.
     this.evict(key);
-  }
-}
-
-/** A read's row, or undefined when it takes longer than `ms` (it goes on, unheard). */
-async function answeredWithin<T>(read: Promise<T>, ms: number): Promise<{ row: T } | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<undefined>((resolve) => {
-    timer = setTimeout(resolve, ms, undefined);
-  });
-  read.catch(() => {});
-  try {
-    return await Promise.race([read.then((row) => ({ row })), late]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { within } from '../util/within.js';
 import { capConnections } from './connection-cap.js';
 import type { BotMetrics } from './metrics.js';
 import { dropConnectionsWhileClosing } from './server-close.js';
@@ -43,10 +44,8 @@ export class Readiness {
     if (!this.checks.accepting()) return { ready: false, body: { status: 'draining' } };
     const slack =
       this.checks.slackConnected === undefined ? 'ok' : this.checks.slackConnected() ? 'ok' : 'disconnected';
-    const store = await Promise.race([
-      this.checks.store().then(() => 'ok'),
-      new Promise<string>((resolve) => setTimeout(resolve, STORE_CHECK_TIMEOUT_MS, 'unreachable').unref()),
-    ]).catch(() => 'unreachable');
+    const answered = await within(this.checks.store(), STORE_CHECK_TIMEOUT_MS).catch(() => undefined);
+    const store = answered ? 'ok' : 'unreachable';
     // Answering reads is not enough: every event the bot acknowledges is written first (unless a long outage
     // has the bot acknowledging without the store, when the store is reported, not required).
     const storeRequired = this.checks.storeRequired?.() !== false;

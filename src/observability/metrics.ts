@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { within } from '../util/within.js';
 
 /** Figures read from the store at scrape time. */
 export interface QueueSnapshot {
@@ -165,18 +166,14 @@ export class BotMetrics {
    * Not read in time, the gauges keep the figures last read; the read goes on, and a scrape meanwhile waits on
    * it rather than starting another.
    */
-  private snapshot(): Promise<QueueSnapshot | undefined> {
+  private async snapshot(): Promise<QueueSnapshot | undefined> {
     const read = this.reader;
-    if (!read) return Promise.resolve(undefined);
+    if (!read) return undefined;
     this.pendingSnapshot ??= read()
       .catch(() => undefined)
       .finally(() => {
         this.pendingSnapshot = undefined;
       });
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<undefined>((resolve) => {
-      timer = setTimeout(resolve, SNAPSHOT_WAIT_MS, undefined);
-    });
-    return Promise.race([this.pendingSnapshot, late]).finally(() => clearTimeout(timer));
+    return (await within(this.pendingSnapshot, SNAPSHOT_WAIT_MS))?.value;
   }
 }

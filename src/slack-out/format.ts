@@ -47,8 +47,7 @@ export function formatAgentReply(
     if (
       piece.kind === 'table' &&
       fitsTableBlock(piece.table) &&
-      packer.fitsAlone(piece.table) &&
-      packer.roomForTable(piece.table, maxMessages)
+      packer.takesTable(piece.table, maxMessages)
     ) {
       packer.addTable(piece.table);
       continue;

@@ -1,3 +1,4 @@
+import { within } from '../util/within.js';
 import { AgentFeatures, openedSessionsInMemory } from './agent-features.js';
 import type { AgentViewStatus, SlackWrites } from './writes.js';
 
@@ -281,12 +282,5 @@ export class WorkIndicators {
 
 /** Waits for a best-effort call, but not beyond INDICATOR_WAIT_MS: it goes on by itself after that. */
 async function awhile(call: Promise<unknown> | undefined): Promise<void> {
-  if (!call) return;
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, INDICATOR_WAIT_MS);
-    timer.unref();
-  });
-  await Promise.race([call.then(() => {}), bound]);
-  clearTimeout(timer);
+  if (call) await within(call, INDICATOR_WAIT_MS);
 }

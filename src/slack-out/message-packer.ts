@@ -30,17 +30,15 @@ export class MessagePacker {
 
   constructor(private readonly maxChars = MAX_TEXT_PER_MESSAGE) {}
 
-  /** Whether a table can go into a message of its own: within the budget. */
-  fitsAlone(table: MarkdownTable): boolean {
-    return tableChars(table) <= this.maxChars;
-  }
-
   /**
-   * Whether a table block can join the reply with it still at most `maxMessages` messages: in the message being
-   * filled, or in one started for it (Slack takes one table per message).
+   * Whether a table can be a table block here: within a message's budget on its own, and with the reply still
+   * at most `maxMessages` messages, the table in the message being filled or in one started for it (Slack
+   * takes one table per message).
    */
-  roomForTable(table: MarkdownTable, maxMessages: number): boolean {
-    if (!this.tableStartsMessage(tableChars(table))) return true;
+  takesTable(table: MarkdownTable, maxMessages: number): boolean {
+    const chars = tableChars(table);
+    if (chars > this.maxChars) return false;
+    if (!this.tableStartsMessage(chars)) return true;
     // The message being filled, then the table's own.
     return this.messages.length + 2 <= maxMessages;
   }

@@ -44,9 +44,12 @@ describe('packing a reply into messages', () => {
 
   it('counts a table by the text of its cells, and says whether one fits a message of its own', () => {
     const packer = new MessagePacker(50);
-    expect(packer.fitsAlone(table('t', 40))).toBe(true);
-    expect(packer.fitsAlone(table('t', 60))).toBe(false);
+    expect(packer.takesTable(table('t', 40), 1)).toBe(true);
+    expect(packer.takesTable(table('t', 60), 1)).toBe(false);
     packer.addMarkdown('x'.repeat(20));
+    // It would start a second message: only where the reply may have two.
+    expect(packer.takesTable(table('t', 40), 1)).toBe(false);
+    expect(packer.takesTable(table('t', 40), 2)).toBe(true);
     packer.addTable(table('t', 40));
     expect(packer.finish()).toHaveLength(2);
   });

@@ -119,8 +119,14 @@ export function register(events: EventRouter, deps: LifecycleDeps): void {
 
 /** When Slack sent the event, so a retry arriving after a reinstall is told from a new removal. */
 function sentAtOf(envelope: EventEnvelope): Date {
+  const time = eventTimeOf(envelope);
+  return time === undefined ? new Date() : new Date(time * 1000);
+}
+
+/** The envelope's `event_time` (whole seconds since the epoch), when it has a usable one. */
+function eventTimeOf(envelope: EventEnvelope): number | undefined {
   const time = envelope.event_time;
-  return typeof time === 'number' && Number.isFinite(time) ? new Date(time * 1000) : new Date();
+  return typeof time === 'number' && Number.isFinite(time) ? time : undefined;
 }
 
 /**
@@ -131,10 +137,8 @@ const CLOSED_CLOCK_MARGIN_S = 2;
 
 /** What started before this was in the channel before it closed; undefined (everything) without event_time. */
 function closedBefore(envelope: EventEnvelope): Date | undefined {
-  const time = envelope.event_time;
-  return typeof time === 'number' && Number.isFinite(time)
-    ? new Date((time + CLOSED_CLOCK_MARGIN_S) * 1000)
-    : undefined;
+  const time = eventTimeOf(envelope);
+  return time === undefined ? undefined : new Date((time + CLOSED_CLOCK_MARGIN_S) * 1000);
 }
 
 /** The workspaces a `team_access_*` event names (`team_ids`); a malformed list is read as none. */
