@@ -16,7 +16,7 @@ export class NoInstallationError extends Error {
  * the call goes again with the new one. When the refused token is still the stored one and Slack says
  * `account_inactive` or `token_revoked`, the app was uninstalled or its tokens revoked: the installation is
  * gone and `onRemoved` cleans up after it. `invalid_auth` is not enough: Slack gives it as well to a request
- * from an IP address the workspace does not allow, which its admins can change back, so the installation is
+ * from an IP address an allowlist of the app's tokens does not include, which can be mended, so the installation is
  * kept (a real uninstall also comes as Slack's `app_uninstalled` and `tokens_revoked` events).
  */
 export class WorkspaceTokens {

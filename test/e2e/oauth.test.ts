@@ -204,7 +204,7 @@ describe('many workspaces, installed with "Add to Slack"', () => {
     );
   });
 
-  it("keeps a workspace whose calls Slack refuses as invalid_auth (its admins' IP allowlist): it answers there again once the address is allowed", async () => {
+  it('keeps a workspace whose calls Slack refuses as invalid_auth (an IP allowlist): it answers there again once the address is allowed', async () => {
     const mention = (text: string) => mentionIn(bot, slack, 'T7', 'C7', `<@U0BOTT7> ${text}`);
     const postIn = (ts: string) =>
       slack.waitForCall('chat.postMessage', (call) => call.args.thread_ts === ts, 15_000);

@@ -111,7 +111,7 @@ export class FakeSlackTenancy {
   private readonly current = new Map<string, FakeInstallation>();
   private readonly accessTokens = new Map<string, AccessToken>();
   private readonly refreshTokens = new Map<string, RefreshToken>();
-  /** Installations whose tokens are used from an address their workspace's admins did not allow. */
+  /** Installations whose tokens are used from an address an allowlist of them does not include. */
   private readonly addressRefused = new Set<string>();
   private botCounter = 0;
 
@@ -295,10 +295,12 @@ export class FakeSlackTenancy {
   }
 
   /**
-   * The workspace's admins restrict the app's tokens to IP addresses the bot does not call from (the app's
-   * "Restrict API Token Usage" setting): every call answers `invalid_auth`, which Slack's common errors give
-   * for a request that "originates from an IP address disallowed from making the request" as for an invalid
-   * token. The installation and its tokens stay as they were; `allowAddress` lifts it.
+   * The installation's tokens are restricted to IP addresses the bot does not call from: every call answers
+   * `invalid_auth`, which Slack's common errors (on every token-authenticated method's page on docs.slack.dev,
+   * e.g. reference/methods/chat.postMessage, and in slack-ruby/slack-api-ref's method files) give for a request
+   * that "originates from an IP address disallowed from making the request" as for an invalid token. Who sets
+   * such an allowlist, and how it is scoped, those pages do not say; the installation and its tokens stay as
+   * they were, and `allowAddress` lifts it.
    */
   refuseAddress(target: InstallTarget): void {
     this.addressRefused.add(keyOf(target));
