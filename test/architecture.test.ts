@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
  * The folders of src/ from the top (Slack in) down (what everything uses). A module may import from its own
  * folder and from folders below it, never from one above or beside it: data flows one way, as the README's
  * arrows say (slack-in → inbox → conversation → sessions → agent / slack-out, over the shared
- * installations → store → observability / util → config), and there are no import cycles between folders.
+ * installations → store → observability → util → config), and there are no import cycles between folders.
  */
 const LAYERS: readonly (readonly string[])[] = [
   ['main.ts'],
@@ -21,7 +21,9 @@ const LAYERS: readonly (readonly string[])[] = [
   // Slack installations (OAuth mode): their tokens sealed, kept in the store.
   ['installations'],
   ['store'],
-  ['observability', 'util'],
+  ['observability'],
+  // Helpers of plain JavaScript (text, timers, backoff): they import nothing of the bot's.
+  ['util'],
   ['config'],
 ];
 
